@@ -1,0 +1,135 @@
+"""Every error Sentient raises on purpose.
+
+The tree::
+
+    SentientError
+    ├── ConfigError               invalid YAML, unknown agent/profile, bad setting
+    │   └── ProfileNotFoundError  a profile name that does not exist (lists the valid ones)
+    ├── AgentError                an agent call that did not produce a usable result
+    │   ├── AgentOutputError      output still invalid after the validation retries
+    │   ├── AgentTimeoutError     the call ran past its timeout
+    │   └── ModelError            the model itself failed (provider error, injected failure)
+    │       └── ModelWeightsError missing or corrupt GGUF weights
+    ├── GraphError                a misuse of the task graph (a bug, not a run condition)
+    │   └── IllegalTransitionError
+    ├── ToolError                 a tool could not run
+    │   └── DocsFolderError       the documents folder is missing or has nothing to index
+    └── RunError                  the run as a whole could not finish
+        └── RunCancelledError
+
+Exceptions carry data and never log. Recoverable failures during a run (an agent error on one
+node) are recorded on the node; they do not propagate out of the engine.
+"""
+
+from __future__ import annotations
+
+
+class SentientError(Exception):
+    """Base class for all Sentient errors."""
+
+
+class ConfigError(SentientError):
+    """Configuration that cannot be used.
+
+    Attributes:
+        file: the file that holds the problem, if any.
+        field: dotted path of the offending field, if known.
+        fix: one sentence telling the user what to do.
+    """
+
+    def __init__(self, message: str, *, file: str | None = None, field: str | None = None, fix: str | None = None):
+        self.message = message
+        self.file = file
+        self.field = field
+        self.fix = fix
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = ""
+        if self.file:
+            where = self.file
+            if self.field:
+                where += f", field '{self.field}'"
+            where += ": "
+        elif self.field:
+            where = f"field '{self.field}': "
+        text = f"{where}{self.message}"
+        if self.fix:
+            text += f" Fix: {self.fix}"
+        return text
+
+
+class ProfileNotFoundError(ConfigError):
+    """A profile name that is not among the available profiles."""
+
+    def __init__(self, name: str, available: list[str], *, file: str | None = None):
+        self.name = name
+        self.available = available
+        super().__init__(
+            f"unknown profile '{name}'.",
+            file=file,
+            fix=f"use one of: {', '.join(available) or '(none found)'}.",
+        )
+
+
+class AgentError(SentientError):
+    """An agent call failed; recorded on the node that made it."""
+
+    def __init__(self, message: str, *, agent: str | None = None, task_id: str | None = None):
+        self.agent = agent
+        self.task_id = task_id
+        super().__init__(message)
+
+
+class AgentOutputError(AgentError):
+    """The agent's output did not validate against its schema after all retries."""
+
+    def __init__(self, message: str, *, attempts: int, agent: str | None = None, task_id: str | None = None):
+        self.attempts = attempts
+        super().__init__(message, agent=agent, task_id=task_id)
+
+
+class AgentTimeoutError(AgentError):
+    """The agent call ran longer than its timeout."""
+
+    def __init__(self, timeout_s: float, *, agent: str | None = None, task_id: str | None = None):
+        self.timeout_s = timeout_s
+        super().__init__(f"agent call timed out after {timeout_s:g}s", agent=agent, task_id=task_id)
+
+
+class ModelError(AgentError):
+    """The model (provider, embedded runtime or fake) raised an error."""
+
+
+class ModelWeightsError(ModelError):
+    """The GGUF weights are missing, incomplete or do not match their checksum."""
+
+
+class GraphError(SentientError):
+    """Misuse of the task graph: a programming error, not a run condition."""
+
+
+class IllegalTransitionError(GraphError):
+    """A status change that the transition table does not allow."""
+
+    def __init__(self, task_id: str, current: object, target: object):
+        self.task_id = task_id
+        self.current = current
+        self.target = target
+        super().__init__(f"task {task_id}: illegal transition {current} -> {target}")
+
+
+class ToolError(SentientError):
+    """A tool could not run."""
+
+
+class DocsFolderError(ToolError):
+    """The documents folder given to the docs search tool cannot be used."""
+
+
+class RunError(SentientError):
+    """The run as a whole could not complete."""
+
+
+class RunCancelledError(RunError):
+    """The run was cancelled before it finished."""

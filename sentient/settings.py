@@ -1,0 +1,53 @@
+"""Settings: engine knobs per run, and process-wide settings from the environment (``SENTIENT_*``)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class FailurePolicy(StrEnum):
+    REPLAN = "replan"  # rebuild the parent's unfinished subtree (max_replans times), then continue
+    CONTINUE = "continue"  # dependents still run; the aggregator is told what failed
+    FAIL_PARENT = "fail_parent"  # cancel the remaining siblings and fail the parent
+
+
+class ReviewMode(StrEnum):
+    NONE = "none"  # never ask a human
+    ROOT = "root"  # review the root plan only
+    ALL = "all"  # review every plan
+
+
+class EngineSettings(BaseModel):
+    """How one run behaves. Profiles set defaults; the CLI and API override them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_depth: int = Field(2, ge=0, le=8, description="Nodes at this layer are always executed, never planned.")
+    force_root_planning: bool = Field(True, description="Always plan the root instead of asking the atomizer.")
+    skip_atomization: bool = Field(False, description="Do not call the atomizer: plan above max_depth, execute at it.")
+    failure_policy: FailurePolicy = FailurePolicy.REPLAN
+    max_replans: int = Field(1, ge=0, le=5, description="Replans per node before the policy falls back.")
+    max_concurrent_llm_calls: int = Field(4, ge=1, le=256)
+    agent_timeout_s: float = Field(300.0, gt=0, description="Timeout of each model call.")
+    max_validation_retries: int = Field(2, ge=0, le=10, description="Retries of an output that fails its schema.")
+    review: ReviewMode = ReviewMode.NONE
+    context_token_budget: int = Field(3000, ge=200, description="Approximate tokens of context per agent call.")
+    knowledge_results: int = Field(3, ge=0, le=20, description="Related knowledge entries offered per call.")
+
+
+class Settings(BaseSettings):
+    """Process-wide settings, read from ``SENTIENT_*`` environment variables."""
+
+    model_config = SettingsConfigDict(env_prefix="SENTIENT_", extra="forbid")
+
+    model: str = Field("local", description="Model for every agent without its own: 'local' is the embedded one.")
+    model_path: Path | None = Field(None, description="A local GGUF file to use instead of the embedded weights.")
+    cache_dir: Path = Field(Path.home() / ".cache" / "sentient", description="Assembled weights, docs indexes.")
+    results_dir: Path = Field(Path("project_results"), description="Where each project's files are written.")
+    config_dir: Path = Field(REPO_ROOT / "agent_configs", description="agents.yaml and profiles/.")
