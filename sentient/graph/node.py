@@ -1,0 +1,74 @@
+"""The task node: one unit of work in the tree."""
+
+from __future__ import annotations
+
+import time
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sentient.graph.status import TERMINAL, TaskStatus, check_transition
+
+
+class TaskType(StrEnum):
+    SEARCH = "SEARCH"  # find information (tools: document search, later the web)
+    THINK = "THINK"  # reason over what is known
+    WRITE = "WRITE"  # produce prose for the report
+
+
+class NodeType(StrEnum):
+    PLAN = "PLAN"  # decomposed into children, then aggregated
+    EXECUTE = "EXECUTE"  # run directly by an executor agent
+
+
+class Source(BaseModel):
+    """A citable source: a document path or URL a tool returned."""
+
+    model_config = ConfigDict(frozen=True)
+
+    ref: str
+    title: str = ""
+    snippet: str = ""
+
+
+class StatusChange(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    status: TaskStatus
+    at: float
+
+
+class TaskNode(BaseModel):
+    """A node of the task tree. Ids are hierarchical: ``root``, ``root.0``, ``root.0.1``."""
+
+    task_id: str
+    goal: str
+    task_type: TaskType
+    node_type: NodeType
+    layer: int = 0
+    parent_id: str | None = None
+    depends_on: list[str] = Field(default_factory=list)
+    children: list[str] = Field(default_factory=list)
+    status: TaskStatus = TaskStatus.PENDING
+    history: list[StatusChange] = Field(default_factory=list)
+    result: str | None = None
+    error: str | None = None
+    sources: list[Source] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    replans: int = 0
+    agent_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    created_at: float = Field(default_factory=time.time)
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL
+
+    def move_to(self, target: TaskStatus) -> TaskStatus:
+        """Change status through the transition table; returns the previous status."""
+        previous = self.status
+        check_transition(self.task_id, previous, target)
+        self.status = target
+        self.history.append(StatusChange(status=target, at=time.time()))
+        return previous
