@@ -1,0 +1,1 @@
+"""Agents: YAML configuration, registry, prompts, structured outputs and the runner."""

@@ -1,0 +1,1 @@
+"""Models: the embedded llama.cpp model, the scripted fake, and the factory."""

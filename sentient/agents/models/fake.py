@@ -1,0 +1,155 @@
+"""ScriptedModel: a deterministic agno model for tests and benchmarks.
+
+It answers each agent call from a script keyed by role (planner, atomizer, executor,
+aggregator, plan_modifier). A script entry is a fixed output or a function of the
+:class:`FakeRequest`; an output may be a pydantic model, a dict, raw text (returned verbatim,
+e.g. to test invalid JSON) or an exception (raised as a model failure). Optional latency per
+call, and every call is recorded with monotonic timestamps so tests can check ordering.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from agno.metrics import MessageMetrics
+from agno.models.base import Model
+from agno.models.message import Message
+from agno.models.response import ModelResponse
+from pydantic import BaseModel
+
+from sentient.agents.schemas import AggregationOutput, AtomizerOutput, ExecutionOutput, PlanOutput, SubTask
+from sentient.exceptions import ModelError
+from sentient.graph.node import TaskType
+
+
+@dataclass(frozen=True)
+class FakeRequest:
+    """What the fake model knows about the call it is answering."""
+
+    role: str
+    agent: str
+    task_id: str
+    goal: str
+    prompt: str
+    attempt: int
+
+
+@dataclass
+class FakeCall:
+    """A recorded call: the request, when it started and ended (``time.monotonic``), and the outcome."""
+
+    request: FakeRequest
+    started_at: float
+    finished_at: float = 0.0
+    output: str | None = None
+    error: str | None = None
+
+
+Output = BaseModel | dict[str, Any] | str | BaseException
+Responder = Output | Callable[[FakeRequest], Output]
+
+
+def default_response(request: FakeRequest) -> Output:
+    """A valid answer for any role: two-step plans, atomic subtasks, echoing executors."""
+    if request.role in ("planner", "plan_modifier"):
+        return PlanOutput(
+            subtasks=[
+                SubTask(goal=f"Find facts about: {request.goal}", task_type=TaskType.SEARCH),
+                SubTask(goal=f"Write up: {request.goal}", task_type=TaskType.WRITE, depends_on_indices=[0]),
+            ]
+        )
+    if request.role == "atomizer":
+        return AtomizerOutput(is_atomic=True)
+    if request.role == "aggregator":
+        return AggregationOutput(answer=f"Summary of {request.task_id}: {request.goal}")
+    return ExecutionOutput(answer=f"Result of {request.task_id}: {request.goal}")
+
+
+@dataclass
+class ScriptedModel(Model):
+    """An agno model that answers from a script instead of a network or weights."""
+
+    id: str = "scripted"
+    name: str = "Scripted"
+    provider: str = "fake"
+    supports_json_schema_outputs: bool = True
+    script: dict[str, Responder] = field(default_factory=dict)
+    latency: float | Callable[[FakeRequest], float] = 0.0
+    calls: list[FakeCall] = field(default_factory=list)
+
+    def _request(self, messages: list[Message], run_response: Any) -> FakeRequest:
+        meta = (getattr(run_response, "metadata", None) or {}) if run_response is not None else {}
+        prompt = next((m.get_content_string() for m in reversed(messages) if m.role == "user"), "")
+        return FakeRequest(
+            role=str(meta.get("role", "executor")),
+            agent=str(meta.get("agent", "")),
+            task_id=str(meta.get("task_id", "")),
+            goal=str(meta.get("goal", "")),
+            prompt=prompt,
+            attempt=int(meta.get("attempt", 1)),
+        )
+
+    def _answer(self, request: FakeRequest, call: FakeCall) -> ModelResponse:
+        responder = self.script.get(request.role, default_response)
+        output = responder(request) if callable(responder) and not isinstance(responder, type) else responder
+        call.finished_at = time.monotonic()
+        if isinstance(output, BaseException):
+            call.error = str(output)
+            raise ModelError(f"scripted failure: {output}", task_id=request.task_id) from output
+        if isinstance(output, BaseModel):
+            text = output.model_dump_json()
+        elif isinstance(output, dict):
+            text = json.dumps(output)
+        else:
+            text = str(output)
+        call.output = text
+        tokens_in = max(1, len(request.prompt) // 4)
+        tokens_out = max(1, len(text) // 4)
+        usage = MessageMetrics(input_tokens=tokens_in, output_tokens=tokens_out, total_tokens=tokens_in + tokens_out)
+        return ModelResponse(role="assistant", content=text, response_usage=usage)
+
+    def _latency_for(self, request: FakeRequest) -> float:
+        return self.latency(request) if callable(self.latency) else self.latency
+
+    async def ainvoke(self, messages: list[Message], *args: Any, **kwargs: Any) -> ModelResponse:
+        request = self._request(messages, kwargs.get("run_response"))
+        call = FakeCall(request=request, started_at=time.monotonic())
+        self.calls.append(call)
+        delay = self._latency_for(request)
+        if delay > 0:
+            await asyncio.sleep(delay)
+        return self._answer(request, call)
+
+    def invoke(self, messages: list[Message], *args: Any, **kwargs: Any) -> ModelResponse:
+        request = self._request(messages, kwargs.get("run_response"))
+        call = FakeCall(request=request, started_at=time.monotonic())
+        self.calls.append(call)
+        delay = self._latency_for(request)
+        if delay > 0:
+            time.sleep(delay)
+        return self._answer(request, call)
+
+    def invoke_stream(self, *args: Any, **kwargs: Any) -> Iterator[ModelResponse]:
+        yield self.invoke(*args, **kwargs)
+
+    async def ainvoke_stream(self, *args: Any, **kwargs: Any) -> AsyncIterator[ModelResponse]:
+        yield await self.ainvoke(*args, **kwargs)
+
+    def _parse_provider_response(self, response: Any, **kwargs: Any) -> ModelResponse:
+        return response
+
+    def _parse_provider_response_delta(self, response: Any) -> ModelResponse:
+        return response
+
+    def calls_for(self, role: str | None = None, task_id: str | None = None) -> list[FakeCall]:
+        """Recorded calls, optionally filtered by role and/or task id."""
+        return [
+            c
+            for c in self.calls
+            if (role is None or c.request.role == role) and (task_id is None or c.request.task_id == task_id)
+        ]

@@ -1,0 +1,170 @@
+"""AgentRegistry: every agent and profile from ``agent_configs/``, cross-checked at load time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from sentient.agents.config import AgentConfig, AgentsFile, ProfileConfig, Role, load_yaml_model
+from sentient.exceptions import ConfigError, ProfileNotFoundError
+from sentient.graph.node import TaskType
+from sentient.settings import EngineSettings
+
+KNOWN_TOOLS = frozenset({"docs_search"})
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A validated profile: the agent for every role, and the engine defaults."""
+
+    name: str
+    description: str
+    settings: EngineSettings
+    planner: AgentConfig
+    root_planner: AgentConfig
+    atomizer: AgentConfig
+    executors: dict[TaskType, AgentConfig]
+    aggregator: AgentConfig
+    root_aggregator: AgentConfig
+    plan_modifier: AgentConfig
+
+    def planner_for(self, is_root: bool) -> AgentConfig:
+        return self.root_planner if is_root else self.planner
+
+    def aggregator_for(self, is_root: bool) -> AgentConfig:
+        return self.root_aggregator if is_root else self.aggregator
+
+    def executor_for(self, task_type: TaskType) -> AgentConfig:
+        return self.executors[task_type]
+
+    def agents(self) -> list[AgentConfig]:
+        seen = {
+            a.name: a for a in (self.planner, self.root_planner, self.atomizer, self.aggregator, self.root_aggregator)
+        }
+        seen.update({a.name: a for a in (*self.executors.values(), self.plan_modifier)})
+        return list(seen.values())
+
+
+class AgentRegistry:
+    """Agents from ``agents.yaml`` and profiles from ``profiles/*.yaml``."""
+
+    def __init__(self, profiles: dict[str, Profile]) -> None:
+        self._profiles = profiles
+
+    @classmethod
+    def load(cls, config_dir: Path) -> AgentRegistry:
+        """Load and validate everything; the first problem raises ConfigError."""
+        agents_path = config_dir / "agents.yaml"
+        if not agents_path.is_file():
+            raise ConfigError(
+                "agents file not found.", file=str(agents_path), fix="point SENTIENT_CONFIG_DIR at agent_configs/."
+            )
+        agents = _index_agents(agents_path, load_yaml_model(agents_path, AgentsFile))
+        profile_paths = sorted((config_dir / "profiles").glob("*.yaml"))
+        if not profile_paths:
+            raise ConfigError(
+                "no profiles found.", file=str(config_dir / "profiles"), fix="add at least one profile YAML file."
+            )
+        profiles: dict[str, Profile] = {}
+        for path in profile_paths:
+            config = load_yaml_model(path, ProfileConfig)
+            if config.name != path.stem:
+                raise ConfigError(
+                    f"profile name '{config.name}' does not match the file name.",
+                    file=str(path),
+                    field="name",
+                    fix=f"set name: {path.stem}",
+                )
+            profiles[config.name] = _resolve_profile(path, config, agents)
+        return cls(profiles)
+
+    def profile_names(self) -> list[str]:
+        return sorted(self._profiles)
+
+    def profile(self, name: str) -> Profile:
+        try:
+            return self._profiles[name]
+        except KeyError:
+            raise ProfileNotFoundError(name, self.profile_names()) from None
+
+
+def _index_agents(path: Path, parsed: AgentsFile) -> dict[str, AgentConfig]:
+    agents: dict[str, AgentConfig] = {}
+    for i, agent in enumerate(parsed.agents):
+        field = f"agents[{i}] (name '{agent.name}')"
+        if agent.name in agents:
+            raise ConfigError("duplicate agent name.", file=str(path), field=f"{field}.name", fix="rename one of them.")
+        unknown = [t for t in agent.tools if t not in KNOWN_TOOLS]
+        if unknown:
+            raise ConfigError(
+                f"unknown tool(s) {unknown}.",
+                file=str(path),
+                field=f"{field}.tools",
+                fix=f"use only: {', '.join(sorted(KNOWN_TOOLS))}.",
+            )
+        if agent.role is Role.EXECUTOR and not agent.task_types:
+            raise ConfigError(
+                "an executor must list the task types it handles.",
+                file=str(path),
+                field=f"{field}.task_types",
+                fix="add e.g. task_types: [SEARCH].",
+            )
+        agents[agent.name] = agent
+    return agents
+
+
+def _resolve_profile(path: Path, config: ProfileConfig, agents: dict[str, AgentConfig]) -> Profile:
+    def pick(field: str, name: str, role: Role) -> AgentConfig:
+        agent = agents.get(name)
+        if agent is None:
+            raise ConfigError(
+                f"unknown agent '{name}'.",
+                file=str(path),
+                field=f"agents.{field}",
+                fix=f"use an agent defined in agents.yaml: {', '.join(sorted(agents))}.",
+            )
+        if agent.role is not role:
+            raise ConfigError(
+                f"agent '{name}' has role '{agent.role}', but this slot needs role '{role}'.",
+                file=str(path),
+                field=f"agents.{field}",
+                fix=f"choose an agent with role '{role}'.",
+            )
+        return agent
+
+    slots = config.agents
+    missing = [t.value for t in TaskType if t not in slots.executors]
+    if missing:
+        raise ConfigError(
+            f"no executor for task type(s) {missing}.",
+            file=str(path),
+            field="agents.executors",
+            fix="map every task type (SEARCH, THINK, WRITE) to an executor.",
+        )
+    executors = {}
+    for task_type, name in slots.executors.items():
+        executor = pick(f"executors.{task_type.value}", name, Role.EXECUTOR)
+        if task_type not in executor.task_types:
+            raise ConfigError(
+                f"agent '{name}' does not handle task type {task_type.value}.",
+                file=str(path),
+                field=f"agents.executors.{task_type.value}",
+                fix=f"add {task_type.value} to its task_types or choose another executor.",
+            )
+        executors[task_type] = executor
+    planner = pick("planner", slots.planner, Role.PLANNER)
+    aggregator = pick("aggregator", slots.aggregator, Role.AGGREGATOR)
+    return Profile(
+        name=config.name,
+        description=config.description,
+        settings=config.settings,
+        planner=planner,
+        root_planner=pick("root_planner", slots.root_planner, Role.PLANNER) if slots.root_planner else planner,
+        atomizer=pick("atomizer", slots.atomizer, Role.ATOMIZER),
+        executors=executors,
+        aggregator=aggregator,
+        root_aggregator=(
+            pick("root_aggregator", slots.root_aggregator, Role.AGGREGATOR) if slots.root_aggregator else aggregator
+        ),
+        plan_modifier=pick("plan_modifier", slots.plan_modifier, Role.PLAN_MODIFIER),
+    )

@@ -1,0 +1,210 @@
+"""AgentRunner: one agent call on agno, with a timeout, bounded concurrency and validation retries.
+
+An output that does not validate against its pydantic schema is retried with the validation
+error fed back to the model (tenacity). After the last retry the call fails with
+:class:`AgentOutputError`; it never turns into a raw string result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from agno.agent import Agent
+from agno.models.base import Model
+from agno.run.base import RunStatus
+from pydantic import BaseModel, ValidationError
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
+
+from sentient.agents.config import AgentConfig, Role
+from sentient.context.builder import AgentContext
+from sentient.events import AgentCallFinished, EventBus
+from sentient.exceptions import AgentError, AgentOutputError, AgentTimeoutError, ModelError
+
+T = TypeVar("T", bound=BaseModel)
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class AgentCall:
+    """Everything one agent call needs."""
+
+    task_id: str
+    goal: str
+    role: Role
+    agent: AgentConfig
+    task: str
+    context: AgentContext
+
+
+@dataclass(frozen=True)
+class AgentReply(Generic[T]):
+    output: T
+    attempts: int
+    input_tokens: int
+    output_tokens: int
+
+
+class _InvalidOutput(Exception):
+    def __init__(self, error: str, raw: str) -> None:
+        super().__init__(error)
+        self.error = error
+        self.raw = raw
+
+
+class AgentRunner:
+    """Runs agent calls for one run. Dependencies come in through the constructor."""
+
+    def __init__(
+        self,
+        model_for: Callable[[AgentConfig], Model],
+        bus: EventBus,
+        *,
+        max_concurrent: int,
+        timeout_s: float,
+        max_validation_retries: int,
+    ) -> None:
+        self._model_for = model_for
+        self._bus = bus
+        self._slots = asyncio.Semaphore(max_concurrent)
+        self._timeout_s = timeout_s
+        self._retries = max_validation_retries
+
+    async def run(self, call: AgentCall, schema: type[T]) -> AgentReply[T]:
+        """Run ``call`` until its output validates as ``schema``; raise AgentError otherwise."""
+        model = self._model_for(call.agent)
+        base_prompt = f"{call.context.render()}\n\n## Your task\n{call.task}"
+        prompt = base_prompt
+        started, clock = time.time(), time.perf_counter()
+        tokens = [0, 0]
+        attempts = 0
+        raw: str | None = None
+        last_invalid: _InvalidOutput | None = None
+        try:
+            retrying = AsyncRetrying(
+                stop=stop_after_attempt(self._retries + 1),
+                retry=retry_if_exception_type(_InvalidOutput),
+                reraise=True,
+            )
+            async for attempt in retrying:
+                with attempt:
+                    attempts = attempt.retry_state.attempt_number
+                    prompt = _with_feedback(base_prompt, last_invalid)
+                    try:
+                        raw, output = await self._attempt(call, model, prompt, schema, attempts, tokens)
+                    except _InvalidOutput as invalid:
+                        last_invalid = invalid
+                        raise
+        except _InvalidOutput as exc:
+            error = AgentOutputError(
+                f"output did not match {schema.__name__} after {attempts} attempt(s): {exc.error}",
+                attempts=attempts,
+                agent=call.agent.name,
+                task_id=call.task_id,
+            )
+            self._publish(call, model, prompt, exc.raw, error, attempts, tokens, started, clock)
+            raise error from None
+        except AgentError as exc:
+            self._publish(call, model, prompt, raw, exc, attempts, tokens, started, clock)
+            raise
+        self._publish(call, model, prompt, raw, None, attempts, tokens, started, clock)
+        return AgentReply(output=output, attempts=attempts, input_tokens=tokens[0], output_tokens=tokens[1])
+
+    async def _attempt(
+        self, call: AgentCall, model: Model, prompt: str, schema: type[T], attempt: int, tokens: list[int]
+    ) -> tuple[str, T]:
+        agent = Agent(
+            name=call.agent.name,
+            model=model,
+            instructions=call.agent.instructions,
+            output_schema=schema,
+            telemetry=False,
+        )
+        metadata = {
+            "task_id": call.task_id,
+            "role": call.role.value,
+            "agent": call.agent.name,
+            "goal": call.goal,
+            "attempt": attempt,
+        }
+        async with self._slots:
+            try:
+                async with asyncio.timeout(self._timeout_s):
+                    response = await agent.arun(prompt, metadata=metadata)
+            except TimeoutError:
+                raise AgentTimeoutError(self._timeout_s, agent=call.agent.name, task_id=call.task_id) from None
+        if response.metrics is not None:
+            tokens[0] += response.metrics.input_tokens or 0
+            tokens[1] += response.metrics.output_tokens or 0
+        if response.status == RunStatus.error:
+            raise ModelError(f"model call failed: {response.content}", agent=call.agent.name, task_id=call.task_id)
+        content = response.content
+        if isinstance(content, schema):
+            return content.model_dump_json(), content
+        raw = content if isinstance(content, str) else json.dumps(content, default=str)
+        try:
+            return raw, schema.model_validate_json(_json_text(raw))
+        except ValidationError as exc:
+            raise _InvalidOutput(_summarise(exc), raw) from exc
+
+    def _publish(
+        self,
+        call: AgentCall,
+        model: Model,
+        prompt: str,
+        response: str | None,
+        error: Exception | None,
+        attempts: int,
+        tokens: list[int],
+        started: float,
+        clock: float,
+    ) -> None:
+        self._bus.publish(
+            AgentCallFinished(
+                task_id=call.task_id,
+                role=call.role.value,
+                agent=call.agent.name,
+                model=f"{model.provider}:{model.id}",
+                prompt=prompt,
+                context=call.context.to_trace(),
+                response=response,
+                error=str(error) if error else None,
+                attempts=attempts,
+                input_tokens=tokens[0],
+                output_tokens=tokens[1],
+                started_at=started,
+                latency_s=time.perf_counter() - clock,
+            )
+        )
+
+
+def _json_text(raw: str) -> str:
+    """The JSON inside ``raw``: strips Markdown fences and prose around one object."""
+    fenced = _FENCE.search(raw)
+    text = fenced.group(1) if fenced else raw
+    start, end = text.find("{"), text.rfind("}")
+    return text[start : end + 1] if 0 <= start < end else text
+
+
+def _summarise(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        loc = ".".join(str(p) for p in err["loc"]) or "(root)"
+        parts.append(f"{loc}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def _with_feedback(base_prompt: str, exc: _InvalidOutput | None) -> str:
+    if exc is None:
+        return base_prompt
+    previous = exc.raw if len(exc.raw) <= 800 else exc.raw[:800] + "..."
+    return (
+        f"{base_prompt}\n\n## Your previous answer was invalid\n{previous}\n\n"
+        f"Validation error: {exc.error}\nAnswer again with JSON that matches the schema exactly."
+    )

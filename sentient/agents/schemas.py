@@ -1,0 +1,43 @@
+"""Structured agent outputs. Every agent answers with one of these; anything else is retried."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sentient.graph.node import TaskType
+
+
+class SubTask(BaseModel):
+    """One planned subtask. ``depends_on_indices`` point at earlier subtasks of the same plan."""
+
+    goal: str = Field(min_length=1, description="What this subtask must find out or produce.")
+    task_type: TaskType = Field(description="SEARCH to look things up, THINK to reason, WRITE to write.")
+    depends_on_indices: list[int] = Field(
+        default_factory=list, description="Indices (0-based) of earlier subtasks whose results this one needs."
+    )
+
+
+class PlanOutput(BaseModel):
+    """A plan: the subtasks that together achieve the parent goal."""
+
+    model_config = ConfigDict(title="PlanOutput")
+
+    subtasks: list[SubTask] = Field(min_length=1, max_length=12)
+
+
+class AtomizerOutput(BaseModel):
+    """Whether a goal is small enough to be executed directly."""
+
+    is_atomic: bool = Field(description="true if one executor can do this directly, false if it needs a plan.")
+
+
+class ExecutionOutput(BaseModel):
+    """An executor's answer. Cite sources with [n] using the numbers given in the prompt."""
+
+    answer: str = Field(min_length=1)
+
+
+class AggregationOutput(BaseModel):
+    """An aggregator's synthesis of its children's results, citing sources with [n]."""
+
+    answer: str = Field(min_length=1)
