@@ -1,0 +1,1 @@
+"""What agents see: the knowledge store, the context builder and citations."""

@@ -1,0 +1,184 @@
+"""ContextBuilder: what each agent call sees, within a token budget.
+
+Always included: the overall goal and the ancestor chain. Then, by priority: the results the
+node depends on (dependencies, or children when aggregating), the sources it may cite, its
+place in the parent's plan, and related knowledge. Over budget, knowledge entries are dropped
+first (least relevant first), then long results are shortened; every cut is recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sentient.context.citations import SourceList
+from sentient.context.knowledge import KnowledgeStore
+from sentient.graph.node import Source, TaskNode
+from sentient.graph.status import TaskStatus
+from sentient.graph.task_graph import TaskGraph
+
+_CHARS_PER_TOKEN = 4
+_MIN_RESULT_CHARS = 400
+
+
+def estimate_tokens(text: str) -> int:
+    return len(text) // _CHARS_PER_TOKEN + 1
+
+
+@dataclass
+class Section:
+    """One block of context. ``required`` blocks are never cut; ``droppable`` ones go first."""
+
+    title: str
+    text: str
+    required: bool = False
+    droppable: bool = False
+
+
+@dataclass
+class AgentContext:
+    """The context of one agent call: rendered sections plus the sources it may cite as [n]."""
+
+    sections: list[Section]
+    sources: list[Source] = field(default_factory=list)
+    cut: list[str] = field(default_factory=list)
+
+    def render(self) -> str:
+        blocks = [f"## {s.title}\n{s.text}" for s in self.sections if s.text]
+        if self.sources:
+            listed = "\n".join(
+                f"[{i}] {s.title or s.ref} ({s.ref})\n{s.snippet}".rstrip() for i, s in enumerate(self.sources, 1)
+            )
+            blocks.append(f"## Sources you may cite as [n]\n{listed}")
+        return "\n\n".join(blocks)
+
+    @property
+    def tokens(self) -> int:
+        return estimate_tokens(self.render())
+
+    def to_trace(self) -> dict[str, Any]:
+        return {
+            "sections": [s.title for s in self.sections],
+            "sources": [s.ref for s in self.sources],
+            "tokens": self.tokens,
+            "cut": list(self.cut),
+        }
+
+
+class ContextBuilder:
+    """Builds :class:`AgentContext` for each role from the graph and the knowledge store."""
+
+    def __init__(self, graph: TaskGraph, knowledge: KnowledgeStore, token_budget: int, knowledge_results: int) -> None:
+        self._graph = graph
+        self._knowledge = knowledge
+        self._budget = token_budget
+        self._knowledge_results = knowledge_results
+
+    # -- per role ----------------------------------------------------------------------------
+
+    def for_planning(self, node: TaskNode) -> AgentContext:
+        sections = self._frame(node)
+        sections += self._dependency_sections(node, SourceList())
+        sections += self._knowledge_sections(node)
+        return self._fit(AgentContext(sections))
+
+    def for_atomizing(self, node: TaskNode, goal: str, plan_goals: Sequence[str]) -> AgentContext:
+        sections = self._frame(node)
+        plan = "\n".join(f"{i}. {g}" for i, g in enumerate(plan_goals))
+        sections.append(Section("The plan this subtask belongs to", plan))
+        return self._fit(AgentContext(sections))
+
+    def for_execution(self, node: TaskNode, found: Sequence[Source]) -> AgentContext:
+        sources = SourceList()
+        sections = self._frame(node)
+        sections += self._dependency_sections(node, sources)
+        for source in found:
+            sources.add(source)
+        sections += self._knowledge_sections(node)
+        return self._fit(AgentContext(sections, sources=sources.sources))
+
+    def for_aggregation(self, node: TaskNode) -> AgentContext:
+        sources = SourceList()
+        sections = self._frame(node)
+        for child in self._graph.children(node.task_id):
+            if child.status is TaskStatus.DONE and child.result:
+                text = sources.adopt(child.result, child.sources)
+                sections.append(Section(f"Result of subtask {child.task_id}: {child.goal}", text))
+            else:
+                reason = child.error or child.status.value.lower()
+                sections.append(Section(f"Subtask {child.task_id} did not finish: {child.goal}", reason))
+        return self._fit(AgentContext(sections, sources=sources.sources))
+
+    def for_replanning(self, node: TaskNode, feedback: str) -> AgentContext:
+        sources = SourceList()
+        sections = self._frame(node)
+        for child in self._graph.children(node.task_id):
+            if child.status is TaskStatus.DONE and child.result:
+                text = sources.adopt(child.result, child.sources)
+                sections.append(Section(f"Already done (keep): {child.goal}", text))
+            elif child.status is TaskStatus.FAILED:
+                sections.append(Section(f"Failed: {child.goal}", child.error or "failed", required=True))
+        sections.append(Section("Feedback to address", feedback, required=True))
+        return self._fit(AgentContext(sections, sources=sources.sources))
+
+    # -- building blocks ---------------------------------------------------------------------
+
+    def _frame(self, node: TaskNode) -> list[Section]:
+        ancestors = self._graph.ancestors(node.task_id)
+        overall = ancestors[0].goal if ancestors else node.goal
+        sections = [Section("Overall goal", overall, required=True)]
+        if ancestors:
+            chain = "\n".join(f"{'  ' * i}- {a.goal}" for i, a in enumerate(ancestors))
+            sections.append(Section("Where this task sits (from the overall goal down)", chain, required=True))
+            parent = ancestors[-1]
+            siblings = self._graph.children(parent.task_id)
+            if len(siblings) > 1:
+                plan = "\n".join(
+                    f"{'->' if s.task_id == node.task_id else '  '} {s.task_id}: {s.goal}" for s in siblings
+                )
+                sections.append(Section("The parent's plan (-> marks this task)", plan))
+        return sections
+
+    def _dependency_sections(self, node: TaskNode, sources: SourceList) -> list[Section]:
+        sections = []
+        for dep in self._graph.dependencies(node.task_id):
+            if dep.status is TaskStatus.DONE and dep.result:
+                text = sources.adopt(dep.result, dep.sources)
+                sections.append(Section(f"Result of {dep.task_id} (this task depends on it): {dep.goal}", text))
+            else:
+                reason = dep.error or dep.status.value.lower()
+                sections.append(Section(f"Dependency {dep.task_id} did not finish: {dep.goal}", reason))
+        return sections
+
+    def _knowledge_sections(self, node: TaskNode) -> list[Section]:
+        if self._knowledge_results <= 0:
+            return []
+        exclude = {node.task_id, *node.depends_on, *(a.task_id for a in self._graph.ancestors(node.task_id))}
+        entries = self._knowledge.search(node.goal, limit=self._knowledge_results, exclude=exclude)
+        return [Section(f"Related finding ({e.task_id}): {e.goal}", e.result, droppable=True) for e in entries]
+
+    def _fit(self, context: AgentContext) -> AgentContext:
+        """Drop or shorten sections until the context fits the token budget."""
+        budget_chars = self._budget * _CHARS_PER_TOKEN
+        for section in reversed([s for s in context.sections if s.droppable]):
+            if len(context.render()) <= budget_chars:
+                return context
+            context.sections.remove(section)
+            context.cut.append(f"dropped '{section.title}' ({estimate_tokens(section.text)} tokens)")
+        excess = len(context.render()) - budget_chars
+        if excess <= 0:
+            return context
+        cuttable = [s for s in context.sections if not s.required and len(s.text) > _MIN_RESULT_CHARS]
+        cuttable.sort(key=lambda s: len(s.text), reverse=True)
+        for section in cuttable:
+            if excess <= 0:
+                break
+            keep = max(_MIN_RESULT_CHARS, len(section.text) - excess - 40)
+            removed = len(section.text) - keep
+            section.text = section.text[:keep].rstrip() + f" [... {removed} characters cut ...]"
+            excess -= removed
+            context.cut.append(f"shortened '{section.title}' by {removed} characters")
+        if excess > 0:
+            context.cut.append(f"still over budget by about {excess // _CHARS_PER_TOKEN} tokens")
+        return context

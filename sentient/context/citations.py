@@ -1,0 +1,63 @@
+"""Numbered citations: merge sources from many texts into one list and renumber ``[n]`` markers."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from sentient.graph.node import Source
+
+_CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+
+
+class SourceList:
+    """An ordered, de-duplicated (by ``ref``) list of sources numbered from 1."""
+
+    def __init__(self, sources: Iterable[Source] = ()) -> None:
+        self._sources: list[Source] = []
+        self._numbers: dict[str, int] = {}
+        for source in sources:
+            self.add(source)
+
+    def add(self, source: Source) -> int:
+        """Add a source (or find it) and return its number."""
+        number = self._numbers.get(source.ref)
+        if number is None:
+            self._sources.append(source)
+            number = self._numbers[source.ref] = len(self._sources)
+        return number
+
+    def adopt(self, text: str, local_sources: Sequence[Source]) -> str:
+        """Rewrite ``text`` whose ``[n]`` refer to ``local_sources`` so they refer to this list.
+
+        Markers pointing at no local source are removed: a citation must always resolve.
+        """
+        mapping = {i: self.add(s) for i, s in enumerate(local_sources, start=1)}
+        return renumber(text, mapping)
+
+    @property
+    def sources(self) -> list[Source]:
+        return list(self._sources)
+
+    def __len__(self) -> int:
+        return len(self._sources)
+
+
+def renumber(text: str, mapping: dict[int, int]) -> str:
+    """Replace every citation number by ``mapping[n]``; drop numbers that have no mapping."""
+
+    def replace(match: re.Match[str]) -> str:
+        numbers = [mapping.get(int(n)) for n in match.group(1).split(",")]
+        kept = list(dict.fromkeys(n for n in numbers if n is not None))
+        return "".join(f"[{n}]" for n in kept)
+
+    return _CITATION.sub(replace, text)
+
+
+def cited_numbers(text: str) -> list[int]:
+    """Citation numbers in order of first appearance."""
+    seen: dict[int, None] = {}
+    for match in _CITATION.finditer(text):
+        for n in match.group(1).split(","):
+            seen.setdefault(int(n), None)
+    return list(seen)
