@@ -1,0 +1,418 @@
+"""Local documents search: a SQLite FTS5 full-text index ranked with BM25.
+
+Documents are split into passages of about 1,200 characters (at headings, then at blank
+lines) so a hit points at a focused piece of text rather than a whole file. Queries are
+free user text: they are reduced to quoted word tokens joined with OR, so no input can
+produce an FTS5 syntax error.
+
+`DocsIndex.python_docs` builds the default offline corpus from the documentation that ships
+with Python itself (the language reference topics and the standard-library docstrings), so a
+run without a docs folder still researches something real.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import os
+import re
+import sqlite3
+import sys
+import sysconfig
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+
+from loguru import logger
+
+from sentient.exceptions import DocsFolderError
+
+# Bump when the table layout or the passage rules change, so old caches get rebuilt.
+_SCHEMA_VERSION = 1
+_EXTENSIONS = frozenset({".md", ".txt", ".rst", ".html", ".htm", ".py"})
+_SKIP_DIRS = frozenset({"__pycache__", "node_modules", ".git"})
+_MAX_FILE_BYTES = 2 * 1024 * 1024
+_PASSAGE_CHARS = 1_200
+_SNIPPET_CHARS = 600
+_MIN_MEMBER_DOC_CHARS = 200
+# Stdlib packages whose submodules are tests, demos or tooling rather than library docs.
+_SKIP_STDLIB_PACKAGES = frozenset({"test", "idlelib", "lib2to3", "turtledemo", "ensurepip"})
+_STOPWORDS = frozenset(
+    "a an and are as at be but by can do does for from had has have how i if in into is it its me my no "  # noqa: SIM905
+    "not of on or our so than that the their them then there these they this to was we were what when "
+    "where which who why will with you your".split()
+)
+_WORD = re.compile(r"\w+")
+_MD_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
+_RST_UNDERLINE = re.compile(r"^([=\-~^\"'`#*+:.])\1{2,}\s*$")
+_BLANK_LINES = re.compile(r"\n\s*\n")
+_SCHEMA = """
+CREATE VIRTUAL TABLE IF NOT EXISTS passages
+    USING fts5(source UNINDEXED, title, body, tokenize = 'porter unicode61');
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One search result.
+
+    Attributes:
+        source: absolute file path, optionally with a '#anchor' (topic, class or function).
+        title: file name and section heading, topic name or module name.
+        snippet: the matching passage, whitespace collapsed, at most about 600 characters.
+        score: BM25 relevance; higher is better.
+    """
+
+    source: str
+    title: str
+    snippet: str
+    score: float
+
+
+class DocsIndex:
+    """Full-text index of documents in one SQLite FTS5 database file (or ':memory:')."""
+
+    def __init__(self, db_path: Path | str = ":memory:") -> None:
+        # Searches may come from worker threads; one lock serialises use of the connection.
+        self._conn = sqlite3.connect(str(db_path), check_same_thread=False)
+        self._lock = threading.Lock()
+        with self._lock, self._conn:
+            self._conn.executescript(_SCHEMA)
+
+    @classmethod
+    def from_folder(cls, folder: Path | str, db_path: Path | str = ":memory:") -> DocsIndex:
+        """Index every .md, .txt, .rst, .html/.htm and .py file under `folder`.
+
+        Raises:
+            DocsFolderError: the folder is missing, not a directory, or has nothing to index.
+        """
+        root = Path(folder).expanduser().resolve()
+        if not root.exists():
+            raise DocsFolderError(f"docs folder '{root}' does not exist")
+        if not root.is_dir():
+            raise DocsFolderError(f"docs folder '{root}' is not a directory")
+        files = list(_walk_documents(root))
+        if not files:
+            raise DocsFolderError(f"docs folder '{root}' has no .md, .txt, .rst, .html or .py files")
+        index = cls(db_path)
+        with index._lock, index._conn:
+            index._conn.execute("DELETE FROM passages")  # the index mirrors the folder as it is now
+            for path in files:
+                try:
+                    text = path.read_text(encoding="utf-8", errors="replace")
+                except OSError as exc:  # one unreadable file should not sink the whole folder
+                    logger.warning("skipping {}: {}", path, exc)
+                    continue
+                for heading, body in _sections(path.suffix.lower(), text):
+                    title = f"{path.name} - {heading}" if heading else path.name
+                    index._insert(str(path), title, body)
+        if not len(index):
+            index.close()
+            raise DocsFolderError(f"docs folder '{root}' has only empty documents")
+        logger.info("indexed {} passages from {} files in {}", len(index), len(files), root)
+        return index
+
+    @classmethod
+    def python_docs(cls, cache_dir: Path | str) -> DocsIndex:
+        """Open (building on first use) the index of the documentation installed with Python.
+
+        The index lives in `cache_dir` and is rebuilt when it is missing or was built by
+        another schema or Python version.
+        """
+        cache = Path(cache_dir).expanduser()
+        cache.mkdir(parents=True, exist_ok=True)
+        db_file = cache / f"pydocs-{sys.version_info.major}.{sys.version_info.minor}.sqlite"
+        marker = f"schema={_SCHEMA_VERSION};python={sys.version}"
+        if db_file.is_file() and _stored_marker(db_file) == marker:
+            return cls(db_file)
+        started = time.perf_counter()
+        logger.info("building the Python documentation index in {}", db_file)
+        # Build beside the target and swap it in atomically: a crash or a concurrent reader
+        # never sees a half-built index.
+        fd, tmp_name = tempfile.mkstemp(prefix=db_file.name, suffix=".tmp", dir=cache)
+        os.close(fd)
+        try:
+            with cls(tmp_name) as builder:
+                with builder._lock, builder._conn:
+                    # A throwaway file: durability during the build buys nothing.
+                    builder._conn.execute("PRAGMA synchronous = OFF")
+                    for source, title, text in _python_documents():
+                        builder._insert(source, title, text)
+                    builder._conn.execute("INSERT INTO passages(passages) VALUES ('optimize')")
+                    builder._conn.execute("INSERT OR REPLACE INTO meta VALUES ('marker', ?)", (marker,))
+                passages = len(builder)
+            os.replace(tmp_name, db_file)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp_name)
+        logger.info("built {} passages in {:.1f}s", passages, time.perf_counter() - started)
+        return cls(db_file)
+
+    def add_document(self, source: str, title: str, text: str) -> None:
+        """Split `text` into passages and add them under `source` and `title`."""
+        with self._lock, self._conn:
+            self._insert(source, title, text)
+
+    def search(self, query: str, limit: int = 5) -> list[SearchHit]:
+        """Return up to `limit` passages matching `query`, best first, one per source.
+
+        Any text is accepted; a query with no searchable words returns an empty list.
+        """
+        tokens = _query_tokens(query)
+        if not tokens or limit < 1:
+            return []
+        match = " OR ".join(f'"{token}"' for token in tokens)
+        sql = """
+            SELECT source, title, body, bm25(passages, 0.0, 2.0, 1.0) FROM passages
+            WHERE passages MATCH ? ORDER BY bm25(passages, 0.0, 2.0, 1.0)
+        """  # title words weigh double: a heading or topic name that matches says a lot
+        hits: dict[str, SearchHit] = {}
+        with self._lock:
+            # Rows arrive best first; the first passage of each source is its best one.
+            for source, title, body, bm25 in self._conn.execute(sql, (match,)):
+                if source not in hits:
+                    hits[source] = SearchHit(source, title, _excerpt(body, tokens), -bm25)
+                    if len(hits) == limit:
+                        break
+        return list(hits.values())
+
+    def __len__(self) -> int:
+        with self._lock:
+            (count,) = self._conn.execute("SELECT count(*) FROM passages").fetchone()
+        return int(count)
+
+    def close(self) -> None:
+        """Close the database connection; closing twice is harmless."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> DocsIndex:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _insert(self, source: str, title: str, text: str) -> None:
+        # Callers hold the lock and own the transaction, so bulk builds commit once.
+        rows = [(source, title, passage) for passage in _passages(text)]
+        self._conn.executemany("INSERT INTO passages (source, title, body) VALUES (?, ?, ?)", rows)
+
+
+def _walk_documents(root: Path) -> Iterator[Path]:
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in _SKIP_DIRS)
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            if name.startswith(".") or path.suffix.lower() not in _EXTENSIONS:
+                continue
+            if path.is_file() and path.stat().st_size <= _MAX_FILE_BYTES:
+                yield path
+
+
+def _sections(suffix: str, text: str) -> list[tuple[str | None, str]]:
+    """Split a document into (heading, text) sections according to its format."""
+    if suffix in {".html", ".htm"}:
+        # Headings come out Markdown style, so the Markdown splitter does the rest.
+        return _markdown_sections(_html_to_text(text))
+    splitters = {".md": _markdown_sections, ".rst": _rst_sections, ".py": _python_sections}
+    return splitters[suffix](text) if suffix in splitters else [(None, text)]
+
+
+def _markdown_sections(text: str) -> list[tuple[str | None, str]]:
+    sections: list[tuple[str | None, str]] = []
+    heading: str | None = None
+    lines: list[str] = []
+    in_fence = False
+    for line in text.splitlines():
+        if line.lstrip().startswith(("```", "~~~")):
+            in_fence = not in_fence  # a '#' inside a code block is a comment, not a heading
+        found = None if in_fence else _MD_HEADING.match(line)
+        if found:
+            sections.append((heading, "\n".join(lines)))
+            heading, lines = found.group(1), [found.group(1)]
+        else:
+            lines.append(line)
+    sections.append((heading, "\n".join(lines)))
+    return [(h, body) for h, body in sections if body.strip()]
+
+
+def _rst_sections(text: str) -> list[tuple[str | None, str]]:
+    # Rewrite RST titles (optionally overlined) as Markdown headings and reuse that splitter.
+    lines = text.splitlines()
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        if _is_rst_title(lines, i):
+            out.append(f"# {lines[i].strip()}")
+            i += 2
+        elif _RST_UNDERLINE.match(lines[i]) and _is_rst_title(lines, i + 1):
+            out.append(f"# {lines[i + 1].strip()}")
+            i += 3
+        else:
+            out.append(lines[i])
+            i += 1
+    return _markdown_sections("\n".join(out))
+
+
+def _is_rst_title(lines: list[str], i: int) -> bool:
+    """Whether line `i` is a title: text over an underline at least as long."""
+    if i + 1 >= len(lines) or not lines[i].strip() or _RST_UNDERLINE.match(lines[i]):
+        return False
+    return bool(_RST_UNDERLINE.match(lines[i + 1])) and len(lines[i + 1].rstrip()) >= len(lines[i].strip())
+
+
+def _python_sections(text: str) -> list[tuple[str | None, str]]:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return [(None, text)]
+    docstring = ast.get_docstring(tree)
+    if not docstring:
+        return [(None, text)]
+    # The docstring gets a passage of its own so the module's summary ranks on its own terms.
+    rest = "\n".join(text.splitlines()[tree.body[0].end_lineno or 0 :])
+    return [(None, docstring), (None, rest)]
+
+
+class _TextExtractor(HTMLParser):
+    """Collect the visible text of an HTML page, with headings marked Markdown style."""
+
+    # Not "head": HTML lets a page omit </head>, which would then hide the whole body.
+    _HIDDEN = frozenset({"script", "style", "noscript", "template"})
+    _BLOCKS = frozenset({"p", "div", "br", "li", "tr", "table", "section", "article", "pre", "blockquote"})
+    _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self._hidden_depth = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in self._HIDDEN:
+            self._hidden_depth += 1
+        elif tag in self._HEADINGS:
+            self.parts.append("\n\n# ")
+        elif tag in self._BLOCKS:
+            self.parts.append("\n\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self._HIDDEN:
+            self._hidden_depth = max(0, self._hidden_depth - 1)
+        elif tag in self._HEADINGS or tag in self._BLOCKS:
+            self.parts.append("\n\n")
+
+    def handle_data(self, data: str) -> None:
+        if not self._hidden_depth:
+            self.parts.append(re.sub(r"\s+", " ", data))
+
+
+def _html_to_text(html: str) -> str:
+    parser = _TextExtractor()
+    parser.feed(html)
+    parser.close()
+    return "".join(parser.parts)
+
+
+def _passages(text: str) -> list[str]:
+    """Pack paragraphs into passages of about `_PASSAGE_CHARS`, whitespace collapsed."""
+    passages: list[str] = []
+    current = ""
+    for raw in _BLANK_LINES.split(text):
+        paragraph = " ".join(raw.split())
+        while len(paragraph) > _PASSAGE_CHARS:  # one huge paragraph: cut at a space
+            cut = paragraph.rfind(" ", 0, _PASSAGE_CHARS)
+            cut = cut if cut > 0 else _PASSAGE_CHARS
+            passages.extend(p for p in (current, paragraph[:cut]) if p)
+            current, paragraph = "", paragraph[cut:].lstrip()
+        if current and len(current) + len(paragraph) + 1 > _PASSAGE_CHARS:
+            passages.append(current)
+            current = ""
+        current = f"{current} {paragraph}".strip()
+    if current:
+        passages.append(current)
+    return passages
+
+
+def _query_tokens(query: str) -> list[str]:
+    words = (w for w in _WORD.findall(query.lower()) if len(w) > 1 and w not in _STOPWORDS)
+    return list(dict.fromkeys(words))  # de-duplicated, first-seen order
+
+
+def _excerpt(body: str, tokens: list[str]) -> str:
+    """Cut a window of at most `_SNIPPET_CHARS` around the first query word in `body`."""
+    if len(body) <= _SNIPPET_CHARS:
+        return body
+    # A prefix of each word stands in for the porter stem ('scheduling' finds 'schedule').
+    stems = "|".join(re.escape(t[: max(4, len(t) - 3)]) for t in tokens)
+    found = re.search(rf"\b(?:{stems})", body, re.IGNORECASE)
+    start = max(0, (found.start() if found else 0) - _SNIPPET_CHARS // 4)
+    if start:
+        start = body.find(" ", start) + 1 or start  # begin on a word boundary
+    end = start + _SNIPPET_CHARS - 2  # room for the two ellipses
+    if end < len(body):
+        end = max(body.rfind(" ", start, end), start + _SNIPPET_CHARS // 2)
+    return ("…" if start else "") + body[start:end].strip() + ("…" if end < len(body) else "")
+
+
+def _stored_marker(db_file: Path) -> str | None:
+    try:
+        conn = sqlite3.connect(f"{db_file.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'marker'").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:  # not a database, or no meta table: rebuild
+        return None
+    return row[0] if row else None
+
+
+def _python_documents() -> Iterator[tuple[str, str, str]]:
+    """Yield (source, title, text) for the reference topics and stdlib docstrings."""
+    from pydoc_data import topics  # data only; no side effects on import
+
+    topics_file = str(Path(topics.__file__).resolve())
+    for topic, text in sorted(topics.topics.items()):
+        yield f"{topics_file}#{topic}", f"Python reference: {topic}", text
+    for module, path in _stdlib_sources():
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+        except (SyntaxError, ValueError):
+            continue
+        docstring = ast.get_docstring(tree)
+        if docstring:
+            yield str(path), f"Python module {module}", docstring
+        for node in tree.body:
+            if not isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            doc = ast.get_docstring(node)
+            if node.name.startswith("_") or not doc or len(doc) < _MIN_MEMBER_DOC_CHARS:
+                continue
+            yield f"{path}#{node.name}", f"{module}.{node.name}", f"{node.name}\n\n{doc}"
+
+
+def _stdlib_sources() -> Iterator[tuple[str, Path]]:
+    """Yield (dotted module name, .py path) for the public pure-Python stdlib modules.
+
+    Files are located on disk rather than imported: importing `antigravity` or `this` has
+    side effects. Public submodules of packages (asyncio.events, ...) are included because
+    a package's own docstring is often one line.
+    """
+    stdlib = Path(sysconfig.get_paths()["stdlib"]).resolve()
+    for name in sorted(sys.stdlib_module_names):
+        if name.startswith("_") or name in _SKIP_STDLIB_PACKAGES:
+            continue
+        if (stdlib / f"{name}.py").is_file():
+            yield name, stdlib / f"{name}.py"
+        elif (stdlib / name / "__init__.py").is_file():
+            for path in sorted((stdlib / name).rglob("*.py")):
+                parts = path.relative_to(stdlib).with_suffix("").parts
+                if parts[-1] == "__init__":
+                    parts = parts[:-1]
+                if any(p.startswith("_") or p in {"test", "tests"} for p in parts):
+                    continue
+                yield ".".join(parts), path
