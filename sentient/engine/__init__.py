@@ -1,0 +1,1 @@
+"""The engine: event-driven scheduling and the per-phase node processor."""

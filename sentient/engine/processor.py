@@ -1,0 +1,273 @@
+"""NodeProcessor: one handler per phase of a node's life (plan, review, atomize, execute,
+aggregate, replan). Each handler moves the node through the transition table and publishes
+what happened; the scheduler decides *when* handlers run."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import TypeVar
+
+from loguru import logger
+from pydantic import BaseModel
+
+from sentient.agents.config import AgentConfig, Role
+from sentient.agents.prompts import aggregate_task, atomize_task, execute_task, modify_task, plan_task
+from sentient.agents.registry import Profile
+from sentient.agents.runner import AgentCall, AgentRunner
+from sentient.agents.schemas import AggregationOutput, AtomizerOutput, ExecutionOutput, PlanOutput, SubTask
+from sentient.context.builder import AgentContext, ContextBuilder
+from sentient.context.citations import renumber
+from sentient.context.knowledge import KnowledgeStore
+from sentient.events import (
+    EventBus,
+    NodeCreated,
+    NodesRemoved,
+    NodeStatusChanged,
+    PlanProposed,
+    ReviewAnswered,
+    ReviewRequested,
+)
+from sentient.exceptions import AgentError
+from sentient.graph.node import NodeType, Source, TaskNode
+from sentient.graph.status import TaskStatus
+from sentient.graph.task_graph import TaskGraph
+from sentient.hitl.protocol import Approve, Modify, PlanReviewer, Reject, ReviewRequest, plan_problems
+from sentient.settings import EngineSettings, ReviewMode
+from sentient.tools.docs_search import DocsIndex
+
+_S = TaskStatus
+T = TypeVar("T", bound=BaseModel)
+DOCS_RESULTS = 5
+
+
+class NodeProcessor:
+    """Runs the phases of nodes of one graph. Stateless between calls except for the graph."""
+
+    def __init__(
+        self,
+        graph: TaskGraph,
+        profile: Profile,
+        settings: EngineSettings,
+        runner: AgentRunner,
+        context: ContextBuilder,
+        knowledge: KnowledgeStore,
+        reviewer: PlanReviewer,
+        bus: EventBus,
+        docs: DocsIndex | None = None,
+    ) -> None:
+        self.graph = graph
+        self._profile = profile
+        self._settings = settings
+        self._runner = runner
+        self._context = context
+        self._knowledge = knowledge
+        self._reviewer = reviewer
+        self._bus = bus
+        self._docs = docs
+
+    # -- status --------------------------------------------------------------------------
+
+    def move(self, node: TaskNode, target: TaskStatus, error: str | None = None) -> None:
+        """Change a node's status (through the table) and publish it."""
+        old = node.move_to(target)
+        if error is not None:
+            node.error = error
+        self._bus.publish(NodeStatusChanged(node.task_id, old, target, node.history[-1].at, error))
+
+    def announce(self, node: TaskNode) -> None:
+        self._bus.publish(
+            NodeCreated(
+                task_id=node.task_id,
+                parent_id=node.parent_id,
+                goal=node.goal,
+                task_type=node.task_type,
+                node_type=node.node_type,
+                layer=node.layer,
+                status=node.status,
+                depends_on=tuple(node.depends_on),
+                warnings=tuple(node.warnings),
+            )
+        )
+
+    def fail(self, node: TaskNode, error: str) -> None:
+        logger.debug("task {} failed: {}", node.task_id, error)
+        self.move(node, _S.FAILED, error)
+
+    # -- phases --------------------------------------------------------------------------
+
+    async def decide_root_type(self, root: TaskNode) -> None:
+        """Unless root planning is forced, ask the atomizer whether the whole goal is atomic."""
+        if self._settings.force_root_planning:
+            return
+        root.node_type = await self._node_type_for(root, root.goal, root.task_type.value, [root.goal], layer=0)
+
+    async def plan(self, node: TaskNode) -> list[TaskNode]:
+        """PLANNING -> (review) -> ATOMIZATION -> PLAN_DONE. Returns the new children."""
+        self.move(node, _S.PLANNING)
+        try:
+            agent = self._profile.planner_for(node.parent_id is None)
+            plan = await self._ask(
+                node, Role.PLANNER, agent, plan_task(node), self._context.for_planning(node), PlanOutput
+            )
+            self._bus.publish(PlanProposed(node.task_id, plan, by="planner"))
+            approved = await self._review(node, plan)
+            if approved is None:
+                return []
+            return await self._adopt_plan(node, approved.subtasks)
+        except AgentError as exc:
+            self.fail(node, f"planning failed: {exc}")
+            return []
+
+    async def replan(self, node: TaskNode, feedback: str) -> list[TaskNode]:
+        """NEEDS_REPLAN -> PLAN_MODIFICATION -> ATOMIZATION -> PLAN_DONE, rebuilding unfinished work."""
+        node.replans += 1
+        self.move(node, _S.PLAN_MODIFICATION)
+        try:
+            plan = await self._modify(node, None, feedback, self._context.for_replanning(node, feedback))
+            approved = await self._review(node, plan)
+            if approved is None:
+                return []
+            unfinished = [c for c in self.graph.children(node.task_id) if c.status is not _S.DONE]
+            removed: list[str] = []
+            for child in unfinished:
+                removed += self.graph.remove_subtree(child.task_id)
+            if removed:
+                self._bus.publish(NodesRemoved(node.task_id, tuple(removed)))
+            return await self._adopt_plan(node, approved.subtasks)
+        except AgentError as exc:
+            self.fail(node, f"replanning failed: {exc}")
+            return []
+
+    async def execute(self, node: TaskNode) -> None:
+        """READY -> EXECUTING -> DONE (or FAILED)."""
+        self.move(node, _S.EXECUTING)
+        agent = self._profile.executor_for(node.task_type)
+        try:
+            found = await self._search_docs(node, agent)
+            context = self._context.for_execution(node, found)
+            task = execute_task(node, has_sources=bool(context.sources))
+            output = await self._ask(node, Role.EXECUTOR, agent, task, context, ExecutionOutput)
+        except AgentError as exc:
+            self.fail(node, str(exc))
+            return
+        self._finish(node, output.answer, context)
+
+    async def aggregate(self, node: TaskNode) -> None:
+        """PLAN_DONE -> AGGREGATING -> DONE; fails without a call if no child succeeded."""
+        children = self.graph.children(node.task_id)
+        done = [c for c in children if c.status is _S.DONE]
+        if not done:
+            first = next((c for c in children if c.error), None)
+            reason = f": {first.task_id}: {first.error}" if first else ""
+            self.fail(node, f"all {len(children)} subtasks failed or were cancelled{reason}")
+            return
+        self.move(node, _S.AGGREGATING)
+        agent = self._profile.aggregator_for(node.parent_id is None)
+        context = self._context.for_aggregation(node)
+        try:
+            task = aggregate_task(node, is_root=node.parent_id is None)
+            output = await self._ask(node, Role.AGGREGATOR, agent, task, context, AggregationOutput)
+        except AgentError as exc:
+            self.fail(node, f"aggregation failed: {exc}")
+            return
+        self._finish(node, output.answer, context)
+
+    # -- helpers -------------------------------------------------------------------------
+
+    async def _ask(
+        self, node: TaskNode, role: Role, agent: AgentConfig, task: str, context: AgentContext, schema: type[T]
+    ) -> T:
+        reply = await self._runner.run(AgentCall(node.task_id, node.goal, role, agent, task, context), schema)
+        node.agent_calls += 1
+        node.input_tokens += reply.input_tokens
+        node.output_tokens += reply.output_tokens
+        return reply.output
+
+    async def _review(self, node: TaskNode, plan: PlanOutput) -> PlanOutput | None:
+        """Ask the reviewer until the plan is approved; None if it was rejected (node failed)."""
+        mode = self._settings.review
+        if mode is ReviewMode.NONE or (mode is ReviewMode.ROOT and node.parent_id is not None):
+            return plan
+        round_ = 1
+        while True:
+            self._bus.publish(ReviewRequested(node.task_id, plan))
+            decision = await self._reviewer.review_plan(
+                ReviewRequest(node.task_id, node.goal, node.layer, plan, round_)
+            )
+            if isinstance(decision, Approve):
+                self._bus.publish(ReviewAnswered(node.task_id, "approve"))
+                return plan
+            if isinstance(decision, Reject):
+                self._bus.publish(ReviewAnswered(node.task_id, "reject", decision.reason))
+                self.fail(node, f"plan rejected by reviewer: {decision.reason}")
+                return None
+            assert isinstance(decision, Modify)
+            round_ += 1
+            if node.status is _S.PLANNING:
+                self.move(node, _S.PLAN_MODIFICATION)
+            if decision.plan is not None:
+                problems = plan_problems(decision.plan)
+                if problems:
+                    self._bus.publish(
+                        ReviewAnswered(node.task_id, "modify", "edited plan refused: " + "; ".join(problems))
+                    )
+                    continue
+                self._bus.publish(ReviewAnswered(node.task_id, "modify", "edited plan"))
+                self._bus.publish(PlanProposed(node.task_id, decision.plan, by="reviewer"))
+                return decision.plan
+            instructions = decision.instructions or ""
+            self._bus.publish(ReviewAnswered(node.task_id, "modify", instructions))
+            plan = await self._modify(node, plan, instructions, self._context.for_planning(node))
+
+    async def _modify(
+        self, node: TaskNode, plan: PlanOutput | None, instructions: str, context: AgentContext
+    ) -> PlanOutput:
+        agent = self._profile.plan_modifier
+        task = modify_task(node, plan, instructions)
+        new_plan = await self._ask(node, Role.PLAN_MODIFIER, agent, task, context, PlanOutput)
+        self._bus.publish(PlanProposed(node.task_id, new_plan, by="plan_modifier"))
+        return new_plan
+
+    async def _adopt_plan(self, node: TaskNode, subtasks: Sequence[SubTask]) -> list[TaskNode]:
+        self.move(node, _S.ATOMIZATION)
+        goals = [s.goal for s in subtasks]
+        layer = node.layer + 1
+        node_types = await asyncio.gather(
+            *(self._node_type_for(node, s.goal, s.task_type.value, goals, layer) for s in subtasks)
+        )
+        children = self.graph.add_children(node.task_id, subtasks, node_types)
+        for child in children:
+            self.announce(child)
+        self.move(node, _S.PLAN_DONE)
+        return children
+
+    async def _node_type_for(
+        self, node: TaskNode, goal: str, task_type: str, plan_goals: list[str], layer: int
+    ) -> NodeType:
+        if layer >= self._settings.max_depth:
+            return NodeType.EXECUTE
+        if self._settings.skip_atomization:
+            return NodeType.PLAN
+        context = self._context.for_atomizing(node, goal, plan_goals)
+        try:
+            verdict = await self._ask(
+                node, Role.ATOMIZER, self._profile.atomizer, atomize_task(goal, task_type), context, AtomizerOutput
+            )
+        except AgentError as exc:
+            node.warnings.append(f"atomizer failed for '{goal[:60]}', executing it directly: {exc}")
+            return NodeType.EXECUTE
+        return NodeType.EXECUTE if verdict.is_atomic else NodeType.PLAN
+
+    async def _search_docs(self, node: TaskNode, agent: AgentConfig) -> list[Source]:
+        if self._docs is None or "docs_search" not in agent.tools:
+            return []
+        hits = await asyncio.to_thread(self._docs.search, node.goal, DOCS_RESULTS)
+        return [Source(ref=h.source, title=h.title, snippet=h.snippet) for h in hits]
+
+    def _finish(self, node: TaskNode, answer: str, context: AgentContext) -> None:
+        # A citation must resolve: numbers beyond the offered sources are removed.
+        node.result = renumber(answer, {n: n for n in range(1, len(context.sources) + 1)})
+        node.sources = list(context.sources)
+        self._knowledge.add(node.task_id, node.goal, node.result, [s.ref for s in node.sources])
+        self.move(node, _S.DONE)
