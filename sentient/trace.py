@@ -1,0 +1,70 @@
+"""TraceRecorder: subscribes to the engine's events and writes one trace file per node."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from sentient.events import AgentCallFinished, Event, NodeStatusChanged, ReviewAnswered
+from sentient.graph.task_graph import TaskGraph
+
+
+class TraceRecorder:
+    """Collects every agent call (prompt, context, response, tokens, latency) and review, per node."""
+
+    def __init__(self) -> None:
+        self._calls: dict[str, list[dict[str, Any]]] = {}
+        self._reviews: dict[str, list[dict[str, Any]]] = {}
+        self.agent_calls = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.failed_nodes = 0
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, AgentCallFinished):
+            self._calls.setdefault(event.task_id, []).append(asdict(event))
+            self.agent_calls += 1
+            self.input_tokens += event.input_tokens
+            self.output_tokens += event.output_tokens
+        elif isinstance(event, ReviewAnswered):
+            self._reviews.setdefault(event.task_id, []).append(asdict(event))
+        elif isinstance(event, NodeStatusChanged) and event.new.value == "FAILED":
+            self.failed_nodes += 1
+
+    def calls(self, task_id: str) -> list[dict[str, Any]]:
+        return list(self._calls.get(task_id, ()))
+
+    def write(self, out_dir: Path, graph: TaskGraph) -> None:
+        """Write ``traces/<task_id>.json`` for every node (and the calls of removed nodes)."""
+        traces = out_dir / "traces"
+        traces.mkdir(parents=True, exist_ok=True)
+        for node in graph:
+            record = {
+                "node": node.model_dump(mode="json"),
+                "calls": self._calls.get(node.task_id, []),
+                "reviews": self._reviews.get(node.task_id, []),
+            }
+            write_json(traces / f"{node.task_id}.json", record)
+        for task_id in self._calls.keys() - {n.task_id for n in graph}:
+            write_json(traces / f"{task_id}.removed.json", {"calls": self._calls[task_id]})
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write JSON atomically (temp file + rename), so a reader never sees half a file."""
+    write_text(path, json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
