@@ -1,0 +1,1 @@
+"""The sentient command line."""

@@ -1,0 +1,132 @@
+"""Live progress of a run in the terminal: the growing task tree, coloured by status."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.text import Text
+from rich.tree import Tree
+
+from sentient.events import AgentCallFinished, Event, NodeCreated, NodesRemoved, NodeStatusChanged
+from sentient.graph.status import TaskStatus
+
+_STYLE = {
+    TaskStatus.PENDING: ("·", "dim"),
+    TaskStatus.READY: ("○", "white"),
+    TaskStatus.PLANNING: ("◐", "cyan"),
+    TaskStatus.PLAN_MODIFICATION: ("◐", "magenta"),
+    TaskStatus.ATOMIZATION: ("◐", "cyan"),
+    TaskStatus.PLAN_DONE: ("◇", "blue"),
+    TaskStatus.EXECUTING: ("◐", "yellow"),
+    TaskStatus.AGGREGATING: ("◐", "green"),
+    TaskStatus.DONE: ("✔", "green"),
+    TaskStatus.FAILED: ("✘", "red"),
+    TaskStatus.CANCELLED: ("⊘", "dim"),
+    TaskStatus.NEEDS_REPLAN: ("↻", "magenta"),
+}
+_MAX_LINES = 40
+
+
+@dataclass
+class _Row:
+    parent_id: str | None
+    goal: str
+    kind: str
+    status: TaskStatus
+
+
+class ProgressDisplay:
+    """An event subscriber that renders the task tree live (rich). Use as a context manager."""
+
+    def __init__(self, console: Console) -> None:
+        self._console = console
+        self._rows: dict[str, _Row] = {}
+        self._children: dict[str | None, list[str]] = {}
+        self._lock = threading.Lock()
+        self._calls = 0
+        self._tokens = 0
+        self._started = time.monotonic()
+        self._live = Live(self, console=console, refresh_per_second=4, transient=False)
+
+    def __enter__(self) -> ProgressDisplay:
+        self._live.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._live.stop()
+
+    def pause(self) -> None:
+        """Stop redrawing (e.g. while the terminal reviewer asks a question)."""
+        self._live.stop()
+
+    def resume(self) -> None:
+        self._live.start()
+
+    def __call__(self, event: Event) -> None:
+        with self._lock:
+            if isinstance(event, NodeCreated):
+                kind = f"{event.task_type.value}/{event.node_type.value}"
+                self._rows[event.task_id] = _Row(event.parent_id, event.goal, kind, event.status)
+                self._children.setdefault(event.parent_id, []).append(event.task_id)
+            elif isinstance(event, NodeStatusChanged) and event.task_id in self._rows:
+                self._rows[event.task_id].status = event.new
+            elif isinstance(event, NodesRemoved):
+                for task_id in event.task_ids:
+                    row = self._rows.pop(task_id, None)
+                    if row is not None:
+                        self._children.get(row.parent_id, []).remove(task_id)
+            elif isinstance(event, AgentCallFinished):
+                self._calls += 1
+                self._tokens += event.input_tokens + event.output_tokens
+
+    def __rich__(self) -> RenderableType:
+        with self._lock:
+            return Group(self._tree(), self._footer())
+
+    def _tree(self) -> RenderableType:
+        roots = self._children.get(None, [])
+        if not roots:
+            return Text("Starting…", style="dim")
+        crowded = len(self._rows) > _MAX_LINES
+        tree = Tree(self._label(roots[0]), guide_style="dim")
+        self._add_children(tree, roots[0], crowded)
+        return tree
+
+    def _add_children(self, tree: Tree, task_id: str, crowded: bool) -> None:
+        for child_id in self._children.get(task_id, []):
+            row = self._rows[child_id]
+            branch = tree.add(self._label(child_id))
+            # In a big tree, finished subtrees fold to one line so the active work stays visible.
+            if crowded and row.status in (TaskStatus.DONE, TaskStatus.CANCELLED):
+                hidden = self._count_below(child_id)
+                if hidden:
+                    branch.add(Text(f"… {hidden} finished subtasks", style="dim"))
+                continue
+            self._add_children(branch, child_id, crowded)
+
+    def _count_below(self, task_id: str) -> int:
+        children = self._children.get(task_id, [])
+        return len(children) + sum(self._count_below(c) for c in children)
+
+    def _label(self, task_id: str) -> Text:
+        row = self._rows[task_id]
+        icon, style = _STYLE[row.status]
+        width = max(20, self._console.width - 40 - 2 * task_id.count("."))
+        goal = row.goal if len(row.goal) <= width else row.goal[: width - 1] + "…"
+        label = Text(f"{icon} ", style=style)
+        label.append(f"{task_id} ", style="bold")
+        label.append(goal)
+        label.append(f"  {row.status.value.lower()}", style=style)
+        return label
+
+    def _footer(self) -> Text:
+        done = sum(1 for r in self._rows.values() if r.status is TaskStatus.DONE)
+        elapsed = time.monotonic() - self._started
+        return Text(
+            f"{done}/{len(self._rows)} tasks done · {self._calls} agent calls · {self._tokens} tokens · {elapsed:.0f}s",
+            style="dim",
+        )
