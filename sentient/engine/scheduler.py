@@ -85,7 +85,9 @@ class ExecutionEngine:
                 self._processor.move(node, _S.CANCELLED, "cancelled")
             return
         assert self._group is not None
-        self._tasks[node.task_id] = self._group.create_task(self._guard(node, phase), name=node.task_id)
+        task = self._group.create_task(self._guard(node, phase), name=node.task_id)
+        self._tasks[node.task_id] = task
+        task.add_done_callback(lambda t: self._cancelled_before_start(node, phase, t))
 
     async def _guard(self, node: TaskNode, phase: Coroutine[None, None, None]) -> None:
         """Run one phase; whatever happens, settle the node afterwards."""
@@ -96,6 +98,25 @@ class ExecutionEngine:
                 self._processor.move(node, _S.CANCELLED, "cancelled")
         finally:
             self._tasks.pop(node.task_id, None)
+        self._settle(node)
+        if not self._tasks:
+            self._idle.set()
+
+    def _cancelled_before_start(
+        self, node: TaskNode, phase: Coroutine[None, None, None], task: asyncio.Task[None]
+    ) -> None:
+        """Settle a node whose task was cancelled before its first step.
+
+        Such a task never enters :meth:`_guard` (the cancellation is thrown into the unstarted
+        coroutine), so nothing would mark its node CANCELLED or drop the task from ``_tasks``
+        and the run would never become idle. A task that did run has already left ``_tasks``.
+        """
+        if self._tasks.get(node.task_id) is not task:
+            return
+        phase.close()
+        del self._tasks[node.task_id]
+        if not node.is_terminal:
+            self._processor.move(node, _S.CANCELLED, "cancelled")
         self._settle(node)
         if not self._tasks:
             self._idle.set()

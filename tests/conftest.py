@@ -1,0 +1,116 @@
+"""Shared fixtures: temp settings, a tiny documents index, and agents driven by the ScriptedModel."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from sentient.agents.models.fake import ScriptedModel
+from sentient.api import ProfiledSentientAgent
+from sentient.events import Event, NodeCreated, NodesRemoved, NodeStatusChanged, RunFinished
+from sentient.graph.status import TERMINAL, TaskStatus
+from sentient.hitl.protocol import PlanReviewer
+from sentient.settings import Settings
+from sentient.tools.docs_search import DocsIndex
+
+_STARTED = frozenset({TaskStatus.PLANNING, TaskStatus.EXECUTING})
+
+
+@pytest.fixture(scope="session")
+def settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    """Settings that write nothing outside a temp dir (tests also pass ``write_files=False``)."""
+    base = tmp_path_factory.mktemp("sentient")
+    return Settings(results_dir=base / "results", cache_dir=base / "cache")
+
+
+@pytest.fixture(scope="session")
+def docs_index(tmp_path_factory: pytest.TempPathFactory) -> DocsIndex:
+    """A two-file index, so SEARCH executors never build the Python docs index."""
+    folder = tmp_path_factory.mktemp("docs")
+    (folder / "asyncio.md").write_text("# Asyncio\n\nThe event loop runs coroutines and tasks.\n")
+    (folder / "threads.md").write_text("# Threads\n\nThreads share memory; the GIL serialises bytecode.\n")
+    return DocsIndex.from_folder(folder)
+
+
+AgentFactory = Callable[..., ProfiledSentientAgent]
+
+
+@pytest.fixture(scope="session")
+def make_agent(settings: Settings, docs_index: DocsIndex) -> AgentFactory:
+    """Build a deep-research agent whose every model call goes to ``model``.
+
+    Keyword arguments other than ``reviewer`` and ``profile`` are engine overrides
+    (``max_depth``, ``failure_policy``, ``agent_timeout_s``...).
+    """
+
+    def make(
+        model: ScriptedModel,
+        *,
+        reviewer: PlanReviewer | None = None,
+        profile: str = "deep_research_agent",
+        **engine: Any,
+    ) -> ProfiledSentientAgent:
+        return ProfiledSentientAgent.create_with_profile(
+            profile, settings=settings, model=model, reviewer=reviewer, docs=docs_index, **engine
+        )
+
+    return make
+
+
+class RunRecorder:
+    """An event subscriber that keeps every event and, per node, the last status and the
+    ``time.monotonic()`` at which the node first started work and at which it ended."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.status: dict[str, TaskStatus] = {}
+        self.started: dict[str, float] = {}
+        self.ended: dict[str, float] = {}
+        self.removed: set[str] = set()
+        self.created: dict[str, NodeCreated] = {}
+        self.moves: list[tuple[float, str, TaskStatus]] = []  # (monotonic time, task id, new status)
+        self.hooks: list[Callable[[Event], None]] = []
+
+    def __call__(self, event: Event) -> None:
+        now = time.monotonic()
+        self.events.append(event)
+        if isinstance(event, NodeCreated):
+            self.created[event.task_id] = event
+            self.status[event.task_id] = event.status
+        elif isinstance(event, NodeStatusChanged):
+            self.status[event.task_id] = event.new
+            self.moves.append((now, event.task_id, event.new))
+            if event.new in _STARTED:
+                self.started.setdefault(event.task_id, now)
+            if event.new in TERMINAL:
+                self.ended[event.task_id] = now
+        elif isinstance(event, NodesRemoved):
+            self.removed.update(event.task_ids)
+        for hook in self.hooks:
+            hook(event)
+
+    def of(self, kind: type[Any]) -> list[Any]:
+        return [e for e in self.events if isinstance(e, kind)]
+
+    def final_statuses(self) -> dict[str, TaskStatus]:
+        """The last status of every node still in the graph."""
+        return {task_id: s for task_id, s in self.status.items() if task_id not in self.removed}
+
+    @property
+    def run_finished(self) -> RunFinished:
+        (finished,) = self.of(RunFinished)
+        return finished
+
+
+@pytest.fixture
+def recorder() -> RunRecorder:
+    return RunRecorder()
+
+
+@pytest.fixture(scope="session")
+def new_recorder() -> Callable[[], RunRecorder]:
+    """A factory, for tests (like hypothesis ones) that need a fresh recorder per example."""
+    return RunRecorder

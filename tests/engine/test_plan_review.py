@@ -1,0 +1,153 @@
+"""Plan review: a PlanReviewer approves, modifies (instructions or an edited plan) or rejects."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sentient.agents.models.fake import ScriptedModel
+from sentient.agents.schemas import PlanOutput, SubTask
+from sentient.events import ReviewAnswered
+from sentient.graph.node import NodeType, TaskType
+from sentient.graph.status import TaskStatus
+from sentient.hitl.protocol import Approve, Modify, Reject, ReviewDecision, ReviewRequest
+
+GOAL = "Explain the Python GIL"
+
+
+def plan(*goals: str, deps: dict[int, list[int]] | None = None) -> PlanOutput:
+    deps = deps or {}
+    return PlanOutput(
+        subtasks=[
+            SubTask(goal=g, task_type=TaskType.THINK, depends_on_indices=deps.get(i, [])) for i, g in enumerate(goals)
+        ]
+    )
+
+
+class ScriptedReviewer:
+    """A PlanReviewer that answers from a list of decisions (then approves) and records requests."""
+
+    def __init__(self, decisions: Iterable[ReviewDecision] = ()) -> None:
+        self._decisions = list(decisions)
+        self.requests: list[ReviewRequest] = []
+
+    async def review_plan(self, request: ReviewRequest) -> ReviewDecision:
+        self.requests.append(request)
+        return self._decisions.pop(0) if self._decisions else Approve()
+
+
+PLANNED = plan("what the GIL is", "why it exists", deps={1: [0]})
+MODIFIED = plan("history of the GIL", "free-threaded builds", "summary", deps={2: [0, 1]})
+
+
+def child_goals(result, parent: str = "root") -> list[str]:
+    return [c.goal for c in result.graph.children(parent)]
+
+
+async def test_an_approved_plan_is_used_as_proposed(make_agent) -> None:
+    reviewer = ScriptedReviewer([Approve()])
+    model = ScriptedModel(script={"planner": PLANNED})
+    result = await make_agent(model, reviewer=reviewer, max_depth=1, review="all").arun(GOAL, write_files=False)
+
+    assert result.status == "completed"
+    (request,) = reviewer.requests
+    assert (request.task_id, request.goal, request.layer, request.round) == ("root", GOAL, 0, 1)
+    assert request.plan == PLANNED
+    assert child_goals(result) == ["what the GIL is", "why it exists"]
+    assert result.graph.get("root.1").depends_on == ["root.0"]
+
+
+async def test_modify_with_instructions_calls_the_plan_modifier_and_asks_again(make_agent, recorder) -> None:
+    reviewer = ScriptedReviewer([Modify(instructions="Add the free-threaded builds of 3.13")])
+    model = ScriptedModel(script={"planner": PLANNED, "plan_modifier": MODIFIED})
+    agent = make_agent(model, reviewer=reviewer, max_depth=1, review="all")
+    result = await agent.arun(GOAL, write_files=False, subscribers=[recorder])
+
+    assert result.status == "completed"
+    (modifier,) = model.calls_for(role="plan_modifier")
+    assert "Add the free-threaded builds of 3.13" in modifier.request.prompt
+    assert "what the GIL is" in modifier.request.prompt  # it sees the plan it revises
+    assert [r.round for r in reviewer.requests] == [1, 2]
+    assert reviewer.requests[1].plan == MODIFIED
+    assert child_goals(result) == ["history of the GIL", "free-threaded builds", "summary"]
+    assert result.graph.get("root.2").depends_on == ["root.0", "root.1"]
+    assert TaskStatus.PLAN_MODIFICATION in [h.status for h in result.graph.root.history]
+    assert [e.action for e in recorder.of(ReviewAnswered)] == ["modify", "approve"]
+
+
+async def test_modify_with_an_edited_plan_uses_it_as_is(make_agent) -> None:
+    edited = plan("only this", "and that", deps={1: [0]})
+    reviewer = ScriptedReviewer([Modify(plan=edited)])
+    model = ScriptedModel(script={"planner": PLANNED})
+    result = await make_agent(model, reviewer=reviewer, max_depth=1, review="all").arun(GOAL, write_files=False)
+
+    assert result.status == "completed"
+    assert len(reviewer.requests) == 1  # an edited plan is the human's own: not reviewed again
+    assert model.calls_for(role="plan_modifier") == []
+    assert child_goals(result) == ["only this", "and that"]
+    assert result.graph.get("root.1").depends_on == ["root.0"]
+    executed = sorted(c.request.goal for c in model.calls_for(role="executor"))
+    assert executed == ["and that", "only this"]
+
+
+async def test_an_edited_plan_with_bad_indices_is_refused_and_the_reviewer_asked_again(make_agent, recorder) -> None:
+    bad = plan("first", "second", deps={0: [0], 1: [5]})
+    reviewer = ScriptedReviewer([Modify(plan=bad), Approve()])
+    model = ScriptedModel(script={"planner": PLANNED})
+    agent = make_agent(model, reviewer=reviewer, max_depth=1, review="all")
+    result = await agent.arun(GOAL, write_files=False, subscribers=[recorder])
+
+    assert result.status == "completed"
+    assert [r.round for r in reviewer.requests] == [1, 2]
+    assert reviewer.requests[1].plan == PLANNED  # the refused edit is not adopted
+    refused, approved = recorder.of(ReviewAnswered)
+    assert refused.action == "modify"
+    assert "edited plan refused" in refused.detail
+    assert "subtask 0 depends on itself" in refused.detail
+    assert "subtask 1 depends on 5, which does not exist" in refused.detail
+    assert approved.action == "approve"
+    assert child_goals(result) == ["what the GIL is", "why it exists"]
+
+
+async def test_reject_fails_the_node_with_the_reason(make_agent) -> None:
+    reviewer = ScriptedReviewer([Reject("too shallow")])
+    model = ScriptedModel(script={"planner": PLANNED})
+    result = await make_agent(model, reviewer=reviewer, max_depth=1, review="all").arun(GOAL, write_files=False)
+
+    assert result.status == "failed"
+    assert result.graph.root.status is TaskStatus.FAILED
+    assert result.error == "plan rejected by reviewer: too shallow"
+    assert len(result.graph) == 1  # no children were created
+    assert model.calls_for(role="executor") == []
+
+
+async def test_review_all_reviews_every_plan(make_agent) -> None:
+    reviewer = ScriptedReviewer()
+    model = ScriptedModel(script={"planner": PLANNED})
+    agent = make_agent(model, reviewer=reviewer, max_depth=2, skip_atomization=True, review="all")
+    result = await agent.arun(GOAL, write_files=False)
+
+    assert result.status == "completed"
+    planned = {n.task_id for n in result.graph if n.node_type is NodeType.PLAN}
+    assert planned == {"root", "root.0", "root.1"}
+    assert sorted(r.task_id for r in reviewer.requests) == sorted(planned)
+    assert {r.layer for r in reviewer.requests} == {0, 1}
+
+
+async def test_review_root_reviews_only_the_root_plan(make_agent) -> None:
+    reviewer = ScriptedReviewer()
+    model = ScriptedModel(script={"planner": PLANNED})
+    agent = make_agent(model, reviewer=reviewer, max_depth=2, skip_atomization=True, review="root")
+    result = await agent.arun(GOAL, write_files=False)
+
+    assert result.status == "completed"
+    assert len(model.calls_for(role="planner")) == 3  # root, root.0 and root.1 were all planned
+    assert [r.task_id for r in reviewer.requests] == ["root"]
+
+
+async def test_review_none_never_asks(make_agent) -> None:
+    reviewer = ScriptedReviewer([Reject("should not be asked")])
+    model = ScriptedModel(script={"planner": PLANNED})
+    result = await make_agent(model, reviewer=reviewer, max_depth=1, review="none").arun(GOAL, write_files=False)
+
+    assert result.status == "completed"
+    assert reviewer.requests == []
