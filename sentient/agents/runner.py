@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,17 +17,17 @@ from typing import Generic, TypeVar
 from agno.agent import Agent
 from agno.models.base import Model
 from agno.run.base import RunStatus
+from loguru import logger
 from pydantic import BaseModel, ValidationError
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
 from sentient.agents.config import AgentConfig, Role
+from sentient.agents.json_repair import extract_json
 from sentient.context.builder import AgentContext
 from sentient.events import AgentCallFinished, EventBus
 from sentient.exceptions import AgentError, AgentOutputError, AgentTimeoutError, ModelError
 
 T = TypeVar("T", bound=BaseModel)
-
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -49,6 +48,7 @@ class AgentReply(Generic[T]):
     attempts: int
     input_tokens: int
     output_tokens: int
+    notes: tuple[str, ...] = ()  # e.g. that a cut-off output was repaired
 
 
 class _InvalidOutput(Exception):
@@ -86,6 +86,7 @@ class AgentRunner:
         attempts = 0
         raw: str | None = None
         last_invalid: _InvalidOutput | None = None
+        notes: list[str] = []
         try:
             retrying = AsyncRetrying(
                 stop=stop_after_attempt(self._retries + 1),
@@ -97,7 +98,7 @@ class AgentRunner:
                     attempts = attempt.retry_state.attempt_number
                     prompt = _with_feedback(base_prompt, last_invalid)
                     try:
-                        raw, output = await self._attempt(call, model, prompt, schema, attempts, tokens)
+                        raw, output = await self._attempt(call, model, prompt, schema, attempts, tokens, notes)
                     except _InvalidOutput as invalid:
                         last_invalid = invalid
                         raise
@@ -114,10 +115,17 @@ class AgentRunner:
             self._publish(call, model, prompt, raw, exc, attempts, tokens, started, clock)
             raise
         self._publish(call, model, prompt, raw, None, attempts, tokens, started, clock)
-        return AgentReply(output=output, attempts=attempts, input_tokens=tokens[0], output_tokens=tokens[1])
+        return AgentReply(output, attempts, tokens[0], tokens[1], tuple(notes))
 
     async def _attempt(
-        self, call: AgentCall, model: Model, prompt: str, schema: type[T], attempt: int, tokens: list[int]
+        self,
+        call: AgentCall,
+        model: Model,
+        prompt: str,
+        schema: type[T],
+        attempt: int,
+        tokens: list[int],
+        notes: list[str],
     ) -> tuple[str, T]:
         agent = Agent(
             name=call.agent.name,
@@ -148,10 +156,14 @@ class AgentRunner:
         if isinstance(content, schema):
             return content.model_dump_json(), content
         raw = content if isinstance(content, str) else json.dumps(content, default=str)
+        text, repaired = extract_json(raw)
         try:
-            return raw, schema.model_validate_json(_json_text(raw))
+            output = schema.model_validate_json(text)
         except ValidationError as exc:
             raise _InvalidOutput(_summarise(exc), raw) from exc
+        if repaired:
+            notes.append(f"{call.role.value} output was cut off (token limit) and its JSON was closed")
+        return raw, output
 
     def _publish(
         self,
@@ -165,6 +177,18 @@ class AgentRunner:
         started: float,
         clock: float,
     ) -> None:
+        latency = time.perf_counter() - clock
+        logger.info(
+            "{} {} ({}) {} in {:.1f}s, {} attempt(s), {}+{} tokens",
+            call.task_id,
+            call.role.value,
+            call.agent.name,
+            "failed" if error else "done",
+            latency,
+            attempts,
+            tokens[0],
+            tokens[1],
+        )
         self._bus.publish(
             AgentCallFinished(
                 task_id=call.task_id,
@@ -179,17 +203,9 @@ class AgentRunner:
                 input_tokens=tokens[0],
                 output_tokens=tokens[1],
                 started_at=started,
-                latency_s=time.perf_counter() - clock,
+                latency_s=latency,
             )
         )
-
-
-def _json_text(raw: str) -> str:
-    """The JSON inside ``raw``: strips Markdown fences and prose around one object."""
-    fenced = _FENCE.search(raw)
-    text = fenced.group(1) if fenced else raw
-    start, end = text.find("{"), text.rfind("}")
-    return text[start : end + 1] if 0 <= start < end else text
 
 
 def _summarise(exc: ValidationError) -> str:

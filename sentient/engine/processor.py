@@ -182,6 +182,7 @@ class NodeProcessor:
         node.agent_calls += 1
         node.input_tokens += reply.input_tokens
         node.output_tokens += reply.output_tokens
+        node.warnings.extend(reply.notes)
         return reply.output
 
     async def _review(self, node: TaskNode, plan: PlanOutput) -> PlanOutput | None:

@@ -1,0 +1,66 @@
+"""Recovering JSON from imperfect model output: fenced, wrapped in prose, or cut off by a token limit."""
+
+from __future__ import annotations
+
+import json
+import re
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+# A key with no value at the end of a cut-off object: `{"a": 1, "ke` or `{"a": 1, "key":`
+_DANGLING_KEY = re.compile(r'([{,])\s*"(?:[^"\\]|\\.)*"\s*:?\s*$')
+
+
+def extract_json(raw: str) -> tuple[str, bool]:
+    """Return ``(json_text, repaired)``: the JSON object inside ``raw``, closed if it was truncated.
+
+    ``repaired`` is True when brackets or a string had to be closed, i.e. the output was cut off.
+    The caller still validates the result against its schema.
+    """
+    fenced = _FENCE.search(raw)
+    text = fenced.group(1) if fenced else raw
+    start = text.find("{")
+    if start < 0:
+        return text, False
+    text = text[start:]
+    end = text.rfind("}")
+    if end >= 0 and _parses(text[: end + 1]):
+        return text[: end + 1], False
+    closed = close_truncated(text)
+    return (closed, True) if _parses(closed) else (text, False)
+
+
+def close_truncated(text: str) -> str:
+    """Close an unterminated string and any open objects/arrays, dropping a dangling key or comma."""
+    stack: list[str] = []
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            stack.append("}" if char == "{" else "]")
+        elif char in "}]" and stack:
+            stack.pop()
+    if escaped:
+        text = text[:-1]
+    if in_string:
+        text += '"'
+    text = text.rstrip()
+    if stack and stack[-1] == "}":
+        text = _DANGLING_KEY.sub(r"\1", text)
+    text = re.sub(r",\s*$", "", text)
+    return text + "".join(reversed(stack))
+
+
+def _parses(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
