@@ -83,7 +83,9 @@ def load_yaml_model(path: Path, model: type[_M]) -> _M:
         mark = getattr(exc, "problem_mark", None)
         at_line = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(f"malformed YAML{at_line}: {problem}.", file=str(path), fix="correct the YAML syntax.") from exc
+        raise ConfigError(
+            f"malformed YAML{at_line}: {problem}.", file=str(path), fix="correct the YAML syntax."
+        ) from exc
     if not isinstance(data, dict):
         raise ConfigError(
             "expected a mapping at the top level.", file=str(path), fix="see agent_configs/ for examples."
@@ -128,6 +130,14 @@ def _fix_for(error: Any) -> str:
     if kind == "enum":
         return f"use one of {error.get('ctx', {}).get('expected', 'the allowed values')}."
     return "correct the value."
+
+
+def line_in_file(path: Path, loc: tuple[Any, ...]) -> int | None:
+    """1-based line of the YAML node at ``loc`` in ``path`` (or of its nearest existing parent)."""
+    try:
+        return _line_of(yaml.compose(path.read_text(encoding="utf-8")), loc)
+    except (OSError, yaml.YAMLError):
+        return None
 
 
 def _line_of(tree: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from sentient.agents.config import AgentConfig, AgentsFile, ProfileConfig, Role, load_yaml_model
+from sentient.agents.config import AgentConfig, AgentsFile, ProfileConfig, Role, line_in_file, load_yaml_model
 from sentient.exceptions import ConfigError, ProfileNotFoundError
 from sentient.graph.node import TaskType
 from sentient.settings import EngineSettings
@@ -70,7 +70,7 @@ class AgentRegistry:
             config = load_yaml_model(path, ProfileConfig)
             if config.name != path.stem:
                 raise ConfigError(
-                    f"profile name '{config.name}' does not match the file name.",
+                    f"profile name '{config.name}' does not match the file name{_at(path, 'name')}.",
                     file=str(path),
                     field="name",
                     fix=f"set name: {path.stem}",
@@ -93,18 +93,23 @@ def _index_agents(path: Path, parsed: AgentsFile) -> dict[str, AgentConfig]:
     for i, agent in enumerate(parsed.agents):
         field = f"agents[{i}] (name '{agent.name}')"
         if agent.name in agents:
-            raise ConfigError("duplicate agent name.", file=str(path), field=f"{field}.name", fix="rename one of them.")
+            raise ConfigError(
+                f"duplicate agent name{_at(path, 'agents', i, 'name')}.",
+                file=str(path),
+                field=f"{field}.name",
+                fix="rename one of them.",
+            )
         unknown = [t for t in agent.tools if t not in KNOWN_TOOLS]
         if unknown:
             raise ConfigError(
-                f"unknown tool(s) {unknown}.",
+                f"unknown tool(s) {unknown}{_at(path, 'agents', i, 'tools')}.",
                 file=str(path),
                 field=f"{field}.tools",
                 fix=f"use only: {', '.join(sorted(KNOWN_TOOLS))}.",
             )
         if agent.role is Role.EXECUTOR and not agent.task_types:
             raise ConfigError(
-                "an executor must list the task types it handles.",
+                f"an executor must list the task types it handles{_at(path, 'agents', i)}.",
                 file=str(path),
                 field=f"{field}.task_types",
                 fix="add e.g. task_types: [SEARCH].",
@@ -118,14 +123,15 @@ def _resolve_profile(path: Path, config: ProfileConfig, agents: dict[str, AgentC
         agent = agents.get(name)
         if agent is None:
             raise ConfigError(
-                f"unknown agent '{name}'.",
+                f"unknown agent '{name}'{_at(path, 'agents', *field.split('.'))}.",
                 file=str(path),
                 field=f"agents.{field}",
                 fix=f"use an agent defined in agents.yaml: {', '.join(sorted(agents))}.",
             )
         if agent.role is not role:
             raise ConfigError(
-                f"agent '{name}' has role '{agent.role}', but this slot needs role '{role}'.",
+                f"agent '{name}' has role '{agent.role}', but this slot needs role '{role}'"
+                f"{_at(path, 'agents', *field.split('.'))}.",
                 file=str(path),
                 field=f"agents.{field}",
                 fix=f"choose an agent with role '{role}'.",
@@ -136,7 +142,7 @@ def _resolve_profile(path: Path, config: ProfileConfig, agents: dict[str, AgentC
     missing = [t.value for t in TaskType if t not in slots.executors]
     if missing:
         raise ConfigError(
-            f"no executor for task type(s) {missing}.",
+            f"no executor for task type(s) {missing}{_at(path, 'agents', 'executors')}.",
             file=str(path),
             field="agents.executors",
             fix="map every task type (SEARCH, THINK, WRITE) to an executor.",
@@ -146,7 +152,8 @@ def _resolve_profile(path: Path, config: ProfileConfig, agents: dict[str, AgentC
         executor = pick(f"executors.{task_type.value}", name, Role.EXECUTOR)
         if task_type not in executor.task_types:
             raise ConfigError(
-                f"agent '{name}' does not handle task type {task_type.value}.",
+                f"agent '{name}' does not handle task type {task_type.value}"
+                f"{_at(path, 'agents', 'executors', task_type.value)}.",
                 file=str(path),
                 field=f"agents.executors.{task_type.value}",
                 fix=f"add {task_type.value} to its task_types or choose another executor.",
@@ -168,3 +175,9 @@ def _resolve_profile(path: Path, config: ProfileConfig, agents: dict[str, AgentC
         ),
         plan_modifier=pick("plan_modifier", slots.plan_modifier, Role.PLAN_MODIFIER),
     )
+
+
+def _at(path: Path, *loc: str | int) -> str:
+    """`` (line N)`` for the YAML node at ``loc``, to append to a message."""
+    line = line_in_file(path, loc)
+    return f" (line {line})" if line else ""
