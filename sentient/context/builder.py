@@ -47,9 +47,8 @@ class AgentContext:
     def render(self) -> str:
         blocks = [f"## {s.title}\n{s.text}" for s in self.sections if s.text]
         if self.sources:
-            listed = "\n".join(
-                f"[{i}] {s.title or s.ref} ({s.ref})\n{s.snippet}".rstrip() for i, s in enumerate(self.sources, 1)
-            )
+            # The path stays out of the prompt: small models copy it into the answer; the report lists it.
+            listed = "\n".join(f"[{i}] {s.title or s.ref}: {s.snippet}".rstrip() for i, s in enumerate(self.sources, 1))
             blocks.append(f"## Sources you may cite as [n]\n{listed}")
         return "\n\n".join(blocks)
 

@@ -8,6 +8,9 @@ from collections.abc import Iterable, Sequence
 from sentient.graph.node import Source
 
 _CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+_SPACED_CITATION = re.compile(r"([ \t]*)\[(\d+(?:\s*,\s*\d+)*)\]")
+# Code (fenced blocks, inline spans) is left alone: ``xs[0]`` is an index, not a citation.
+_CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.DOTALL)
 
 
 class SourceList:
@@ -47,17 +50,33 @@ def renumber(text: str, mapping: dict[int, int]) -> str:
     """Replace every citation number by ``mapping[n]``; drop numbers that have no mapping."""
 
     def replace(match: re.Match[str]) -> str:
-        numbers = [mapping.get(int(n)) for n in match.group(1).split(",")]
+        numbers = [mapping.get(int(n)) for n in match.group(2).split(",")]
         kept = list(dict.fromkeys(n for n in numbers if n is not None))
-        return "".join(f"[{n}]" for n in kept)
+        # A dropped citation takes its leading space with it: "fact [9]." becomes "fact."
+        return match.group(1) + "".join(f"[{n}]" for n in kept) if kept else ""
 
-    return _CITATION.sub(replace, text)
+    return "".join(part if is_code else _SPACED_CITATION.sub(replace, part) for part, is_code in _split_code(text))
 
 
 def cited_numbers(text: str) -> list[int]:
     """Citation numbers in order of first appearance."""
     seen: dict[int, None] = {}
-    for match in _CITATION.finditer(text):
-        for n in match.group(1).split(","):
-            seen.setdefault(int(n), None)
+    for part, is_code in _split_code(text):
+        if is_code:
+            continue
+        for match in _CITATION.finditer(part):
+            for n in match.group(1).split(","):
+                seen.setdefault(int(n), None)
     return list(seen)
+
+
+def _split_code(text: str) -> list[tuple[str, bool]]:
+    """``text`` cut into (part, is_code) pieces, in order."""
+    parts: list[tuple[str, bool]] = []
+    last = 0
+    for match in _CODE.finditer(text):
+        parts.append((text[last : match.start()], False))
+        parts.append((match.group(0), True))
+        last = match.end()
+    parts.append((text[last:], False))
+    return parts

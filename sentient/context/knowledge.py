@@ -10,7 +10,45 @@ from pathlib import Path
 
 _WORD = re.compile(r"[A-Za-z0-9_]{3,}")
 _STOPWORDS = frozenset(
-    ["the", "and", "for", "with", "that", "this", "from", "into", "are", "was", "were", "what", "which", "who", "how", "why", "when", "where", "about", "its", "their", "them", "they", "than", "then", "there", "these", "those", "has", "have", "had", "not", "but", "can", "will", "would", "should"]
+    [
+        "the",
+        "and",
+        "for",
+        "with",
+        "that",
+        "this",
+        "from",
+        "into",
+        "are",
+        "was",
+        "were",
+        "what",
+        "which",
+        "who",
+        "how",
+        "why",
+        "when",
+        "where",
+        "about",
+        "its",
+        "their",
+        "them",
+        "they",
+        "than",
+        "then",
+        "there",
+        "these",
+        "those",
+        "has",
+        "have",
+        "had",
+        "not",
+        "but",
+        "can",
+        "will",
+        "would",
+        "should",
+    ]
 )
 
 

@@ -1,0 +1,101 @@
+"""The final report: every [n] resolves to a numbered reference, and failed runs still report."""
+
+from __future__ import annotations
+
+import re
+
+from sentient.agents.schemas import SubTask
+from sentient.context.citations import cited_numbers
+from sentient.graph.node import NodeType, Source, TaskType
+from sentient.graph.status import TaskStatus
+from sentient.graph.task_graph import TaskGraph
+from sentient.report import build_report
+
+A = Source(ref="/docs/list.md", title="Lists", snippet="...")
+B = Source(ref="/docs/tuple.md", title="Tuples", snippet="...")
+C = Source(ref="/docs/hash.md", title="", snippet="...")
+D = Source(ref="/docs/unused.md", title="Never cited")
+
+_REFERENCE = re.compile(r"^(\d+)\. (?:.* — )?`([^`]+)`$")
+
+
+def graph_with_children(*results: tuple[str, list[Source], TaskStatus]) -> TaskGraph:
+    graph = TaskGraph()
+    graph.add_root("Compare lists and tuples", TaskType.WRITE, NodeType.PLAN)
+    subtasks = [SubTask(goal=f"Subtask {i}", task_type=TaskType.SEARCH) for i in range(len(results))]
+    graph.add_children("root", subtasks, [NodeType.EXECUTE] * len(results))
+    for child, (result, sources, status) in zip(graph.children("root"), results, strict=True):
+        child.status = status
+        child.result = result if status is TaskStatus.DONE else None
+        child.error = None if status is TaskStatus.DONE else result
+        child.sources = sources
+    return graph
+
+
+def references(report: str) -> dict[int, str]:
+    """Number -> ref of the References list, checking every line has the expected shape."""
+    _, sep, tail = report.partition("\n## References\n\n")
+    assert sep, "the report has no References section"
+    entries = {}
+    for line in tail.strip().splitlines():
+        match = _REFERENCE.match(line)
+        assert match, f"malformed reference line: {line!r}"
+        entries[int(match.group(1))] = match.group(2)
+    return entries
+
+
+def test_every_citation_resolves_to_a_numbered_reference_in_order_of_first_appearance() -> None:
+    graph = graph_with_children()
+    root = graph.root
+    root.status = TaskStatus.DONE
+    root.result = "# Lists and tuples\n\nTuples hash [3]. Lists grow [1][3]. Both index [1, 2]. Invented [9]."
+    root.sources = [A, B, C, D]
+    report = build_report(graph)
+    body = report.partition("\n## References")[0].rstrip()
+    assert body.endswith("Tuples hash [1]. Lists grow [2][1]. Both index [2][3]. Invented.")
+    refs = references(report)
+    assert refs == {1: C.ref, 2: A.ref, 3: B.ref}
+    assert set(cited_numbers(body)) == set(refs)
+    assert all(ref in {s.ref for s in root.sources} for ref in refs.values())
+    assert D.ref not in report, "uncited sources are not listed"
+    assert "2. Lists — `/docs/list.md`" in report
+    assert "1. `/docs/hash.md`" in report, "a source without a title is listed by its ref"
+
+
+def test_report_without_citations_has_no_references_section() -> None:
+    graph = graph_with_children()
+    graph.root.status = TaskStatus.DONE
+    graph.root.result = "Lists are mutable; tuples are not."
+    graph.root.sources = [A]
+    report = build_report(graph)
+    assert report == "Lists are mutable; tuples are not.\n"
+
+
+def test_partial_report_of_a_failed_root_lists_finished_children_and_the_reason() -> None:
+    graph = graph_with_children(
+        ("Lists grow in place [2].", [D, A], TaskStatus.DONE),
+        ("agent call timed out after 300s", [], TaskStatus.FAILED),
+        ("Tuples never change [1].", [B], TaskStatus.DONE),
+    )
+    root = graph.root
+    root.status = TaskStatus.FAILED
+    root.error = "aggregation failed: model crashed"
+    report = build_report(graph)
+    assert report.startswith("# Compare lists and tuples\n")
+    assert "Incomplete run" in report and "FAILED" in report
+    assert "> Reason: aggregation failed: model crashed" in report
+    assert "## Subtask 0" in report and "Lists grow in place [1]." in report
+    assert "## Subtask 2" in report and "Tuples never change [1]." in report
+    assert "Subtask 1" not in report
+    assert "1. Lists — `/docs/list.md`" in report
+    assert "1. Tuples — `/docs/tuple.md`" in report
+    assert D.ref not in report
+
+
+def test_partial_report_says_so_when_no_subtask_finished() -> None:
+    graph = graph_with_children(("rejected", [], TaskStatus.CANCELLED))
+    graph.root.status = TaskStatus.CANCELLED
+    report = build_report(graph)
+    assert "the root task ended CANCELLED" in report
+    assert "No subtask finished." in report
+    assert "Reason:" not in report
