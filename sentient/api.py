@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from agno.models.base import Model
 from loguru import logger
+from pydantic import ValidationError
 
 from sentient.agents.models.factory import ModelFactory
 from sentient.agents.registry import AgentRegistry, Profile
@@ -221,8 +222,15 @@ def _override(settings: EngineSettings, overrides: dict[str, Any]) -> EngineSett
         return settings
     try:
         return EngineSettings.model_validate({**settings.model_dump(), **values})
-    except ValueError as exc:
-        raise ConfigError(f"invalid engine setting: {exc}") from exc
+    except ValidationError as exc:
+        # One line naming the setting, not pydantic's multi-line report.
+        error = exc.errors()[0]
+        field = ".".join(str(part) for part in error["loc"])
+        raise ConfigError(
+            f"invalid engine setting: {error['msg']} (got {error.get('input')!r}).",
+            field=field,
+            fix="correct the value.",
+        ) from exc
 
 
 def _write_outputs(out_dir: Path, graph: TaskGraph, trace: TraceRecorder, report: str) -> None:

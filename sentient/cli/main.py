@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
             return _list_profiles(settings, out)
         return _run(args, settings, out, err)
     except SentientError as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
+        err.print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
         return EXIT_USAGE
     except KeyboardInterrupt:
         err.print("[yellow]interrupted[/]")
@@ -65,16 +65,18 @@ def main(argv: list[str] | None = None) -> int:
 def _list_profiles(settings: Settings, out: Console) -> int:
     registry = AgentRegistry.load(settings.config_dir)
     for name in registry.profile_names():
-        out.print(f"[bold]{name}[/]  {registry.profile(name).description}", highlight=False)
+        out.print(f"[bold]{name}[/]  {registry.profile(name).description}", highlight=False, soft_wrap=True)
     return EXIT_OK
 
 
 def _run(args: argparse.Namespace, settings: Settings, out: Console, err: Console) -> int:
     if not args.goal.strip():
-        err.print('[red]error:[/] the goal is empty: describe what to research, e.g. sentient run "..."')
+        err.print(
+            '[red]error:[/] the goal is empty: describe what to research, e.g. sentient run "..."', soft_wrap=True
+        )
         return EXIT_USAGE
     if args.docs is not None and not args.docs.is_dir():
-        err.print(f"[red]error:[/] docs folder '{args.docs}' does not exist or is not a folder")
+        err.print(f"[red]error:[/] docs folder '{args.docs}' does not exist or is not a folder", soft_wrap=True)
         return EXIT_USAGE
     overrides = {"max_depth": args.max_depth, "review": "all" if args.review else None}
     display = None if args.json else ProgressDisplay(err)
@@ -82,6 +84,8 @@ def _run(args: argparse.Namespace, settings: Settings, out: Console, err: Consol
     if args.review:
         reviewer = TerminalReviewer(
             err,
+            # Prompts go to stderr: stdout holds only the report (or the one JSON object).
+            read=lambda prompt: err.input(prompt, markup=False),
             pause=display.pause if display else lambda: None,
             resume=display.resume if display else lambda: None,
         )
@@ -120,9 +124,9 @@ def _report(result: RunResult, as_json: bool, out: Console, err: Console) -> int
         colour = "green" if result.status == "completed" else "red"
         err.print(f"[{colour}]{result.status}[/] · {summary}", highlight=False)
         if result.output_dir:
-            err.print(f"report, graph and traces in {result.output_dir}", highlight=False)
+            err.print(f"report, graph and traces in {result.output_dir}", highlight=False, soft_wrap=True)
     if result.status != "completed":
-        err.print(f"[red]run {result.status}:[/] {result.error}", highlight=False)
+        err.print(f"[red]run {result.status}:[/] {result.error}", highlight=False, soft_wrap=True)
         return EXIT_FAILED
     return EXIT_OK
 
@@ -130,8 +134,9 @@ def _report(result: RunResult, as_json: bool, out: Console, err: Console) -> int
 def _configure_logging(verbose: bool) -> None:
     logger.remove()
     logger.add(sys.stderr, level="INFO" if verbose else "WARNING", format="{time:HH:mm:ss} {level} {message}")
-    # agno logs every provider error at ERROR; Sentient records those on the node instead.
-    logging.getLogger("agno").setLevel(logging.INFO if verbose else logging.CRITICAL)
+    # agno logs parse and provider problems on stdout; Sentient records them on the node and in
+    # the trace, and stdout must carry only the report (or the --json object).
+    logging.getLogger("agno").setLevel(logging.CRITICAL)
 
 
 if __name__ == "__main__":

@@ -110,6 +110,8 @@ def parse_plan_lines(lines: list[str]) -> PlanOutput:
             task_type = TaskType(parts[0].upper())
         except ValueError:
             raise ValueError(f"line {number}: unknown type '{parts[0]}' (use SEARCH, THINK or WRITE)") from None
+        if not parts[1]:
+            raise ValueError(f"line {number}: the goal is empty")
         deps_text = parts[2] if len(parts) > 2 else ""
         try:
             deps = [int(d) for d in deps_text.replace(" ", "").split(",") if d]

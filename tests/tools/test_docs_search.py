@@ -1,0 +1,212 @@
+"""The local-documents search tool: real files in a temp dir, a real SQLite FTS5 index."""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from sentient.exceptions import DocsFolderError
+from sentient.tools import DocsIndex, SearchHit
+
+HTML_PAGE = """<!doctype html>
+<html><head><title>Page</title><style>.zebracolor { color: red }</style></head>
+<body><h1>Harbour guide</h1>
+<script>var lighthousekeeper = "<b>hidden</b>";</script>
+<p>The <b>quokkafish</b> swims near the <a href="#pier">pier</a> at dawn.</p>
+</body></html>
+"""
+
+
+@pytest.fixture
+def docs_folder(tmp_path: Path) -> Path:
+    """A folder with one document of every supported kind, each with a distinctive word."""
+    (tmp_path / "notes.md").write_text("# Intro\n\nGeneral words.\n\n## Gardening\n\nThe axolotlbloom grows.\n")
+    (tmp_path / "plain.txt").write_text("A plain file about the frobnicator machine.\n")
+    (tmp_path / "manual.rst").write_text("Usage\n=====\n\nRun the wibblewrench daily.\n")
+    (tmp_path / "page.html").write_text(HTML_PAGE)
+    sub = tmp_path / "pkg"
+    sub.mkdir()
+    (sub / "mod.py").write_text('"""Helpers for the snorkelwidget."""\n\nVALUE = 1\n')
+    return tmp_path
+
+
+@pytest.fixture
+def index(docs_folder: Path) -> DocsIndex:
+    return DocsIndex.from_folder(docs_folder)
+
+
+@pytest.mark.parametrize(
+    ("word", "relative"),
+    [
+        ("axolotlbloom", "notes.md"),
+        ("frobnicator", "plain.txt"),
+        ("wibblewrench", "manual.rst"),
+        ("quokkafish", "page.html"),
+        ("snorkelwidget", "pkg/mod.py"),
+    ],
+)
+def test_every_supported_file_kind_is_found_by_its_distinctive_word(
+    index: DocsIndex, docs_folder: Path, word: str, relative: str
+) -> None:
+    hits = index.search(word)
+    assert [hit.source for hit in hits] == [str((docs_folder / relative).resolve())]
+    assert word in hits[0].snippet.lower()
+    assert hits[0].score > 0
+
+
+def test_markdown_and_rst_passages_are_titled_with_their_heading(index: DocsIndex) -> None:
+    assert index.search("axolotlbloom")[0].title == "notes.md - Gardening"
+    assert index.search("wibblewrench")[0].title == "manual.rst - Usage"
+
+
+def test_html_script_and_style_are_not_indexed_and_tags_not_in_snippets(index: DocsIndex) -> None:
+    assert index.search("lighthousekeeper") == []
+    assert index.search("zebracolor") == []
+    snippet = index.search("quokkafish")[0].snippet
+    assert "<" not in snippet and ">" not in snippet
+    assert "The quokkafish swims near the pier at dawn." in snippet
+
+
+def test_more_relevant_document_ranks_first() -> None:
+    index = DocsIndex()
+    index.add_document("/docs/passing.md", "passing", "Tides are mentioned once here among many other topics.")
+    index.add_document("/docs/focused.md", "Tides", "Tides: tides rise and tides fall; spring tides are high.")
+    hits = index.search("tides")
+    assert [hit.source for hit in hits] == ["/docs/focused.md", "/docs/passing.md"]
+    assert hits[0].score > hits[1].score
+
+
+def test_stemming_matches_other_forms_of_a_word() -> None:
+    index = DocsIndex()
+    index.add_document("/docs/cal.txt", "cal", "Keep a schedule for the week.")
+    hits = index.search("scheduling")
+    assert [hit.source for hit in hits] == ["/docs/cal.txt"]
+
+
+@pytest.mark.parametrize("query", ['"unbalanced ( AND *', "", "the a of", "NOT OR AND", "* ) ( ^ -", "'\"'"])
+def test_odd_queries_never_raise(index: DocsIndex, query: str) -> None:
+    assert index.search(query) == []
+
+
+def test_operator_words_in_a_query_are_searched_as_plain_words() -> None:
+    index = DocsIndex()
+    index.add_document("/docs/near.txt", "near", "The boats moored near the frobnicator.")
+    assert [hit.source for hit in index.search("NEAR(boats")] == ["/docs/near.txt"]
+
+
+def test_hits_are_one_per_source_and_respect_the_limit() -> None:
+    index = DocsIndex()
+    long_text = "\n\n".join(f"Paragraph {i} about lanterns. " + "filler words " * 40 for i in range(10))
+    index.add_document("/docs/long.md", "long", long_text)
+    index.add_document("/docs/short.md", "short", "Lanterns glow.")
+    assert len(index) > 3  # the long document was split into several passages
+    hits = index.search("lanterns", limit=5)
+    assert sorted(hit.source for hit in hits) == ["/docs/long.md", "/docs/short.md"]
+    assert len(index.search("lanterns", limit=1)) == 1
+
+
+def test_long_passages_give_short_snippets_around_the_match() -> None:
+    index = DocsIndex()
+    text = "filler " * 150 + "the marmalade clause " + "padding " * 150
+    index.add_document("/docs/big.txt", "big", text)
+    snippet = index.search("marmalade")[0].snippet
+    assert len(snippet) <= 600
+    assert "marmalade" in snippet
+
+
+def test_search_from_worker_threads(index: DocsIndex) -> None:
+    words = ["axolotlbloom", "frobnicator", "wibblewrench", "quokkafish", "snorkelwidget"] * 20
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(index.search, words))
+    assert all(len(hits) == 1 and isinstance(hits[0], SearchHit) for hits in results)
+
+
+def test_missing_folder_raises_naming_the_path(tmp_path: Path) -> None:
+    missing = tmp_path / "nope"
+    with pytest.raises(DocsFolderError, match=r"docs folder '.*nope' does not exist"):
+        DocsIndex.from_folder(missing)
+
+
+def test_file_instead_of_folder_raises(tmp_path: Path) -> None:
+    file = tmp_path / "a.md"
+    file.write_text("text")
+    with pytest.raises(DocsFolderError, match="is not a directory"):
+        DocsIndex.from_folder(file)
+
+
+def test_folder_without_indexable_files_raises_naming_the_path(tmp_path: Path) -> None:
+    (tmp_path / "image.png").write_bytes(b"\x89PNG")
+    with pytest.raises(DocsFolderError, match=rf"docs folder '{tmp_path}' has no .md, .txt"):
+        DocsIndex.from_folder(tmp_path)
+
+
+def test_hidden_and_cache_dirs_are_skipped(tmp_path: Path) -> None:
+    for skipped in (".hidden", "__pycache__", "node_modules", ".git"):
+        (tmp_path / skipped).mkdir()
+        (tmp_path / skipped / "secret.md").write_text("The gloomberry is here.")
+    (tmp_path / "visible.md").write_text("The gloomberry is visible.")
+    index = DocsIndex.from_folder(tmp_path)
+    assert [hit.source for hit in index.search("gloomberry", limit=10)] == [str(tmp_path / "visible.md")]
+
+
+def test_index_persists_in_a_database_file(docs_folder: Path, tmp_path: Path) -> None:
+    db_file = tmp_path / "docs.sqlite"
+    DocsIndex.from_folder(docs_folder, db_file).close()
+    with DocsIndex(db_file) as reopened:
+        assert len(reopened.search("frobnicator")) == 1
+
+
+@pytest.fixture(scope="module")
+def pydocs_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cold build of the Python documentation index, shared by the tests below."""
+    cache = tmp_path_factory.mktemp("pydocs")
+    DocsIndex.python_docs(cache).close()
+    return cache
+
+
+@pytest.mark.parametrize("query", ["asyncio event loop coroutine", "with statement context manager"])
+def test_python_docs_answers_with_files_that_exist(pydocs_cache: Path, query: str) -> None:
+    with DocsIndex.python_docs(pydocs_cache) as index:
+        hits = index.search(query)
+    assert len(hits) == 5
+    for hit in hits:
+        assert Path(hit.source.partition("#")[0]).is_file()
+        assert hit.snippet and hit.title
+
+
+def test_python_docs_covers_reference_topics_and_module_docstrings(pydocs_cache: Path) -> None:
+    with DocsIndex.python_docs(pydocs_cache) as index:
+        assert len(index) > 1000
+        titles = {hit.title for hit in index.search("with statement context manager", limit=10)}
+        assert "Python reference: with" in titles
+        assert any(hit.title.startswith("json") for hit in index.search("json decoder", limit=5))
+
+
+def test_python_docs_reuses_the_cache_file(pydocs_cache: Path) -> None:
+    (db_file,) = pydocs_cache.glob("pydocs-*.sqlite")
+    before = db_file.stat().st_mtime_ns
+    with DocsIndex.python_docs(pydocs_cache) as index:
+        assert index.search("coroutine")
+    assert db_file.stat().st_mtime_ns == before
+    assert [p.name for p in pydocs_cache.iterdir()] == [db_file.name]  # no temp files left
+
+
+def test_python_docs_rebuilds_a_stale_or_corrupt_cache(tmp_path: Path) -> None:
+    db_file = tmp_path / f"pydocs-{sys.version_info.major}.{sys.version_info.minor}.sqlite"
+    with DocsIndex(db_file) as stale:  # right schema, old marker, one passage
+        stale.add_document("/old.txt", "old", "outdated text")
+    conn = sqlite3.connect(db_file)
+    with conn:
+        conn.execute("INSERT INTO meta VALUES ('marker', 'schema=0')")
+    conn.close()
+    with DocsIndex.python_docs(tmp_path) as fresh:
+        rebuilt_size = len(fresh)
+        assert "/old.txt" not in {hit.source for hit in fresh.search("outdated text", limit=50)}
+    assert rebuilt_size > 1000
+    db_file.write_bytes(b"not a database at all")
+    with DocsIndex.python_docs(tmp_path) as rebuilt:
+        assert len(rebuilt) == rebuilt_size
