@@ -5,10 +5,14 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 _WORD = re.compile(r"[A-Za-z0-9_]{3,}")
+_MIN_COMMON = 50  # below this many entries every word counts
+_COMMON_FRACTION = 20  # a word in more than 1/20 of the entries is too common to rank by
+_MAX_TERMS = 8
 _STOPWORDS = frozenset(
     [
         "the",
@@ -62,37 +66,64 @@ class KnowledgeEntry:
 
 
 class KnowledgeStore:
-    """Node goals, results and sources of one project, searchable by relevance."""
+    """Node goals, results and sources of one project, searchable by relevance.
+
+    Search uses only the query's discriminative words: a word found in most entries (the
+    project's topic, say) tells nothing about relevance and would make every query rank the
+    whole store. Document frequencies are kept in memory, so a search costs the size of the
+    rare words' posting lists, not the size of the store.
+    """
 
     def __init__(self, db_path: Path | str = ":memory:") -> None:
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(db_path), check_same_thread=False)
-        self._db.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS knowledge USING fts5("
-            "task_id UNINDEXED, goal, result, sources UNINDEXED, tokenize='porter unicode61')"
+        self._db.executescript(
+            "CREATE TABLE IF NOT EXISTS entries ("
+            "  id INTEGER PRIMARY KEY, task_id TEXT UNIQUE NOT NULL, goal TEXT, result TEXT, sources TEXT);"
+            "CREATE VIRTUAL TABLE IF NOT EXISTS entries_fts USING fts5("
+            "  goal, result, content='entries', content_rowid='id', tokenize='porter unicode61');"
         )
+        self._doc_freq: Counter[str] = Counter()
+        self._size = 0
+        for goal, result in self._db.execute("SELECT goal, result FROM entries"):
+            self._doc_freq.update(_terms(f"{goal} {result}"))
+            self._size += 1
 
     def add(self, task_id: str, goal: str, result: str, sources: list[str] | tuple[str, ...] = ()) -> None:
         """Record a finished node (replacing an earlier entry for the same task)."""
         with self._lock, self._db:
-            self._db.execute("DELETE FROM knowledge WHERE task_id = ?", (task_id,))
-            self._db.execute(
-                "INSERT INTO knowledge (task_id, goal, result, sources) VALUES (?, ?, ?, ?)",
+            old = self._db.execute("SELECT id, goal, result FROM entries WHERE task_id = ?", (task_id,)).fetchone()
+            if old is not None:
+                self._db.execute(
+                    "INSERT INTO entries_fts (entries_fts, rowid, goal, result) VALUES ('delete', ?, ?, ?)", old
+                )
+                self._db.execute("DELETE FROM entries WHERE id = ?", (old[0],))
+                self._doc_freq.subtract(_terms(f"{old[1]} {old[2]}"))
+                self._size -= 1
+            row_id = self._db.execute(
+                "INSERT INTO entries (task_id, goal, result, sources) VALUES (?, ?, ?, ?)",
                 (task_id, goal, result, "\n".join(sources)),
-            )
+            ).lastrowid
+            self._db.execute("INSERT INTO entries_fts (rowid, goal, result) VALUES (?, ?, ?)", (row_id, goal, result))
+            self._doc_freq.update(_terms(f"{goal} {result}"))
+            self._size += 1
 
     def search(
         self, query: str, limit: int = 3, exclude: set[str] | frozenset[str] = frozenset()
     ) -> list[KnowledgeEntry]:
         """Most relevant entries for ``query``, skipping the task ids in ``exclude``."""
-        terms = [t for t in dict.fromkeys(w.lower() for w in _WORD.findall(query)) if t not in _STOPWORDS]
-        if not terms or limit <= 0:
+        if limit <= 0:
             return []
-        match = " OR ".join(f'"{t}"' for t in terms[:24])
         with self._lock:
+            common = max(_MIN_COMMON, self._size // _COMMON_FRACTION)
+            terms = sorted((t for t in _terms(query) if self._doc_freq[t] <= common), key=self._doc_freq.__getitem__)
+            if not terms:
+                return []
+            match = " OR ".join(f'"{t}"' for t in terms[:_MAX_TERMS])
             rows = self._db.execute(
-                "SELECT task_id, goal, result, sources, bm25(knowledge) FROM knowledge "
-                "WHERE knowledge MATCH ? ORDER BY bm25(knowledge) LIMIT ?",
+                "SELECT e.task_id, e.goal, e.result, e.sources, bm25(entries_fts) AS score "
+                "FROM entries_fts JOIN entries e ON e.id = entries_fts.rowid "
+                "WHERE entries_fts MATCH ? ORDER BY score LIMIT ?",
                 (match, limit + len(exclude)),
             ).fetchall()
         entries = [
@@ -105,9 +136,12 @@ class KnowledgeStore:
         return entries[:limit]
 
     def __len__(self) -> int:
-        with self._lock:
-            return int(self._db.execute("SELECT count(*) FROM knowledge").fetchone()[0])
+        return self._size
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _terms(text: str) -> set[str]:
+    return {w for w in (m.lower() for m in _WORD.findall(text)) if w not in _STOPWORDS}
