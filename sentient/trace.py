@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from dataclasses import asdict
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +17,8 @@ class TraceRecorder:
     """Collects every agent call (prompt, context, response, tokens, latency) and review, per node."""
 
     def __init__(self) -> None:
-        self._calls: dict[str, list[dict[str, Any]]] = {}
-        self._reviews: dict[str, list[dict[str, Any]]] = {}
+        self._calls: dict[str, list[AgentCallFinished]] = {}
+        self._reviews: dict[str, list[ReviewAnswered]] = {}
         self.agent_calls = 0
         self.input_tokens = 0
         self.output_tokens = 0
@@ -26,17 +26,17 @@ class TraceRecorder:
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, AgentCallFinished):
-            self._calls.setdefault(event.task_id, []).append(asdict(event))
+            self._calls.setdefault(event.task_id, []).append(event)
             self.agent_calls += 1
             self.input_tokens += event.input_tokens
             self.output_tokens += event.output_tokens
         elif isinstance(event, ReviewAnswered):
-            self._reviews.setdefault(event.task_id, []).append(asdict(event))
+            self._reviews.setdefault(event.task_id, []).append(event)
         elif isinstance(event, NodeStatusChanged) and event.new.value == "FAILED":
             self.failed_nodes += 1
 
     def calls(self, task_id: str) -> list[dict[str, Any]]:
-        return list(self._calls.get(task_id, ()))
+        return [_record(e) for e in self._calls.get(task_id, ())]
 
     def write(self, out_dir: Path, graph: TaskGraph) -> None:
         """Write ``traces/<task_id>.json`` for every node (and the calls of removed nodes)."""
@@ -45,12 +45,17 @@ class TraceRecorder:
         for node in graph:
             record = {
                 "node": node.model_dump(mode="json"),
-                "calls": self._calls.get(node.task_id, []),
-                "reviews": self._reviews.get(node.task_id, []),
+                "calls": self.calls(node.task_id),
+                "reviews": [_record(e) for e in self._reviews.get(node.task_id, ())],
             }
             write_json(traces / f"{node.task_id}.json", record)
         for task_id in self._calls.keys() - {n.task_id for n in graph}:
-            write_json(traces / f"{task_id}.removed.json", {"calls": self._calls[task_id]})
+            write_json(traces / f"{task_id}.removed.json", {"calls": self.calls(task_id)})
+
+
+def _record(event: AgentCallFinished | ReviewAnswered) -> dict[str, Any]:
+    # Shallow on purpose: events are immutable, and a deep copy per call is measurable in big runs.
+    return {f.name: getattr(event, f.name) for f in fields(event)}
 
 
 def write_json(path: Path, data: Any) -> None:
