@@ -23,10 +23,10 @@ def extract_json(raw: str) -> tuple[str, bool]:
         return text, False
     text = text[start:]
     end = text.rfind("}")
-    if end >= 0 and _parses(text[: end + 1]):
-        return text[: end + 1], False
-    closed = close_truncated(text)
-    return (closed, True) if _parses(closed) else (text, False)
+    if end >= 0 and (whole := _normalised(text[: end + 1])) is not None:
+        return whole, False
+    closed = _normalised(close_truncated(text))
+    return (closed, True) if closed is not None else (text, False)
 
 
 def close_truncated(text: str) -> str:
@@ -58,9 +58,13 @@ def close_truncated(text: str) -> str:
     return text + "".join(reversed(stack))
 
 
-def _parses(text: str) -> bool:
+def _normalised(text: str) -> str | None:
+    """``text`` re-encoded as strict JSON, or None if it does not parse.
+
+    Parsing is lenient about raw control characters (a literal newline inside a string is
+    common model output); re-encoding escapes them so strict validators accept the result.
+    """
     try:
-        json.loads(text)
+        return json.dumps(json.loads(text, strict=False), ensure_ascii=False)
     except ValueError:
-        return False
-    return True
+        return None
