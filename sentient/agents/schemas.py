@@ -22,7 +22,7 @@ class PlanOutput(BaseModel):
 
     model_config = ConfigDict(title="PlanOutput")
 
-    subtasks: list[SubTask] = Field(min_length=2, max_length=8)
+    subtasks: list[SubTask] = Field(min_length=2, max_length=12)
 
 
 class AtomizerOutput(BaseModel):

@@ -23,7 +23,6 @@ from agno.models.response import ModelResponse
 from pydantic import BaseModel
 
 from sentient.agents.schemas import AggregationOutput, AtomizerOutput, ExecutionOutput, PlanOutput, SubTask
-from sentient.exceptions import ModelError
 from sentient.graph.node import TaskType
 
 
@@ -100,7 +99,7 @@ class ScriptedModel(Model):
         call.finished_at = time.monotonic()
         if isinstance(output, BaseException):
             call.error = str(output)
-            raise ModelError(f"scripted failure: {output}", task_id=request.task_id) from output
+            raise output  # as a provider would; the runner maps it to a ModelError
         if isinstance(output, BaseModel):
             text = output.model_dump_json()
         elif isinstance(output, dict):
