@@ -17,18 +17,26 @@ def build_report(graph: TaskGraph) -> str:
 
 
 def _with_references(text: str, sources: list[Source]) -> str:
+    """Renumber citations by first appearance; list cited sources, then the others consulted."""
     order = [n for n in cited_numbers(text) if 1 <= n <= len(sources)]
     mapping = {old: new for new, old in enumerate(order, start=1)}
-    body = renumber(text, mapping).strip()
-    if not order:
-        return body + "\n"
-    refs = "\n".join(_reference(new, sources[old - 1]) for old, new in mapping.items())
-    return f"{body}\n\n## References\n\n{refs}\n"
+    parts = [renumber(text, mapping).strip()]
+    if order:
+        parts.append("## References\n\n" + "\n".join(_reference(new, sources[old - 1]) for old, new in mapping.items()))
+    # What the research read but the answer does not cite is still part of its provenance.
+    uncited = [s for i, s in enumerate(sources, start=1) if i not in mapping]
+    if uncited:
+        parts.append("## Other sources consulted\n\n" + "\n".join(f"- {_describe(s)}" for s in uncited))
+    return "\n\n".join(parts) + "\n"
 
 
 def _reference(number: int, source: Source) -> str:
+    return f"{number}. {_describe(source)}"
+
+
+def _describe(source: Source) -> str:
     title = source.title.replace("\n", " ").strip()
-    return f"{number}. {title} — `{source.ref}`" if title and title != source.ref else f"{number}. `{source.ref}`"
+    return f"{title} — `{source.ref}`" if title and title != source.ref else f"`{source.ref}`"
 
 
 def _partial_report(graph: TaskGraph, root: TaskNode) -> str:

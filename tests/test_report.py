@@ -36,6 +36,7 @@ def references(report: str) -> dict[int, str]:
     """Number -> ref of the References list, checking every line has the expected shape."""
     _, sep, tail = report.partition("\n## References\n\n")
     assert sep, "the report has no References section"
+    tail = tail.partition("\n## Other sources consulted")[0]
     entries = {}
     for line in tail.strip().splitlines():
         match = _REFERENCE.match(line)
@@ -57,18 +58,20 @@ def test_every_citation_resolves_to_a_numbered_reference_in_order_of_first_appea
     assert refs == {1: C.ref, 2: A.ref, 3: B.ref}
     assert set(cited_numbers(body)) == set(refs)
     assert all(ref in {s.ref for s in root.sources} for ref in refs.values())
-    assert D.ref not in report, "uncited sources are not listed"
+    assert D.ref not in report.partition("## Other sources consulted")[0], "uncited sources are not numbered"
+    assert report.endswith("## Other sources consulted\n\n- Never cited — `/docs/unused.md`\n")
     assert "2. Lists — `/docs/list.md`" in report
     assert "1. `/docs/hash.md`" in report, "a source without a title is listed by its ref"
 
 
-def test_report_without_citations_has_no_references_section() -> None:
+def test_report_without_citations_lists_the_sources_consulted_without_numbers() -> None:
     graph = graph_with_children()
     graph.root.status = TaskStatus.DONE
     graph.root.result = "Lists are mutable; tuples are not."
     graph.root.sources = [A]
     report = build_report(graph)
-    assert report == "Lists are mutable; tuples are not.\n"
+    assert report == "Lists are mutable; tuples are not.\n\n## Other sources consulted\n\n- Lists — `/docs/list.md`\n"
+    assert "## References" not in report
 
 
 def test_partial_report_of_a_failed_root_lists_finished_children_and_the_reason() -> None:
@@ -89,7 +92,7 @@ def test_partial_report_of_a_failed_root_lists_finished_children_and_the_reason(
     assert "Subtask 1" not in report
     assert "1. Lists — `/docs/list.md`" in report
     assert "1. Tuples — `/docs/tuple.md`" in report
-    assert D.ref not in report
+    assert "- Never cited — `/docs/unused.md`" in report, "an uncited source is listed, unnumbered"
 
 
 def test_partial_report_says_so_when_no_subtask_finished() -> None:

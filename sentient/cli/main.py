@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = Settings()
         if args.command == "profiles":
             return _list_profiles(settings, out)
-        return _run(args, settings, out, err)
+        return _run(args, settings, err)
     except SentientError as exc:
         err.print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
         return EXIT_USAGE
@@ -69,7 +69,7 @@ def _list_profiles(settings: Settings, out: Console) -> int:
     return EXIT_OK
 
 
-def _run(args: argparse.Namespace, settings: Settings, out: Console, err: Console) -> int:
+def _run(args: argparse.Namespace, settings: Settings, err: Console) -> int:
     if not args.goal.strip():
         err.print(
             '[red]error:[/] the goal is empty: describe what to research, e.g. sentient run "..."', soft_wrap=True
@@ -99,10 +99,10 @@ def _run(args: argparse.Namespace, settings: Settings, out: Console, err: Consol
             result = asyncio.run(agent.arun(args.goal, output_dir=args.out, subscribers=subscribers))
     else:
         result = asyncio.run(agent.arun(args.goal, output_dir=args.out))
-    return _report(result, args.json, out, err)
+    return _report(result, args.json, err)
 
 
-def _report(result: RunResult, as_json: bool, out: Console, err: Console) -> int:
+def _report(result: RunResult, as_json: bool, err: Console) -> int:
     stats = result.stats
     if as_json:
         payload = {
@@ -115,8 +115,9 @@ def _report(result: RunResult, as_json: bool, out: Console, err: Console) -> int
         }
         print(json.dumps(payload))
     else:
-        out.print()
-        out.print(result.report_markdown, markup=False, highlight=False)
+        # The report goes to stdout exactly as written to report.md (no wrapping, no markup).
+        sys.stdout.write("\n" + result.report_markdown)
+        sys.stdout.flush()
         summary = (
             f"{stats.nodes} tasks, {stats.agent_calls} agent calls, "
             f"{stats.input_tokens + stats.output_tokens} tokens, {stats.elapsed_s:.1f}s"
