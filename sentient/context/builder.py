@@ -101,12 +101,8 @@ class ContextBuilder:
         sources = SourceList()
         sections = self._frame(node)
         for child in self._graph.children(node.task_id):
-            if child.status is TaskStatus.DONE and child.result:
-                text = sources.adopt(child.result, child.sources)
-                sections.append(Section(f"Result of subtask {child.task_id}: {child.goal}", text))
-            else:
-                reason = child.error or child.status.value.lower()
-                sections.append(Section(f"Subtask {child.task_id} did not finish: {child.goal}", reason))
+            done = f"Result of subtask {child.task_id}: {child.goal}"
+            sections.append(_outcome(child, sources, done, f"Subtask {child.task_id} did not finish: {child.goal}"))
         return self._fit(AgentContext(sections, sources=sources.sources))
 
     def for_replanning(self, node: TaskNode, feedback: str) -> AgentContext:
@@ -140,15 +136,15 @@ class ContextBuilder:
         return sections
 
     def _dependency_sections(self, node: TaskNode, sources: SourceList) -> list[Section]:
-        sections = []
-        for dep in self._graph.dependencies(node.task_id):
-            if dep.status is TaskStatus.DONE and dep.result:
-                text = sources.adopt(dep.result, dep.sources)
-                sections.append(Section(f"Result of {dep.task_id} (this task depends on it): {dep.goal}", text))
-            else:
-                reason = dep.error or dep.status.value.lower()
-                sections.append(Section(f"Dependency {dep.task_id} did not finish: {dep.goal}", reason))
-        return sections
+        return [
+            _outcome(
+                dep,
+                sources,
+                f"Result of {dep.task_id} (this task depends on it): {dep.goal}",
+                f"Dependency {dep.task_id} did not finish: {dep.goal}",
+            )
+            for dep in self._graph.dependencies(node.task_id)
+        ]
 
     def _knowledge_sections(self, node: TaskNode) -> list[Section]:
         if self._knowledge_results <= 0:
@@ -181,3 +177,10 @@ class ContextBuilder:
         if excess > 0:
             context.cut.append(f"still over budget by about {excess // _CHARS_PER_TOKEN} tokens")
         return context
+
+
+def _outcome(node: TaskNode, sources: SourceList, done_title: str, unfinished_title: str) -> Section:
+    """A finished node's result (citations adopted into ``sources``), or why it did not finish."""
+    if node.status is TaskStatus.DONE and node.result:
+        return Section(done_title, sources.adopt(node.result, node.sources))
+    return Section(unfinished_title, node.error or node.status.value.lower())
