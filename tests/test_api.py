@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from pathlib import Path
@@ -203,3 +204,21 @@ def test_unknown_model_is_refused_when_the_agent_is_created(tmp_path: Path) -> N
     settings = Settings(model="gpt-99", cache_dir=tmp_path / "cache", results_dir=tmp_path / "results")
     with pytest.raises(ConfigError, match="unknown model 'gpt-99'"):
         ProfiledSentientAgent.create_with_profile("general_agent", settings=settings)
+
+
+async def test_a_cancelled_run_still_writes_its_partial_report(api_settings: Settings, api_docs: Path) -> None:
+    model = ScriptedModel(latency=lambda request: 0.0 if request.role == "planner" else 30.0)
+    agent = ProfiledSentientAgent.create_with_profile(
+        "general_agent", settings=api_settings, docs=api_docs, model=model
+    )
+    out = api_settings.results_dir / "cancelled"
+    run = asyncio.create_task(agent.arun(GOAL, project_id="cancelled", output_dir=out))
+    while not model.calls_for(role="executor"):
+        await asyncio.sleep(0.01)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    report = (out / "report.md").read_text()
+    assert "Incomplete run" in report and "CANCELLED" in report
+    statuses = {n["status"] for n in json.loads((out / "graph.json").read_text())["nodes"]}
+    assert statuses == {"CANCELLED"}, "every node that had not finished is cancelled"

@@ -17,8 +17,8 @@ from loguru import logger
 from rich.console import Console
 
 from sentient.agents.registry import AgentRegistry
-from sentient.api import ProfiledSentientAgent, RunResult
-from sentient.cli.progress import ProgressDisplay
+from sentient.api import ProfiledSentientAgent, RunResult, new_project_id
+from sentient.cli.progress import ProgressDisplay, ProgressLog
 from sentient.cli.review import TerminalReviewer
 from sentient.exceptions import SentientError
 from sentient.settings import Settings
@@ -79,7 +79,9 @@ def _run(args: argparse.Namespace, settings: Settings, err: Console) -> int:
         err.print(f"[red]error:[/] docs folder '{args.docs}' does not exist or is not a folder", soft_wrap=True)
         return EXIT_USAGE
     overrides = {"max_depth": args.max_depth, "review": "all" if args.review else None}
-    display = None if args.json else ProgressDisplay(err)
+    display: ProgressDisplay | ProgressLog | None = None
+    if not args.json:
+        display = ProgressDisplay(err) if err.is_terminal else ProgressLog(err)
     reviewer = None
     if args.review:
         reviewer = TerminalReviewer(
@@ -92,13 +94,20 @@ def _run(args: argparse.Namespace, settings: Settings, err: Console) -> int:
     agent = ProfiledSentientAgent.create_with_profile(
         args.profile, settings=settings, reviewer=reviewer, docs=args.docs, **overrides
     )
-    subscribers = [display] if display else []
-    if display:
-        err.print(f"[bold]Researching:[/] {args.goal.strip()}  [dim](profile {args.profile})[/]", highlight=False)
-        with display:
-            result = asyncio.run(agent.arun(args.goal, output_dir=args.out, subscribers=subscribers))
-    else:
-        result = asyncio.run(agent.arun(args.goal, output_dir=args.out))
+    project_id = new_project_id(args.goal)
+    out_dir = args.out or settings.results_dir / project_id
+    run = agent.arun(args.goal, project_id=project_id, output_dir=out_dir, subscribers=[display] if display else [])
+    try:
+        if display is None:
+            result = asyncio.run(run)
+        else:
+            err.print(f"[bold]Researching:[/] {args.goal.strip()}  [dim](profile {args.profile})[/]", highlight=False)
+            with display:
+                result = asyncio.run(run)
+    except KeyboardInterrupt:
+        # The engine cancelled every in-flight call; the partial report is written before we get here.
+        err.print(f"[yellow]interrupted[/]: partial report, graph and traces in {out_dir}", soft_wrap=True)
+        return EXIT_INTERRUPTED
     return _report(result, args.json, err)
 
 

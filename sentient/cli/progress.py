@@ -130,3 +130,37 @@ class ProgressDisplay:
             f"{done}/{len(self._rows)} tasks done · {self._calls} agent calls · {self._tokens} tokens · {elapsed:.0f}s",
             style="dim",
         )
+
+
+class ProgressLog:
+    """Progress as plain lines, for a stderr that is not a terminal (CI logs, pipes)."""
+
+    def __init__(self, console: Console) -> None:
+        self._console = console
+        self._started = time.monotonic()
+
+    def __enter__(self) -> ProgressLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def pause(self) -> None:
+        return None
+
+    def resume(self) -> None:
+        return None
+
+    def __call__(self, event: Event) -> None:
+        line = None
+        if isinstance(event, AgentCallFinished):
+            outcome = f"failed: {event.error}" if event.error else "done"
+            line = (
+                f"{event.task_id} {event.role} {outcome} "
+                f"({event.latency_s:.1f}s, {event.input_tokens}+{event.output_tokens} tokens)"
+            )
+        elif isinstance(event, NodeStatusChanged) and event.new in (TaskStatus.FAILED, TaskStatus.CANCELLED):
+            line = f"{event.task_id} {event.new.value.lower()}: {event.error}"
+        if line:
+            elapsed = time.monotonic() - self._started
+            self._console.print(f"[{elapsed:6.1f}s] {line}", markup=False, highlight=False, soft_wrap=True)
