@@ -30,6 +30,7 @@ class EngineSettings(BaseModel):
 
     max_depth: int = Field(2, ge=0, le=8, description="Nodes at this layer are always executed, never planned.")
     force_root_planning: bool = Field(True, description="Always plan the root instead of asking the atomizer.")
+    max_subtasks: int = Field(6, ge=2, le=12, description="How many subtasks a planner is asked for, at most.")
     skip_atomization: bool = Field(False, description="Do not call the atomizer: plan above max_depth, execute at it.")
     failure_policy: FailurePolicy = FailurePolicy.REPLAN
     max_replans: int = Field(1, ge=0, le=5, description="Replans per node before the policy falls back.")

@@ -222,3 +222,16 @@ async def test_a_cancelled_run_still_writes_its_partial_report(api_settings: Set
     assert "Incomplete run" in report and "CANCELLED" in report
     statuses = {n["status"] for n in json.loads((out / "graph.json").read_text())["nodes"]}
     assert statuses == {"CANCELLED"}, "every node that had not finished is cancelled"
+
+
+async def test_the_profile_caps_how_many_subtasks_the_planner_is_asked_for(
+    api_settings: Settings, api_docs: Path
+) -> None:
+    model = ScriptedModel()
+    agent = ProfiledSentientAgent.create_with_profile(
+        "general_agent", settings=api_settings, docs=api_docs, model=model
+    )
+    await agent.arun(GOAL, write_files=False)
+    assert "into 2 to 3 subtasks" in model.calls_for(role="planner")[0].request.prompt
+    await agent.arun(GOAL, write_files=False, max_subtasks=5)
+    assert "into 2 to 5 subtasks" in model.calls_for(role="planner")[1].request.prompt

@@ -8,12 +8,10 @@ from collections.abc import Sequence
 from sentient.agents.schemas import PlanOutput
 from sentient.graph.node import TaskNode
 
-MAX_SUBTASKS = 6
 
-
-def plan_task(node: TaskNode) -> str:
+def plan_task(node: TaskNode, max_subtasks: int) -> str:
     return (
-        f"Break this goal into 2 to {MAX_SUBTASKS} subtasks that together achieve it:\n{node.goal}\n\n"
+        f"Break this goal into 2 to {max_subtasks} subtasks that together achieve it:\n{node.goal}\n\n"
         "Each subtask has a goal (one specific sentence), a task_type (SEARCH to look something up, "
         "THINK to reason or analyse, WRITE to write a part of the answer) and depends_on_indices "
         "(0-based indices of EARLIER subtasks whose results it needs, [] if none). Independent subtasks "

@@ -108,7 +108,12 @@ class NodeProcessor:
         try:
             agent = self._profile.planner_for(node.parent_id is None)
             plan = await self._ask(
-                node, Role.PLANNER, agent, plan_task(node), self._context.for_planning(node), PlanOutput
+                node,
+                Role.PLANNER,
+                agent,
+                plan_task(node, self._settings.max_subtasks),
+                self._context.for_planning(node),
+                PlanOutput,
             )
             self._bus.publish(PlanProposed(node.task_id, plan, by="planner"))
             approved = await self._review(node, plan)
