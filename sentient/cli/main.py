@@ -101,7 +101,11 @@ def _run(args: argparse.Namespace, settings: Settings, err: Console) -> int:
         if display is None:
             result = asyncio.run(run)
         else:
-            err.print(f"[bold]Researching:[/] {args.goal.strip()}  [dim](profile {args.profile})[/]", highlight=False)
+            err.print(
+                f"[bold]Researching:[/] {args.goal.strip()}  [dim](profile {args.profile})[/]",
+                highlight=False,
+                soft_wrap=True,
+            )
             with display:
                 result = asyncio.run(run)
     except KeyboardInterrupt:
