@@ -157,7 +157,7 @@ class ProfiledSentientAgent:
         engine = ExecutionEngine(processor, settings)
         logger.info("project {}: starting '{}' with profile {}", project_id, goal, self.profile.name)
         try:
-            root = await engine.run()
+            await engine.run()
         finally:
             knowledge.close()
             result = self._result(project_id, graph, trace, started, out_dir)
@@ -165,7 +165,6 @@ class ProfiledSentientAgent:
             if out_dir is not None:
                 await asyncio.to_thread(_write_outputs, out_dir, graph, trace, result.report_markdown)
         logger.info("project {}: {} in {:.1f}s", project_id, result.status, result.stats.elapsed_s)
-        assert root is graph.root
         return result
 
     async def _docs_index(self) -> DocsIndex | None:

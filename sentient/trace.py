@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sentient.events import AgentCallFinished, Event, NodeStatusChanged, ReviewAnswered
+from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
 
 
@@ -32,7 +33,7 @@ class TraceRecorder:
             self.output_tokens += event.output_tokens
         elif isinstance(event, ReviewAnswered):
             self._reviews.setdefault(event.task_id, []).append(event)
-        elif isinstance(event, NodeStatusChanged) and event.new.value == "FAILED":
+        elif isinstance(event, NodeStatusChanged) and event.new is TaskStatus.FAILED:
             self.failed_nodes += 1
 
     def calls(self, task_id: str) -> list[dict[str, Any]]:

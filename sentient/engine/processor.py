@@ -102,8 +102,8 @@ class NodeProcessor:
             return
         root.node_type = await self._node_type_for(root, root.goal, root.task_type.value, [root.goal], layer=0)
 
-    async def plan(self, node: TaskNode) -> list[TaskNode]:
-        """PLANNING -> (review) -> ATOMIZATION -> PLAN_DONE. Returns the new children."""
+    async def plan(self, node: TaskNode) -> None:
+        """PLANNING -> (review) -> ATOMIZATION -> PLAN_DONE, or FAILED."""
         self.move(node, _S.PLANNING)
         try:
             agent = self._profile.planner_for(node.parent_id is None)
@@ -117,14 +117,12 @@ class NodeProcessor:
             )
             self._bus.publish(PlanProposed(node.task_id, plan, by="planner"))
             approved = await self._review(node, plan)
-            if approved is None:
-                return []
-            return await self._adopt_plan(node, approved.subtasks)
+            if approved is not None:
+                await self._adopt_plan(node, approved.subtasks)
         except AgentError as exc:
             self.fail(node, f"planning failed: {exc}")
-            return []
 
-    async def replan(self, node: TaskNode, feedback: str) -> list[TaskNode]:
+    async def replan(self, node: TaskNode, feedback: str) -> None:
         """NEEDS_REPLAN -> PLAN_MODIFICATION -> ATOMIZATION -> PLAN_DONE, rebuilding unfinished work."""
         node.replans += 1
         self.move(node, _S.PLAN_MODIFICATION)
@@ -132,17 +130,16 @@ class NodeProcessor:
             plan = await self._modify(node, None, feedback, self._context.for_replanning(node, feedback))
             approved = await self._review(node, plan)
             if approved is None:
-                return []
+                return
             unfinished = [c for c in self.graph.children(node.task_id) if c.status is not _S.DONE]
             removed: list[str] = []
             for child in unfinished:
                 removed += self.graph.remove_subtree(child.task_id)
             if removed:
                 self._bus.publish(NodesRemoved(node.task_id, tuple(removed)))
-            return await self._adopt_plan(node, approved.subtasks)
+            await self._adopt_plan(node, approved.subtasks)
         except AgentError as exc:
             self.fail(node, f"replanning failed: {exc}")
-            return []
 
     async def execute(self, node: TaskNode) -> None:
         """READY -> EXECUTING -> DONE (or FAILED)."""
@@ -235,7 +232,7 @@ class NodeProcessor:
         self._bus.publish(PlanProposed(node.task_id, new_plan, by="plan_modifier"))
         return new_plan
 
-    async def _adopt_plan(self, node: TaskNode, subtasks: Sequence[SubTask]) -> list[TaskNode]:
+    async def _adopt_plan(self, node: TaskNode, subtasks: Sequence[SubTask]) -> None:
         self.move(node, _S.ATOMIZATION)
         goals = [s.goal for s in subtasks]
         layer = node.layer + 1
@@ -246,7 +243,6 @@ class NodeProcessor:
         for child in children:
             self.announce(child)
         self.move(node, _S.PLAN_DONE)
-        return children
 
     async def _node_type_for(
         self, node: TaskNode, goal: str, task_type: str, plan_goals: list[str], layer: int
