@@ -37,6 +37,7 @@ class NodeStatusChanged:
     new: TaskStatus
     at: float
     error: str | None = None
+    result: str | None = None  # set when the node is DONE
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +85,9 @@ class AgentCallFinished:
     output_tokens: int
     started_at: float
     latency_s: float
+    cost_usd: float = 0.0
+    cached: bool = False  # answered from the response cache: no model call, no cost
+    tool_calls: tuple[dict[str, Any], ...] = ()  # {"tool", "arguments", "result" (truncated), "error"}
 
 
 @dataclass(frozen=True, slots=True)

@@ -73,7 +73,8 @@ class NodeProcessor:
         old = node.move_to(target)
         if error is not None:
             node.error = error
-        self._bus.publish(NodeStatusChanged(node.task_id, old, target, node.history[-1].at, error))
+        result = node.result if target is _S.DONE else None
+        self._bus.publish(NodeStatusChanged(node.task_id, old, target, node.history[-1].at, error, result))
 
     def announce(self, node: TaskNode) -> None:
         self._bus.publish(

@@ -59,6 +59,7 @@ class TaskNode(BaseModel):
     agent_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cost_usd: float = 0.0
     created_at: float = Field(default_factory=time.time)
 
     @property

@@ -23,6 +23,30 @@ class TaskGraph:
         self._dependents: dict[str, list[str]] = {}
         self._next_child_index: dict[str, int] = {}
 
+    @classmethod
+    def from_nodes(cls, nodes: Sequence[TaskNode]) -> TaskGraph:
+        """Rebuild a graph from stored nodes (parents before children, children in plan order).
+
+        ``children`` lists are rebuilt from ``parent_id``, so the stored nodes need not carry them.
+        """
+        graph = cls()
+        for node in nodes:
+            node.children = []
+            graph._nodes[node.task_id] = node
+        for node in nodes:
+            if node.parent_id is None:
+                continue
+            if node.parent_id not in graph._nodes:
+                raise GraphError(f"task '{node.task_id}' names a parent '{node.parent_id}' that is not in the graph")
+            graph._nodes[node.parent_id].children.append(node.task_id)
+            index = int(node.task_id.rsplit(".", 1)[1])
+            graph._next_child_index[node.parent_id] = max(graph._next_child_index.get(node.parent_id, 0), index + 1)
+            for dep_id in node.depends_on:
+                graph._dependents.setdefault(dep_id, []).append(node.task_id)
+        if nodes and ROOT_ID not in graph._nodes:
+            raise GraphError("the stored graph has no root")
+        return graph
+
     # -- reading -----------------------------------------------------------------------------
 
     def __len__(self) -> int:

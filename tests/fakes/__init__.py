@@ -1,0 +1,1 @@
+"""Loopback fakes of the outside world (model providers, search APIs, web pages) for the tests."""
