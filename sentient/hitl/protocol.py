@@ -17,6 +17,7 @@ class ReviewRequest:
     layer: int
     plan: PlanOutput
     round: int  # 1 for the first proposal, +1 after every modification
+    context: str = ""  # what the planner saw, for the reviewer
 
 
 @dataclass(frozen=True)
