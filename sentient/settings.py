@@ -23,6 +23,11 @@ class ReviewMode(StrEnum):
     ALL = "all"  # review every plan
 
 
+class ReviewTimeoutAction(StrEnum):
+    APPROVE = "approve"
+    REJECT = "reject"
+
+
 class EngineSettings(BaseModel):
     """How one run behaves. Profiles set defaults; the CLI and API override them."""
 
@@ -38,6 +43,15 @@ class EngineSettings(BaseModel):
     agent_timeout_s: float = Field(300.0, gt=0, description="Timeout of each model call.")
     max_validation_retries: int = Field(2, ge=0, le=10, description="Retries of an output that fails its schema.")
     review: ReviewMode = ReviewMode.NONE
+    review_timeout_s: float | None = Field(
+        None, gt=0, description="Wait this long for a plan review (default: forever)."
+    )
+    review_timeout_action: ReviewTimeoutAction = Field(
+        ReviewTimeoutAction.REJECT, description="What a review that timed out decides."
+    )
+    max_cost_usd: float | None = Field(None, gt=0, description="Stop the run when model calls have cost this much.")
+    max_llm_calls: int | None = Field(None, ge=1, description="Stop the run after this many model calls.")
+    max_time_s: float | None = Field(None, gt=0, description="Stop the run after this many seconds.")
     context_token_budget: int = Field(3000, ge=200, description="Approximate tokens of context per agent call.")
     knowledge_results: int = Field(3, ge=0, le=20, description="Related knowledge entries offered per call.")
 
@@ -51,4 +65,12 @@ class Settings(BaseSettings):
     model_path: Path | None = Field(None, description="A local GGUF file to use instead of the embedded weights.")
     cache_dir: Path = Field(Path.home() / ".cache" / "sentient", description="Assembled weights, docs indexes.")
     results_dir: Path = Field(Path("project_results"), description="Where each project's files are written.")
-    config_dir: Path = Field(REPO_ROOT / "agent_configs", description="agents.yaml and profiles/.")
+    config_dir: Path = Field(REPO_ROOT / "agent_configs", description="agents.yaml, models.yaml and profiles/.")
+    user_config: Path = Field(
+        Path.home() / ".config" / "sentient" / "config.yaml",
+        description="Optional: API keys, provider limits and prices that override models.yaml.",
+    )
+    cache_responses: bool | None = Field(
+        None, description="Cache model responses (default: on for the embedded model, off for hosted ones)."
+    )
+    offline: bool = Field(False, description="Never use the network (web tools refuse at once).")

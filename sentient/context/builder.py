@@ -149,9 +149,18 @@ class ContextBuilder:
     def _knowledge_sections(self, node: TaskNode) -> list[Section]:
         if self._knowledge_results <= 0:
             return []
-        exclude = {node.task_id, *node.depends_on, *(a.task_id for a in self._graph.ancestors(node.task_id))}
-        entries = self._knowledge.search(node.goal, limit=self._knowledge_results, exclude=exclude)
+        entries = self._knowledge.related(node.goal, self._settled_before(node), limit=self._knowledge_results)
         return [Section(f"Related finding ({e.task_id}): {e.goal}", e.result, droppable=True) for e in entries]
+
+    def _settled_before(self, node: TaskNode) -> set[str]:
+        """Tasks certain to have finished before ``node`` starts, whatever the timing: the work
+        that the node's ancestors depend on, with all of its subtasks. The node's own
+        dependencies are excluded (their results are in the context already)."""
+        settled: set[str] = set()
+        for task in [*self._graph.ancestors(node.task_id), node]:
+            for dep in self._graph.dependencies(task.task_id):
+                settled.update(n.task_id for n in self._graph.subtree(dep.task_id))
+        return settled - set(node.depends_on)
 
     def _fit(self, context: AgentContext) -> AgentContext:
         """Drop or shorten sections until the context fits the token budget."""

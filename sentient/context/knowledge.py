@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import sqlite3
 import threading
@@ -134,6 +135,38 @@ class KnowledgeStore:
             if r[0] not in exclude
         ]
         return entries[:limit]
+
+    def related(self, query: str, among: set[str] | frozenset[str], limit: int = 3) -> list[KnowledgeEntry]:
+        """The entries of the tasks ``among`` that share the most rare words with ``query``.
+
+        Unlike :meth:`search`, the answer depends only on those tasks' entries, never on what
+        else the store holds at that moment. The context builder offers knowledge this way so
+        an agent sees the same context on every run (and the response cache can answer it),
+        however the parallel work before it happened to interleave.
+        """
+        if limit <= 0 or not among:
+            return []
+        wanted = sorted(among)
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT task_id, goal, result, sources FROM entries WHERE task_id IN ({','.join('?' * len(wanted))})",
+                wanted,
+            ).fetchall()
+        query_terms = _terms(query)
+        entry_terms = [_terms(f"{r[1]} {r[2]}") & query_terms for r in rows]
+        freq = Counter(t for terms in entry_terms for t in terms)
+        scored = []
+        for row, terms in zip(rows, entry_terms, strict=True):
+            score = sum(math.log(1 + len(rows) / freq[t]) for t in terms)
+            if score > 0:
+                scored.append((-score, row[0], row))
+        scored.sort()
+        return [
+            KnowledgeEntry(
+                task_id=r[0], goal=r[1], result=r[2], sources=tuple(filter(None, r[3].split("\n"))), score=-s
+            )
+            for s, _, r in scored[:limit]
+        ]
 
     def __len__(self) -> int:
         return self._size

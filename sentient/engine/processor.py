@@ -32,8 +32,16 @@ from sentient.exceptions import AgentError
 from sentient.graph.node import NodeType, Source, TaskNode
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
-from sentient.hitl.protocol import Approve, Modify, PlanReviewer, Reject, ReviewRequest, plan_problems
-from sentient.settings import EngineSettings, ReviewMode
+from sentient.hitl.protocol import (
+    Approve,
+    Modify,
+    PlanReviewer,
+    Reject,
+    ReviewDecision,
+    ReviewRequest,
+    plan_problems,
+)
+from sentient.settings import EngineSettings, ReviewMode, ReviewTimeoutAction
 from sentient.tools.docs_search import DocsIndex
 
 _S = TaskStatus
@@ -196,11 +204,12 @@ class NodeProcessor:
         round_ = 1
         while True:
             self._bus.publish(ReviewRequested(node.task_id, plan))
-            decision = await self._reviewer.review_plan(
-                ReviewRequest(node.task_id, node.goal, node.layer, plan, round_)
+            context = self._context.for_planning(node).render()
+            decision, note = await self._decide(
+                node, ReviewRequest(node.task_id, node.goal, node.layer, plan, round_, context)
             )
             if isinstance(decision, Approve):
-                self._bus.publish(ReviewAnswered(node.task_id, "approve"))
+                self._bus.publish(ReviewAnswered(node.task_id, "approve", note))
                 return plan
             if isinstance(decision, Reject):
                 self._bus.publish(ReviewAnswered(node.task_id, "reject", decision.reason))
@@ -223,6 +232,21 @@ class NodeProcessor:
             instructions = decision.instructions or ""
             self._bus.publish(ReviewAnswered(node.task_id, "modify", instructions))
             plan = await self._modify(node, plan, instructions, self._context.for_planning(node))
+
+    async def _decide(self, node: TaskNode, request: ReviewRequest) -> tuple[ReviewDecision, str]:
+        """The reviewer's decision, or the configured one when no answer came in time (noted)."""
+        timeout = self._settings.review_timeout_s
+        if timeout is None:
+            return await self._reviewer.review_plan(request), ""
+        try:
+            async with asyncio.timeout(timeout):
+                return await self._reviewer.review_plan(request), ""
+        except TimeoutError:
+            action = self._settings.review_timeout_action
+            note = f"no review within {timeout:g} s: {action.value}d by timeout"
+            node.warnings.append(note)
+            logger.warning("{}: {}", node.task_id, note)
+            return (Approve() if action is ReviewTimeoutAction.APPROVE else Reject(note)), note
 
     async def _modify(
         self, node: TaskNode, plan: PlanOutput | None, instructions: str, context: AgentContext

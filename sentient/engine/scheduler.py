@@ -14,6 +14,7 @@ from collections.abc import Coroutine
 
 from loguru import logger
 
+from sentient.engine.budget import Budget
 from sentient.engine.processor import NodeProcessor
 from sentient.exceptions import RunError
 from sentient.graph.node import NodeType, TaskNode
@@ -26,7 +27,7 @@ _S = TaskStatus
 class ExecutionEngine:
     """Schedules the phases of every node of one run."""
 
-    def __init__(self, processor: NodeProcessor, settings: EngineSettings) -> None:
+    def __init__(self, processor: NodeProcessor, settings: EngineSettings, budget: Budget | None = None) -> None:
         self._processor = processor
         self._graph = processor.graph
         self._settings = settings
@@ -35,23 +36,41 @@ class ExecutionEngine:
         self._group: asyncio.TaskGroup | None = None
         self._idle = asyncio.Event()
         self._aborting = False
+        self._budget = budget
+        self.stop_reason: str | None = None  # why a budget stopped the run early
+        if budget is not None:
+            budget.on_exhausted = self.stop
 
-    async def run(self) -> TaskNode:
+    async def run(self, *, resume: bool = False) -> TaskNode:
         """Run the graph's root to a terminal status and return it.
+
+        With ``resume``, the graph comes from an interrupted run (see :mod:`sentient.engine.resume`):
+        finished nodes are kept and only unfinished work is scheduled.
 
         If the caller is cancelled (Ctrl-C, a deadline), the run is cancelled in order first:
         every in-flight call is cancelled and every unfinished node ends CANCELLED.
         """
         root = self._graph.root
-        self._processor.announce(root)
+        deadline = None
+        if self._budget is not None and self._budget.max_time_s is not None:
+            deadline = asyncio.get_running_loop().call_later(self._budget.max_time_s, self._budget.check)
         async with asyncio.TaskGroup() as group:
             self._group = group
-            self._spawn(root, self._start_root(root))
+            if resume:
+                self._resume(root)
+            else:
+                self._processor.announce(root)
+                self._spawn(root, self._start_root(root))
+            if not self._tasks:
+                self._idle.set()
             try:
                 await self._idle.wait()
             except asyncio.CancelledError:
                 self.cancel()
                 raise
+            finally:
+                if deadline is not None:
+                    deadline.cancel()
         self._group = None
         stuck = [n.task_id for n in self._graph if n.status not in TERMINAL]
         if stuck:
@@ -62,6 +81,39 @@ class ExecutionEngine:
         """Cancel the whole run: in-flight calls are cancelled, waiting nodes become CANCELLED."""
         self._aborting = True
         self._cancel_subtree(self._graph.root)
+
+    def stop(self, reason: str) -> None:
+        """Stop early because a budget ran out: no new work, in-flight calls are cancelled."""
+        if self.stop_reason is None:
+            self.stop_reason = reason
+            logger.warning("stopping the run: {}", reason)
+        self.cancel()
+
+    # -- resuming ------------------------------------------------------------------------
+
+    def _resume(self, node: TaskNode) -> None:
+        """Schedule what is unfinished under ``node`` (statuses were reset by ``prepare_resume``)."""
+        if node.is_terminal:
+            return
+        if node.status is _S.READY:
+            self._spawn(node, self._start_root(node) if node.parent_id is None else self._run_node(node))
+        elif node.status is _S.PLAN_DONE:
+            self._resume_children(node)
+
+    def _resume_children(self, parent: TaskNode) -> None:
+        children = self._graph.children(parent.task_id)
+        for child in children:
+            if child.status is _S.FAILED:
+                self._child_settled(parent, child)  # the failure policy decides again
+                if parent.status is not _S.PLAN_DONE or parent.task_id in self._tasks:
+                    return
+        for child in children:
+            self._resume(child)
+        for child in children:
+            if child.is_terminal:
+                self._release_dependents(child)
+        if parent.task_id not in self._tasks and self._graph.all_children_terminal(parent.task_id):
+            self._children_terminal(parent)
 
     # -- starting phases -----------------------------------------------------------------
 
