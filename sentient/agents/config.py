@@ -64,6 +64,9 @@ class ProfileConfig(BaseModel):
     name: str
     description: str = ""
     agents: ProfileAgents
+    models: dict[Role, str] = Field(
+        default_factory=dict, description="Model string per role, e.g. a strong planner and a cheap atomizer."
+    )
     settings: EngineSettings = Field(default_factory=EngineSettings)
 
 

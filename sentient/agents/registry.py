@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sentient.agents.config import AgentConfig, AgentsFile, ProfileConfig, Role, line_in_file, load_yaml_model
+from sentient.agents.models.providers import parse_model_string
 from sentient.exceptions import ConfigError, ProfileNotFoundError
 from sentient.graph.node import TaskType
 from sentient.settings import EngineSettings
@@ -27,6 +28,7 @@ class Profile:
     aggregator: AgentConfig
     root_aggregator: AgentConfig
     plan_modifier: AgentConfig
+    models: dict[Role, str] = field(default_factory=dict)  # per-role model strings
 
     def planner_for(self, is_root: bool) -> AgentConfig:
         return self.root_planner if is_root else self.planner
@@ -159,6 +161,16 @@ def _resolve_profile(path: Path, config: ProfileConfig, agents: dict[str, AgentC
                 fix=f"add {task_type.value} to its task_types or choose another executor.",
             )
         executors[task_type] = executor
+    for role, text in config.models.items():
+        try:
+            parse_model_string(text)
+        except ConfigError as exc:
+            raise ConfigError(
+                f"{exc.message.rstrip('.')}{_at(path, 'models', role.value)}.",
+                file=str(path),
+                field=f"models.{role.value}",
+                fix=exc.fix,
+            ) from None
     planner = pick("planner", slots.planner, Role.PLANNER)
     aggregator = pick("aggregator", slots.aggregator, Role.AGGREGATOR)
     return Profile(
@@ -174,6 +186,7 @@ def _resolve_profile(path: Path, config: ProfileConfig, agents: dict[str, AgentC
             pick("root_aggregator", slots.root_aggregator, Role.AGGREGATOR) if slots.root_aggregator else aggregator
         ),
         plan_modifier=pick("plan_modifier", slots.plan_modifier, Role.PLAN_MODIFIER),
+        models=dict(config.models),
     )
 
 

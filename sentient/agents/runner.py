@@ -9,6 +9,11 @@ JSON-schema response formats, the tool-call loop, token metrics). The agno ``Age
 not used: its chat-session bookkeeping cost 0.5 ms of event-loop time per call (measured with
 ``bench/engine_bench.py``; a sixth of T2's makespan), it turns model exceptions into string
 content, and it logs to stdout. Sentient's agent is the ``AgentConfig`` plus this runner.
+
+Around each model call, in order: the response cache (a hit costs no call), the run's
+concurrency slots, then for hosted models the provider's gate (requests per minute, adaptive
+concurrency) with retries and exponential backoff on 429 / 5xx / connection errors; every
+attempt has the timeout. Tokens and cost are counted per call and charged to the run's budget.
 """
 
 from __future__ import annotations
@@ -21,8 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from agno.models.base import Model
 from agno.models.message import Message
+from agno.models.response import ModelResponse
 from agno.run.agent import RunOutput
 from loguru import logger
 from pydantic import BaseModel, ValidationError
@@ -30,7 +35,11 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
 from sentient.agents.config import AgentConfig, Role
 from sentient.agents.json_repair import extract_json
+from sentient.agents.models.cache import CachedResponse, ResponseCache
+from sentient.agents.models.factory import ModelHandle
+from sentient.agents.models.resilience import call_with_retries
 from sentient.context.builder import AgentContext
+from sentient.engine.budget import Budget
 from sentient.events import AgentCallFinished, EventBus
 from sentient.exceptions import AgentError, AgentOutputError, AgentTimeoutError, ModelError
 
@@ -56,6 +65,18 @@ class AgentReply(Generic[T]):
     input_tokens: int
     output_tokens: int
     notes: tuple[str, ...] = ()  # e.g. that a cut-off output was repaired
+    cost_usd: float = 0.0
+
+
+@dataclass
+class _Tally:
+    """What one agent call (all its attempts) used."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    model_calls: int = 0
+    cache_hits: int = 0
 
 
 class _InvalidOutput(Exception):
@@ -70,26 +91,32 @@ class AgentRunner:
 
     def __init__(
         self,
-        model_for: Callable[[AgentConfig], Model],
+        model_for: Callable[[AgentConfig], ModelHandle],
         bus: EventBus,
         *,
         max_concurrent: int,
         timeout_s: float,
         max_validation_retries: int,
+        budget: Budget | None = None,
+        max_transient_attempts: int = 4,
+        backoff_s: tuple[float, float] = (1.0, 30.0),
     ) -> None:
         self._model_for = model_for
         self._bus = bus
         self._slots = asyncio.Semaphore(max_concurrent)
         self._timeout_s = timeout_s
         self._retries = max_validation_retries
+        self._budget = budget
+        self._transient_attempts = max_transient_attempts
+        self._backoff_s = backoff_s
 
     async def run(self, call: AgentCall, schema: type[T]) -> AgentReply[T]:
         """Run ``call`` until its output validates as ``schema``; raise AgentError otherwise."""
-        model = self._model_for(call.agent)
+        handle = self._model_for(call.agent)
         base_prompt = f"{call.context.render()}\n\n## Your task\n{call.task}"
         prompt = base_prompt
         started, clock = time.time(), time.perf_counter()
-        tokens = [0, 0]
+        tally = _Tally()
         attempts = 0
         raw: str | None = None
         last_invalid: _InvalidOutput | None = None
@@ -105,7 +132,7 @@ class AgentRunner:
                     attempts = attempt.retry_state.attempt_number
                     prompt = _with_feedback(base_prompt, last_invalid)
                     try:
-                        raw, output = await self._attempt(call, model, prompt, schema, attempts, tokens, notes)
+                        raw, output = await self._attempt(call, handle, prompt, schema, attempts, tally, notes)
                     except _InvalidOutput as invalid:
                         last_invalid = invalid
                         raise
@@ -116,58 +143,49 @@ class AgentRunner:
                 agent=call.agent.name,
                 task_id=call.task_id,
             )
-            self._publish(call, model, prompt, exc.raw, error, attempts, tokens, started, clock)
+            self._publish(call, handle, prompt, exc.raw, error, attempts, tally, started, clock)
             raise error from None
         except AgentError as exc:
-            self._publish(call, model, prompt, raw, exc, attempts, tokens, started, clock)
+            self._publish(call, handle, prompt, raw, exc, attempts, tally, started, clock)
             raise
-        self._publish(call, model, prompt, raw, None, attempts, tokens, started, clock)
-        return AgentReply(output, attempts, tokens[0], tokens[1], tuple(notes))
+        self._publish(call, handle, prompt, raw, None, attempts, tally, started, clock)
+        return AgentReply(output, attempts, tally.input_tokens, tally.output_tokens, tuple(notes), tally.cost_usd)
 
     async def _attempt(
         self,
         call: AgentCall,
-        model: Model,
+        handle: ModelHandle,
         prompt: str,
         schema: type[T],
         attempt: int,
-        tokens: list[int],
+        tally: _Tally,
         notes: list[str],
     ) -> tuple[str, T]:
-        messages = [
-            Message(role="system", content=call.agent.instructions),
-            Message(role="user", content=prompt),
-        ]
-        # The run record carries who is calling to the model (the scripted fake answers by role).
-        run = RunOutput(
-            run_id=f"{call.task_id}:{call.role.value}:{attempt}",
-            agent_name=call.agent.name,
-            metadata={
-                "task_id": call.task_id,
-                "role": call.role.value,
-                "agent": call.agent.name,
-                "goal": call.goal,
-                "attempt": attempt,
-            },
-        )
-        async with self._slots:
-            try:
-                async with asyncio.timeout(self._timeout_s):
-                    response = await model.aresponse(
-                        messages=messages, response_format=_response_format(schema), run_response=run
-                    )
-            except TimeoutError:
-                raise AgentTimeoutError(self._timeout_s, agent=call.agent.name, task_id=call.task_id) from None
-            except AgentError:
-                raise
-            except Exception as exc:  # the provider boundary: any failure of the model is a ModelError
-                raise ModelError(f"model call failed: {exc}", agent=call.agent.name, task_id=call.task_id) from exc
-        usage = response.response_usage
-        if usage is not None:
-            tokens[0] += usage.input_tokens or 0
-            tokens[1] += usage.output_tokens or 0
-        content = response.content
-        raw = content if isinstance(content, str) else json.dumps(content, default=str)
+        key = None
+        if handle.cache is not None:
+            key = ResponseCache.key(
+                handle.name,
+                [{"role": "system", "content": call.agent.instructions}, {"role": "user", "content": prompt}],
+                _response_format(schema),
+                [],
+            )
+        cached = handle.cache.get(key) if handle.cache is not None and key is not None else None
+        if cached is not None:
+            raw = cached.content
+            tally.input_tokens += cached.input_tokens
+            tally.output_tokens += cached.output_tokens
+            tally.cache_hits += 1
+        else:
+            raw, used_in, used_out = await self._call_model(call, handle, prompt, schema, attempt)
+            cost = handle.price.cost(used_in, used_out)
+            tally.input_tokens += used_in
+            tally.output_tokens += used_out
+            tally.cost_usd += cost
+            tally.model_calls += 1
+            if handle.cache is not None and key is not None:
+                handle.cache.put(key, handle.name, CachedResponse(raw, used_in, used_out))
+            if self._budget is not None:
+                self._budget.charge(cost, 1)
         text, repaired = extract_json(raw)
         try:
             output = schema.model_validate_json(text)
@@ -177,45 +195,105 @@ class AgentRunner:
             notes.append(f"{call.role.value} output was cut off (token limit) and its JSON was closed")
         return raw, output
 
+    async def _call_model(
+        self, call: AgentCall, handle: ModelHandle, prompt: str, schema: type[T], attempt: int
+    ) -> tuple[str, int, int]:
+        """One model call: (raw content, input tokens, output tokens). Raises AgentError."""
+
+        async def request() -> ModelResponse:
+            # Fresh messages per try: agno appends the assistant's reply to the list it is given.
+            messages = [
+                Message(role="system", content=call.agent.instructions),
+                Message(role="user", content=prompt),
+            ]
+            # The run record carries who is calling to the model (the scripted fake answers by role).
+            run = RunOutput(
+                run_id=f"{call.task_id}:{call.role.value}:{attempt}",
+                agent_name=call.agent.name,
+                metadata={
+                    "task_id": call.task_id,
+                    "role": call.role.value,
+                    "agent": call.agent.name,
+                    "goal": call.goal,
+                    "attempt": attempt,
+                },
+            )
+            return await handle.model.aresponse(
+                messages=messages, response_format=_response_format(schema), run_response=run
+            )
+
+        async with self._slots:
+            try:
+                if handle.gate is None:
+                    async with asyncio.timeout(self._timeout_s):
+                        response = await request()
+                else:
+                    response = await call_with_retries(
+                        request,
+                        handle.gate,
+                        max_attempts=self._transient_attempts,
+                        base_delay_s=self._backoff_s[0],
+                        max_delay_s=self._backoff_s[1],
+                        attempt_timeout_s=self._timeout_s,
+                        on_retry=lambda n, exc, delay: logger.warning(
+                            "{} {}: {} (attempt {}), retrying in {:.1f}s", call.task_id, handle.name, exc, n, delay
+                        ),
+                    )
+            except TimeoutError:
+                raise AgentTimeoutError(self._timeout_s, agent=call.agent.name, task_id=call.task_id) from None
+            except AgentError:
+                raise
+            except Exception as exc:  # the provider boundary: any failure of the model is a ModelError
+                raise ModelError(f"model call failed: {exc}", agent=call.agent.name, task_id=call.task_id) from exc
+        usage = response.response_usage
+        content = response.content
+        raw = content if isinstance(content, str) else json.dumps(content, default=str)
+        if usage is None:
+            return raw, 0, 0
+        return raw, usage.input_tokens or 0, usage.output_tokens or 0
+
     def _publish(
         self,
         call: AgentCall,
-        model: Model,
+        handle: ModelHandle,
         prompt: str,
         response: str | None,
         error: Exception | None,
         attempts: int,
-        tokens: list[int],
+        tally: _Tally,
         started: float,
         clock: float,
     ) -> None:
         latency = time.perf_counter() - clock
         logger.info(
-            "{} {} ({}) {} in {:.1f}s, {} attempt(s), {}+{} tokens",
+            "{} {} ({}) {} in {:.1f}s, {} attempt(s), {}+{} tokens{}",
             call.task_id,
             call.role.value,
             call.agent.name,
             "failed" if error else "done",
             latency,
             attempts,
-            tokens[0],
-            tokens[1],
+            tally.input_tokens,
+            tally.output_tokens,
+            ", from cache" if tally.cache_hits and not tally.model_calls else "",
         )
         self._bus.publish(
             AgentCallFinished(
                 task_id=call.task_id,
                 role=call.role.value,
                 agent=call.agent.name,
-                model=f"{model.provider}:{model.id}",
+                model=handle.name,
                 prompt=prompt,
                 context=call.context.to_trace(),
                 response=response,
                 error=str(error) if error else None,
                 attempts=attempts,
-                input_tokens=tokens[0],
-                output_tokens=tokens[1],
+                input_tokens=tally.input_tokens,
+                output_tokens=tally.output_tokens,
                 started_at=started,
                 latency_s=latency,
+                cost_usd=tally.cost_usd,
+                cached=tally.cache_hits > 0 and tally.model_calls == 0,
             )
         )
 

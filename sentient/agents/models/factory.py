@@ -1,63 +1,140 @@
-"""Model strings to agno models. Every agent in a run that names the same model shares one instance."""
+"""Model strings to ready-to-call models. Agents of a run that name the same model share one.
+
+Which model an agent uses, first match wins: the run's ``--model`` override, the profile's
+per-role ``models``, the agent's own ``model`` in agents.yaml, then ``SENTIENT_MODEL``.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from agno.models.base import Model
 
 from sentient.agents.config import AgentConfig
+from sentient.agents.models.cache import ResponseCache
+from sentient.agents.models.catalog import FREE, ModelCatalog, Price, load_catalog
 from sentient.agents.models.fake import ScriptedModel
+from sentient.agents.models.providers import IN_PROCESS, ModelSpec, Provider, build_model, parse_model_string
+from sentient.agents.models.resilience import ProviderGate
 from sentient.agents.registry import Profile
 from sentient.exceptions import ConfigError
 from sentient.settings import Settings
 
-SUPPORTED = ("local", "scripted")
+
+@dataclass(frozen=True)
+class ModelHandle:
+    """A model with everything a call needs around it."""
+
+    name: str  # the model string, e.g. "openai:gpt-4o-mini"
+    model: Model
+    price: Price
+    gate: ProviderGate | None  # rate limit and adaptive concurrency of a hosted provider
+    cache: ResponseCache | None  # None when responses are not cached for this model
+    native_tools: bool  # the provider runs a tool-call loop (hosted models); the embedded one does not
 
 
 class ModelFactory:
-    """Resolves each agent's model. ``override`` (e.g. a ScriptedModel) replaces every model."""
+    """Resolves and builds each agent's model. ``override`` (e.g. a ScriptedModel) replaces every model."""
 
-    def __init__(self, settings: Settings, override: Model | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        profile: Profile,
+        *,
+        override: Model | None = None,
+        model: str | None = None,
+        timeout_s: float = 300.0,
+    ) -> None:
         self._settings = settings
+        self._profile = profile
         self._override = override
-        self._models: dict[str, Model] = {}
+        self._model = model
+        self._timeout_s = timeout_s
+        self._catalog: ModelCatalog | None = None
+        self._handles: dict[str, ModelHandle] = {}
+        self._gates: dict[tuple[Provider, str | None], ProviderGate] = {}
+        self._cache: ResponseCache | None = None
 
-    def check(self, profile: Profile) -> None:
-        """Fail before the run starts if any agent names a model that cannot be built."""
+    @property
+    def catalog(self) -> ModelCatalog:
+        if self._catalog is None:
+            self._catalog = load_catalog(self._settings.config_dir, self._settings.user_config)
+        return self._catalog
+
+    def check(self) -> None:
+        """Fail before the run starts on a malformed model string or a missing API key."""
         if self._override is not None:
             return
-        for agent in profile.agents():
-            spec = self._spec(agent)
-            if spec not in SUPPORTED:
-                source = f"agent '{agent.name}' in agents.yaml" if agent.model else "SENTIENT_MODEL"
+        for agent in self._profile.agents():
+            try:
+                spec = parse_model_string(self.model_string(agent))
+            except ConfigError as exc:
                 raise ConfigError(
-                    f"unknown model '{spec}' (set by {source}).",
-                    field="model",
-                    fix=f"use one of: {', '.join(SUPPORTED)} ('local' is the embedded model, 'scripted' a dry run).",
-                )
+                    f"{exc.message.rstrip('.')} (set by {self._source(agent)}).", field="model", fix=exc.fix
+                ) from None
+            self.catalog.check_credentials(spec)
 
-    def prepare(self, profile: Profile) -> None:
+    def prepare(self) -> None:
         """Build every model the profile needs (slow for 'local': weights are assembled and verified)."""
-        for agent in profile.agents():
+        for agent in self._profile.agents():
             self.for_agent(agent)
 
-    def for_agent(self, agent: AgentConfig) -> Model:
+    def model_string(self, agent: AgentConfig) -> str:
+        return self._model or self._profile.models.get(agent.role) or agent.model or self._settings.model
+
+    def _source(self, agent: AgentConfig) -> str:
+        if self._model:
+            return "--model"
+        if agent.role in self._profile.models:
+            return f"models.{agent.role.value} in profile {self._profile.name}"
+        if agent.model:
+            return f"agent '{agent.name}' in agents.yaml"
+        return "SENTIENT_MODEL"
+
+    def for_agent(self, agent: AgentConfig) -> ModelHandle:
+        text = "override" if self._override is not None else self.model_string(agent)
+        handle = self._handles.get(text)
+        if handle is None:
+            handle = self._handles[text] = self._build(text)
+        return handle
+
+    def close(self) -> None:
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None
+
+    def _build(self, text: str) -> ModelHandle:
         if self._override is not None:
-            return self._override
-        spec = self._spec(agent)
-        model = self._models.get(spec)
-        if model is None:
-            model = self._models[spec] = self._build(spec)
-        return model
-
-    def _spec(self, agent: AgentConfig) -> str:
-        return agent.model or self._settings.model
-
-    def _build(self, spec: str) -> Model:
-        if spec == "local":
+            name = f"{self._override.provider}:{self._override.id}"
+            return ModelHandle(name, self._override, FREE, None, self._response_cache(False), native_tools=False)
+        spec = parse_model_string(text)
+        if spec.provider is Provider.LOCAL:
             from sentient.agents.models.embedded import load_embedded_model  # llama.cpp loads only when used
 
-            return load_embedded_model(self._settings.model_path, self._settings.cache_dir)
-        if spec == "scripted":
+            model = load_embedded_model(self._settings.model_path, self._settings.cache_dir)
+            return ModelHandle(text, model, FREE, None, self._response_cache(True), native_tools=False)
+        if spec.provider is Provider.SCRIPTED:
             # A dry run of the whole pipeline with canned answers: no weights, no network.
-            return ScriptedModel()
-        raise ConfigError(f"unknown model '{spec}'.", field="model", fix=f"use one of: {', '.join(SUPPORTED)}.")
+            return ModelHandle(text, ScriptedModel(), FREE, None, self._response_cache(False), native_tools=False)
+        model = build_model(spec, self.catalog, timeout_s=self._timeout_s)
+        return ModelHandle(
+            text, model, self.catalog.price(spec), self._gate(spec), self._response_cache(False), native_tools=True
+        )
+
+    def _gate(self, spec: ModelSpec) -> ProviderGate:
+        """One gate per provider endpoint, shared by every agent (and so every node) of the run."""
+        assert spec.provider not in IN_PROCESS
+        key = (spec.provider, spec.base_url)
+        gate = self._gates.get(key)
+        if gate is None:
+            config = self.catalog.provider(spec.provider)
+            gate = self._gates[key] = ProviderGate(config.requests_per_minute, config.max_concurrency)
+        return gate
+
+    def _response_cache(self, on_by_default: bool) -> ResponseCache | None:
+        enabled = self._settings.cache_responses
+        if not (on_by_default if enabled is None else enabled):
+            return None
+        if self._cache is None:
+            self._cache = ResponseCache(self._settings.cache_dir / "responses.db")
+        return self._cache
