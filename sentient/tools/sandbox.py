@@ -1,0 +1,200 @@
+"""Run a Python snippet in a child process with time, memory and output limits.
+
+The snippet runs as ``python -I -u snippet.py`` (isolated mode: no user site-packages, no
+``PYTHON*`` variables) in a fresh temporary directory that is deleted afterwards, in its own
+process group (killed as a whole on timeout), with ``RLIMIT_AS`` (memory), ``RLIMIT_CPU``,
+``RLIMIT_FSIZE`` and no core dumps, and an environment of only ``PATH``, ``LANG``, ``HOME`` and
+``TMPDIR`` (so no ``SENTIENT_*`` settings and no API keys; the relative results directory
+resolves inside the temp dir, away from the project database).
+
+This is process isolation for well-meaning code a model wrote, NOT a security boundary:
+the child runs as the same user, can read any file that user can, can use the network, and
+can import what the interpreter can. Do not run it on hostile code; use a container or a VM
+for that. POSIX only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from sentient.exceptions import ToolError
+from sentient.tools.base import ToolOutput, ToolSettings
+
+_FILE_SIZE_LIMIT = 64 * 1024 * 1024  # largest file the snippet may write
+_DRAIN_S = 2.0  # after the process ends, how long to wait for the rest of its output
+_MEMORY_ERROR = re.compile(r"^MemoryError\b", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class SandboxResult:
+    """What a snippet did.
+
+    Attributes:
+        output: stdout and stderr interleaved, cut at the output limit with a note.
+        exit_code: the process's exit status; negative for a signal (-9 when killed).
+        timed_out: the wall-clock limit was reached and the process group was killed.
+        out_of_memory: the snippet hit the memory limit.
+    """
+
+    output: str
+    exit_code: int
+    timed_out: bool
+    out_of_memory: bool
+
+    def summary(self, timeout_s: float, memory_mb: int) -> str:
+        """One line saying how the run ended."""
+        if self.timed_out:
+            return f"Timed out after {timeout_s:g}s: the process was killed."
+        if self.out_of_memory:
+            return f"Ran out of memory (limit {memory_mb} MB); exit code {self.exit_code}."
+        if self.exit_code == -signal.SIGXCPU:
+            return "Stopped: CPU time limit exceeded."
+        if self.exit_code < 0:
+            with contextlib.suppress(ValueError):
+                return f"Killed by signal {signal.Signals(-self.exit_code).name}."
+            return f"Killed by signal {-self.exit_code}."
+        return f"Exit code {self.exit_code}."
+
+
+class _Output:
+    """Keeps the first `limit` characters of a byte stream and counts the rest."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._parts: list[str] = []
+        self._kept = 0
+        self.dropped = 0
+        self.tail = ""  # the last characters, kept even when dropped, to recognise a MemoryError
+
+    def feed(self, data: bytes, final: bool = False) -> None:
+        text = self._decoder.decode(data, final)
+        room = self._limit - self._kept
+        self._parts.append(text[:room])
+        self._kept += min(room, len(text))
+        self.dropped += max(0, len(text) - room)
+        self.tail = (self.tail + text)[-500:]
+
+    def text(self) -> str:
+        kept = "".join(self._parts)
+        if self.dropped:
+            kept += f"\n[output truncated: {self.dropped} more characters]"
+        return kept
+
+
+async def run_python(code: str, *, timeout_s: float, memory_mb: int, output_chars: int) -> SandboxResult:
+    """Run `code` in a fresh interpreter and return what happened.
+
+    Timeouts and memory errors are results, not exceptions.
+
+    Raises:
+        ToolError: the platform has no process limits (Windows) or the interpreter cannot start.
+    """
+    if os.name != "posix":
+        raise ToolError("run_python needs a POSIX system (Linux or macOS)")
+    with tempfile.TemporaryDirectory(prefix="sentient-sandbox-") as workdir:
+        Path(workdir, "snippet.py").write_text(code, encoding="utf-8")
+        env = {"PATH": os.defpath, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": workdir, "TMPDIR": workdir}
+        limits = (memory_mb * 1024 * 1024, math.ceil(timeout_s) + 1)
+        try:
+            process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-I",
+                "-u",  # unbuffered: stdout and stderr arrive in the order they were written
+                "snippet.py",
+                cwd=workdir,
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,  # its own process group, so a kill reaches its children too
+                preexec_fn=lambda: _limit_resources(*limits),
+            )
+        except (OSError, subprocess.SubprocessError) as exc:  # SubprocessError: setting the limits failed
+            raise ToolError(f"could not start the Python sandbox: {exc}") from exc
+        output = _Output(output_chars)
+        assert process.stdout is not None  # stdout=PIPE
+        reader = asyncio.create_task(_drain(process.stdout, output))
+        timed_out = False
+        try:
+            try:
+                await asyncio.wait_for(process.wait(), timeout_s)
+            except TimeoutError:
+                timed_out = True
+            _kill_group(process.pid)  # also ends children the snippet left behind
+            exit_code = await process.wait()
+            # A grandchild that left the group could keep the pipe open: do not wait for it forever.
+            await asyncio.wait({reader}, timeout=_DRAIN_S)
+        finally:
+            _kill_group(process.pid)
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
+    output.feed(b"", final=True)
+    out_of_memory = not timed_out and bool(_MEMORY_ERROR.search(output.tail))
+    return SandboxResult(output.text(), exit_code, timed_out, out_of_memory)
+
+
+async def _drain(stream: asyncio.StreamReader, output: _Output) -> None:
+    while chunk := await stream.read(65_536):
+        output.feed(chunk)
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _limit_resources(memory_bytes: int, cpu_s: int) -> None:
+    """Runs in the child between fork and exec."""
+    import resource  # POSIX only, and needed only here
+
+    for kind, value in (
+        (resource.RLIMIT_AS, memory_bytes),
+        (resource.RLIMIT_CPU, cpu_s),
+        (resource.RLIMIT_FSIZE, _FILE_SIZE_LIMIT),
+        (resource.RLIMIT_CORE, 0),
+    ):
+        _soft, hard = resource.getrlimit(kind)
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)  # an unprivileged process cannot raise its hard limit
+        resource.setrlimit(kind, (value, value))
+
+
+class PythonSandbox:
+    """The ``run_python`` tool."""
+
+    name = "run_python"
+    description = (
+        "Run a Python 3 program and return its printed output and exit code. Each call starts "
+        "a fresh interpreter in an empty temporary directory, with time and memory limits; "
+        "print what you want to see."
+    )
+    parameters: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {"code": {"type": "string", "description": "A complete Python program."}},
+        "required": ["code"],
+    }
+
+    def __init__(self, settings: ToolSettings) -> None:
+        self._settings = settings
+
+    async def run(self, *, code: str) -> ToolOutput:
+        s = self._settings
+        result = await run_python(
+            code, timeout_s=s.sandbox_timeout_s, memory_mb=s.sandbox_memory_mb, output_chars=s.sandbox_output_chars
+        )
+        summary = result.summary(s.sandbox_timeout_s, s.sandbox_memory_mb)
+        return ToolOutput(text=f"{summary}\nOutput:\n{result.output or '(no output)'}")

@@ -1,0 +1,316 @@
+"""The tools one agent may use, behind one interface, and their bridge to agno.
+
+``ToolBox.for_agent(names, settings, docs_index)`` builds the tools an agent's config names.
+``retrieval_tools()`` (or ``retrieve``) run up-front with the node's goal; ``agno_functions(sink)``
+hands the same tools to the model. Every model-facing result lists its sources numbered
+where the :class:`SourceSink` puts them (continuing after the sources the node already
+has), so the executor can cite them as ``[n]``; the sink also records each call for traces.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from agno.tools.function import Function
+
+from sentient.exceptions import ConfigError, ToolError
+from sentient.graph.node import Source
+from sentient.tools.base import CircuitBreaker, RetrievalTool, Tool, ToolOutput, ToolSettings
+from sentient.tools.calculator import Calculator
+from sentient.tools.docs_search import DocsIndex
+from sentient.tools.fetch import FetchPage
+from sentient.tools.sandbox import PythonSandbox
+from sentient.tools.web_search import WebSearch
+
+# The names agents.yaml may list, in the order a toolbox holds them (docs before the web).
+_ORDER = ("docs_search", "web_search", "fetch_page", "run_python", "calculator")
+TOOL_NAMES: frozenset[str] = frozenset(_ORDER)
+_RECORDED_RESULT_CHARS = 500
+
+
+class DocsSearch:
+    """The ``docs_search`` tool: the local documents index as a retrieval tool (ref = document path)."""
+
+    name = "docs_search"
+    description = "Search the local documents. Returns the best matching passages with their file paths."
+    parameters: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "Words to look for."},
+            "max_results": {"type": "integer", "description": "How many passages (1-20).", "minimum": 1},
+        },
+        "required": ["query"],
+    }
+
+    def __init__(self, index: DocsIndex, default_results: int = 5) -> None:
+        self._index = index
+        self._default_results = default_results
+
+    async def retrieve(self, query: str, limit: int) -> list[Source]:
+        hits = await asyncio.to_thread(self._index.search, query, max(1, min(limit, 20)))
+        return [Source(ref=h.source, title=h.title, snippet=h.snippet) for h in hits]
+
+    async def run(self, *, query: str, max_results: int | None = None) -> ToolOutput:
+        sources = await self.retrieve(query, max_results or self._default_results)
+        return ToolOutput(text="" if sources else f"No documents match {query!r}.", sources=sources)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call, for traces.
+
+    Attributes:
+        tool: the tool's name.
+        arguments: the arguments as the model sent them.
+        result: the text the model got back, cut at 500 characters.
+        error: the ToolError message when the call failed, else None.
+        duration_s: how long the call took.
+    """
+
+    tool: str
+    arguments: dict[str, Any]
+    result: str
+    error: str | None
+    duration_s: float
+
+
+class SourceSink:
+    """The sources a node can cite, numbered from 1 in the order first seen, plus its tool calls.
+
+    Seed it with the sources the node's context already offers, so tool results continue
+    the numbering; a source seen again (same ref) keeps its first number.
+    """
+
+    def __init__(self, sources: Iterable[Source] = ()) -> None:
+        self.sources: list[Source] = []
+        self.calls: list[ToolCall] = []
+        self._numbers: dict[str, int] = {}
+        for source in sources:
+            self.add(source)
+
+    def add(self, source: Source) -> int:
+        """Add `source` unless its ref is known; return its citation number."""
+        number = self._numbers.get(source.ref)
+        if number is None:
+            self.sources.append(source)
+            number = self._numbers[source.ref] = len(self.sources)
+        return number
+
+    def number_of(self, ref: str) -> int | None:
+        """The citation number of `ref`, or None if no source has it."""
+        return self._numbers.get(ref)
+
+    def record(self, call: ToolCall) -> None:
+        self.calls.append(call)
+
+    def __len__(self) -> int:
+        return len(self.sources)
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """What the up-front retrieval found: sources (de-duplicated, tool by tool) and warnings."""
+
+    sources: list[Source] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+class ToolBox:
+    """An agent's tools, in a fixed order (docs_search, web_search, fetch_page, run_python, calculator)."""
+
+    def __init__(self, tools: Iterable[Tool]) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            if tool.name in self._tools:
+                raise ValueError(f"two tools are named {tool.name!r}")
+            self._tools[tool.name] = tool
+
+    @classmethod
+    def for_agent(
+        cls,
+        names: Iterable[str],
+        settings: ToolSettings,
+        docs_index: DocsIndex | None = None,
+        *,
+        breaker: CircuitBreaker | None = None,
+    ) -> ToolBox:
+        """Build the tools `names` lists.
+
+        Pass one `breaker` to every toolbox of a run, so a web search that failed to connect
+        is not retried by every node. ``docs_search`` is left out when there is no index.
+
+        Raises:
+            ConfigError: a name that is not in TOOL_NAMES.
+        """
+        wanted = set(names)
+        unknown = wanted - TOOL_NAMES
+        if unknown:
+            raise ConfigError(
+                f"unknown tool(s): {', '.join(sorted(unknown))}.",
+                field="tools",
+                fix=f"use only: {', '.join(_ORDER)}.",
+            )
+        tools: list[Tool] = []
+        for name in _ORDER:
+            if name not in wanted:
+                continue
+            if name == "docs_search":
+                if docs_index is not None:
+                    tools.append(DocsSearch(docs_index))
+            elif name == "web_search":
+                tools.append(WebSearch(settings, breaker=breaker))
+            elif name == "fetch_page":
+                tools.append(FetchPage(settings))
+            elif name == "run_python":
+                tools.append(PythonSandbox(settings))
+            else:
+                tools.append(Calculator())
+        return cls(tools)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._tools)
+
+    def get(self, name: str) -> Tool:
+        """The tool called `name`; raises ToolError when this toolbox has none."""
+        try:
+            return self._tools[name]
+        except KeyError:
+            raise ToolError(f"no tool named {name!r}; available: {', '.join(self._tools) or 'none'}") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def retrieval_tools(self) -> list[RetrievalTool]:
+        """The tools that can run up-front with a query (docs_search, web_search)."""
+        return [tool for tool in self._tools.values() if isinstance(tool, RetrievalTool)]
+
+    async def retrieve(self, query: str, limit: int) -> Retrieval:
+        """Run every retrieval tool with `query` at once; a failing tool becomes a warning."""
+        tools = self.retrieval_tools()
+        outcomes = await asyncio.gather(*(t.retrieve(query, limit) for t in tools), return_exceptions=True)
+        found: dict[str, Source] = {}
+        warnings: list[str] = []
+        for tool, outcome in zip(tools, outcomes, strict=True):
+            if isinstance(outcome, ToolError):
+                warnings.append(f"{tool.name}: {outcome}")
+            elif isinstance(outcome, BaseException):
+                raise outcome  # a bug, or cancellation: not a tool failure
+            else:
+                for source in outcome:
+                    found.setdefault(source.ref, source)
+        return Retrieval(sources=list(found.values()), warnings=warnings)
+
+    async def call(self, name: str, arguments: dict[str, Any], sink: SourceSink) -> str:
+        """Run one tool as the model asked and return the text the model should see.
+
+        Sources in the result are added to `sink` and printed with their numbers. A ToolError
+        (bad arguments included) becomes an ``Error: ...`` text, so the model can react;
+        other exceptions are bugs and propagate. Every call is recorded in `sink`.
+        """
+        started = time.perf_counter()
+        error: str | None = None
+        try:
+            tool = self.get(name)
+            output = await tool.run(**_check_arguments(tool, arguments))
+            text = render(output, sink)
+        except ToolError as exc:
+            error = str(exc)
+            text = f"Error: {error}"
+        except Exception as exc:
+            sink.record(ToolCall(name, dict(arguments), "", f"{type(exc).__name__}: {exc}", _since(started)))
+            raise
+        sink.record(ToolCall(name, dict(arguments), text[:_RECORDED_RESULT_CHARS], error, _since(started)))
+        return text
+
+    def agno_functions(self, sink: SourceSink) -> list[Function]:
+        """The tools as agno Functions for ``Model.aresponse(tools=...)``, results numbered into `sink`."""
+        return [
+            Function(
+                name=tool.name,
+                description=tool.description,
+                parameters=copy.deepcopy(tool.parameters),
+                entrypoint=self._entrypoint(tool.name, sink),
+                # Our JSON schema is the contract: agno must neither rebuild it from the
+                # signature nor wrap the entrypoint in its own validation.
+                skip_entrypoint_processing=True,
+            )
+            for tool in self._tools.values()
+        ]
+
+    def _entrypoint(self, name: str, sink: SourceSink) -> Any:
+        async def entrypoint(**arguments: Any) -> str:
+            return await self.call(name, arguments, sink)
+
+        entrypoint.__name__ = name
+        return entrypoint
+
+
+def render(output: ToolOutput, sink: SourceSink) -> str:
+    """The model-facing text of `output`: its sources numbered through `sink`, then its text.
+
+    Snippets are printed only when the tool has no text of its own (search results); a
+    fetched page's text already holds what its snippet would say.
+    """
+    blocks: list[str] = []
+    for source in output.sources:
+        number = sink.add(source)
+        block = f"[{number}] {source.title} — {source.ref}" if source.title else f"[{number}] {source.ref}"
+        if source.snippet and not output.text:
+            block += f"\n{source.snippet}"
+        blocks.append(block)
+    if output.text:
+        blocks.append(output.text)
+    return "\n\n".join(blocks)
+
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "number": (int, float)}
+
+
+def _check_arguments(tool: Tool, arguments: Any) -> dict[str, Any]:
+    """Check the model's arguments against the tool's schema, coercing "5" to 5 for integers."""
+    if not isinstance(arguments, dict):
+        raise ToolError(f"{tool.name} takes a JSON object of arguments, not {type(arguments).__name__}")
+    properties: dict[str, Any] = tool.parameters.get("properties", {})
+    unknown = set(arguments) - set(properties)
+    if unknown:
+        raise ToolError(
+            f"{tool.name} got unknown argument(s) {', '.join(sorted(unknown))}; it takes {', '.join(properties)}"
+        )
+    missing = [name for name in tool.parameters.get("required", []) if arguments.get(name) is None]
+    if missing:
+        raise ToolError(f"{tool.name} needs the argument(s) {', '.join(missing)}")
+    checked: dict[str, Any] = {}
+    for name, value in arguments.items():
+        kind = properties[name].get("type")
+        if value is None or kind not in _JSON_TYPES:
+            checked[name] = value
+            continue
+        if kind in ("integer", "number") and isinstance(value, str | float) and not isinstance(value, bool):
+            value = _to_number(value, integer=kind == "integer")
+        if isinstance(value, bool) or not isinstance(value, _JSON_TYPES[kind]):
+            raise ToolError(f"{tool.name}: argument {name} must be a {kind}, not {value!r}")
+        checked[name] = value
+    return checked
+
+
+def _to_number(value: str | float, *, integer: bool) -> Any:
+    try:
+        number = float(value)
+    except ValueError:
+        return value  # reported as the wrong type by the caller
+    if integer:
+        return int(number) if number.is_integer() else value
+    return int(number) if isinstance(value, str) and number.is_integer() else number
+
+
+def _since(started: float) -> float:
+    return time.perf_counter() - started

@@ -1,0 +1,286 @@
+"""The toolbox: building it from agent config names, numbering sources, and agno's tool loop."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from agno.models.message import Message
+from agno.models.response import ModelResponse
+from agno.tools.function import Function
+from fakes.web import KEYS, FakeWeb, fake_web
+
+from sentient.agents.models.fake import ScriptedModel
+from sentient.exceptions import ConfigError, ToolError
+from sentient.graph.node import Source
+from sentient.tools.base import CircuitBreaker, RetrievalTool, Tool, ToolOutput, ToolSettings
+from sentient.tools.docs_search import DocsIndex
+from sentient.tools.toolbox import TOOL_NAMES, DocsSearch, SourceSink, ToolBox, render
+
+OFFLINE = ToolSettings(offline=True)
+
+
+@pytest.fixture
+def web() -> Iterator[FakeWeb]:
+    with fake_web() as server:
+        yield server
+
+
+def seeded_sink(count: int) -> SourceSink:
+    return SourceSink(Source(ref=f"/docs/{i}.md", title=f"Doc {i}") for i in range(1, count + 1))
+
+
+# -- building ---------------------------------------------------------------------------------
+
+
+def test_tool_names_are_the_ones_agents_yaml_may_use() -> None:
+    assert {"docs_search", "web_search", "fetch_page", "run_python", "calculator"} == TOOL_NAMES
+
+
+def test_for_agent_builds_every_named_tool_in_a_fixed_order(docs_index: DocsIndex) -> None:
+    box = ToolBox.for_agent(
+        ["calculator", "web_search", "docs_search", "run_python", "fetch_page"], OFFLINE, docs_index
+    )
+
+    assert box.names == ("docs_search", "web_search", "fetch_page", "run_python", "calculator")
+    assert all(isinstance(box.get(name), Tool) for name in box.names)
+    assert [t.name for t in box.retrieval_tools()] == ["docs_search", "web_search"]
+    assert all(isinstance(t, RetrievalTool) for t in box.retrieval_tools())
+
+
+def test_for_agent_leaves_out_docs_search_without_an_index() -> None:
+    box = ToolBox.for_agent(["docs_search", "calculator"], OFFLINE, None)
+
+    assert box.names == ("calculator",)
+    assert "docs_search" not in box
+
+
+def test_unknown_tool_name_is_a_config_error_listing_the_valid_ones() -> None:
+    with pytest.raises(ConfigError, match="unknown tool\\(s\\): browser") as error:
+        ToolBox.for_agent(["calculator", "browser"], OFFLINE)
+    assert error.value.field == "tools"
+    assert "docs_search, web_search, fetch_page, run_python, calculator" in str(error.value)
+
+
+def test_duplicate_tool_names_are_a_bug() -> None:
+    from sentient.tools.calculator import Calculator
+
+    with pytest.raises(ValueError, match="two tools are named 'calculator'"):
+        ToolBox([Calculator(), Calculator()])
+
+
+# -- docs search adapter ----------------------------------------------------------------------
+
+
+async def test_docs_search_sources_point_at_document_paths(docs_index: DocsIndex) -> None:
+    sources = await DocsSearch(docs_index).retrieve("event loop coroutines", 3)
+
+    assert sources[0].ref.endswith("asyncio.md")
+    assert "event loop" in sources[0].snippet
+    assert sources[0].title.startswith("asyncio.md")
+
+
+async def test_docs_search_with_no_match_says_so(docs_index: DocsIndex) -> None:
+    output = await DocsSearch(docs_index).run(query="xylophonequartz")
+
+    assert output.sources == []
+    assert output.text == "No documents match 'xylophonequartz'."
+
+
+# -- source numbering and call records --------------------------------------------------------
+
+
+def test_sink_numbers_sources_in_order_and_keeps_the_first_number_of_a_ref() -> None:
+    sink = seeded_sink(2)
+
+    assert sink.add(Source(ref="https://a.example/")) == 3
+    assert sink.add(Source(ref="/docs/1.md", title="again")) == 1
+    assert sink.number_of("https://a.example/") == 3
+    assert sink.number_of("https://never.example/") is None
+    assert len(sink) == 3
+
+
+def test_render_numbers_sources_after_the_ones_the_node_already_has() -> None:
+    sink = seeded_sink(5)
+    output = ToolOutput(
+        text="",
+        sources=[
+            Source(ref="https://a.example/x", title="Page A", snippet="alpha facts"),
+            Source(ref="https://b.example/y", snippet="beta facts"),
+            Source(ref="/docs/2.md", title="Doc 2", snippet="known"),
+        ],
+    )
+
+    text = render(output, sink)
+
+    assert text == (
+        "[6] Page A — https://a.example/x\nalpha facts\n\n"
+        "[7] https://b.example/y\nbeta facts\n\n"
+        "[2] Doc 2 — /docs/2.md\nknown"
+    )
+    assert [s.ref for s in sink.sources[5:]] == ["https://a.example/x", "https://b.example/y"]
+
+
+def test_render_prints_the_tool_text_after_source_headers_without_repeating_snippets() -> None:
+    output = ToolOutput(text="Full page text.", sources=[Source(ref="https://p.example/", title="P", snippet="Full…")])
+
+    assert render(output, SourceSink()) == "[1] P — https://p.example/\n\nFull page text."
+
+
+async def test_call_runs_the_tool_and_records_the_call() -> None:
+    box = ToolBox.for_agent(["calculator"], OFFLINE)
+    sink = SourceSink()
+
+    text = await box.call("calculator", {"expression": "6 * 7"}, sink)
+
+    assert text == "6 * 7 = 42"
+    (call,) = sink.calls
+    assert (call.tool, call.arguments, call.result, call.error) == ("calculator", {"expression": "6 * 7"}, text, None)
+    assert call.duration_s >= 0
+
+
+async def test_tool_error_becomes_text_for_the_model_and_is_recorded() -> None:
+    box = ToolBox.for_agent(["calculator", "web_search"], OFFLINE)
+    sink = SourceSink()
+
+    calc = await box.call("calculator", {"expression": "1 / 0"}, sink)
+    web = await box.call("web_search", {"query": "quokka"}, sink)
+
+    assert calc == "Error: division by zero"
+    assert web == "Error: web search is off: Sentient is running offline"
+    assert [c.error for c in sink.calls] == ["division by zero", "web search is off: Sentient is running offline"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({}, "calculator needs the argument(s) expression"),
+        ({"expression": "1", "precision": 3}, "calculator got unknown argument(s) precision; it takes expression"),
+        ({"expression": 12}, "calculator: argument expression must be a string, not 12"),
+    ],
+)
+async def test_bad_arguments_are_reported_to_the_model(arguments: dict[str, Any], message: str) -> None:
+    box = ToolBox.for_agent(["calculator"], OFFLINE)
+
+    text = await box.call("calculator", arguments, SourceSink())
+
+    assert text == f"Error: {message}"
+
+
+async def test_integer_arguments_sent_as_strings_are_accepted(docs_index: DocsIndex) -> None:
+    box = ToolBox.for_agent(["docs_search"], OFFLINE, docs_index)
+    sink = SourceSink()
+
+    text = await box.call("docs_search", {"query": "threads memory", "max_results": "1"}, sink)
+
+    assert text.startswith("[1] threads.md")
+    assert len(sink) == 1
+    bad = await box.call("docs_search", {"query": "threads", "max_results": "many"}, sink)
+    assert bad == "Error: docs_search: argument max_results must be a integer, not 'many'"
+
+
+async def test_unknown_tool_call_is_an_error_text() -> None:
+    text = await ToolBox.for_agent(["calculator"], OFFLINE).call("web_search", {"query": "x"}, SourceSink())
+
+    assert text == "Error: no tool named 'web_search'; available: calculator"
+
+
+async def test_a_bug_in_a_tool_propagates_and_is_still_recorded() -> None:
+    class Broken:
+        name = "broken"
+        description = "always fails"
+        parameters: dict[str, Any] = {"type": "object", "properties": {}}  # noqa: RUF012
+
+        async def run(self) -> ToolOutput:
+            raise KeyError("oops")
+
+    sink = SourceSink()
+    with pytest.raises(KeyError):
+        await ToolBox([Broken()]).call("broken", {}, sink)
+    assert sink.calls[0].error == "KeyError: 'oops'"
+
+
+# -- up-front retrieval -----------------------------------------------------------------------
+
+
+async def test_retrieve_merges_tools_and_turns_a_failing_tool_into_a_warning(docs_index: DocsIndex) -> None:
+    box = ToolBox.for_agent(["docs_search", "web_search"], OFFLINE, docs_index)
+
+    found = await box.retrieve("event loop", 3)
+
+    assert found.sources and found.sources[0].ref.endswith("asyncio.md")
+    assert found.warnings == ["web_search: web search is off: Sentient is running offline"]
+
+
+async def test_toolboxes_of_one_run_share_the_breaker(web: FakeWeb) -> None:
+    with fake_web() as gone:
+        settings = ToolSettings(search_provider="serper", serper_api_key=KEYS["serper"], serper_base_url=gone.url(""))
+    breaker = CircuitBreaker("web search")
+    first = ToolBox.for_agent(["web_search"], settings, breaker=breaker)
+    second = ToolBox.for_agent(["web_search"], settings, breaker=breaker)
+
+    await first.retrieve("quokka", 3)
+    found = await second.retrieve("quokka", 3)
+
+    assert breaker.is_open
+    assert "disabled for the rest of this run" in found.warnings[0]
+
+
+# -- agno integration -------------------------------------------------------------------------
+
+
+@dataclass
+class ToolCallingModel(ScriptedModel):
+    """Asks for `tool_calls` on its first turn, then answers with the tool results it saw."""
+
+    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    seen: list[str] = field(default_factory=list)
+
+    async def ainvoke(self, messages: list[Message], *args: Any, **kwargs: Any) -> ModelResponse:
+        results = [m for m in messages if m.role == "tool"]
+        if not results:
+            calls = [
+                {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+                for i, (name, arguments) in enumerate(self.tool_calls)
+            ]
+            return ModelResponse(role="assistant", tool_calls=calls)
+        self.seen = [m.get_content_string() for m in results]
+        return ModelResponse(role="assistant", content="See [3] and [4].")
+
+
+async def test_agno_functions_run_through_the_model_tool_loop(docs_index: DocsIndex) -> None:
+    box = ToolBox.for_agent(["docs_search", "calculator"], OFFLINE, docs_index)
+    sink = seeded_sink(2)
+    model = ToolCallingModel(
+        tool_calls=[("docs_search", {"query": "GIL threads"}), ("calculator", {"expression": "2 ** 8"})]
+    )
+
+    functions = box.agno_functions(sink)
+    tools: list[Function | dict[Any, Any]] = [*functions]
+    response = await model.aresponse(messages=[Message(role="user", content="go")], tools=tools)
+
+    assert all(isinstance(f, Function) for f in functions)
+    assert response.content == "See [3] and [4]."
+    docs_text, calc_text = model.seen
+    assert docs_text.startswith("[3] threads.md")
+    assert "GIL serialises bytecode" in docs_text
+    assert calc_text == "2 ** 8 = 256"
+    assert sink.sources[2].ref.endswith("threads.md")
+    # agno awaits async entrypoints concurrently, so the calls may finish in either order.
+    assert sorted(c.tool for c in sink.calls) == ["calculator", "docs_search"]
+
+
+def test_agno_functions_carry_our_schema_and_description() -> None:
+    box = ToolBox.for_agent(["calculator", "fetch_page"], OFFLINE)
+
+    functions = {f.name: f for f in box.agno_functions(SourceSink())}
+
+    assert set(functions) == {"calculator", "fetch_page"}
+    spec = functions["fetch_page"].to_dict()
+    assert spec["parameters"]["required"] == ["url"]
+    assert "web page" in spec["description"]
+    with pytest.raises(ToolError):
+        box.get("run_python")
