@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import time
 import uuid
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,20 +21,26 @@ from sentient.agents.registry import AgentRegistry, Profile
 from sentient.agents.runner import AgentRunner
 from sentient.context.builder import ContextBuilder
 from sentient.context.knowledge import KnowledgeStore
+from sentient.engine.budget import Budget
 from sentient.engine.processor import NodeProcessor
+from sentient.engine.resume import prepare_resume
 from sentient.engine.scheduler import ExecutionEngine
 from sentient.events import EventBus, RunFinished, Subscriber
-from sentient.exceptions import ConfigError
+from sentient.exceptions import ConfigError, RunError
 from sentient.graph.node import NodeType, TaskType
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
 from sentient.hitl.protocol import AutoApprove, PlanReviewer
 from sentient.report import build_report
+from sentient.report_html import render_html
 from sentient.settings import EngineSettings, Settings
+from sentient.store import ProjectNotFoundError, ProjectStore, StoreWriter, check_project_id, owner_alive
+from sentient.tools.base import CircuitBreaker, ToolSettings
 from sentient.tools.docs_search import DocsIndex
+from sentient.tools.toolbox import NETWORK_TOOLS, ToolBox
 from sentient.trace import TraceRecorder, write_json, write_text
 
-RunStatus = Literal["completed", "failed", "cancelled"]
+RunStatus = Literal["completed", "failed", "cancelled", "stopped"]
 
 
 @dataclass(frozen=True)
@@ -44,11 +51,17 @@ class RunStats:
     output_tokens: int
     failed_nodes: int
     elapsed_s: float
+    cost_usd: float = 0.0
+    model_calls: int = 0  # agent calls that reached a model (the others came from the cache)
 
 
 @dataclass(frozen=True)
 class RunResult:
-    """What a run produced. ``report_markdown`` is always set, even for failed runs."""
+    """What a run produced. ``report_markdown`` is always set, even for failed or stopped runs.
+
+    ``status`` is ``stopped`` when a budget (cost, calls, time) ended the run early; the report
+    then covers the finished work and says so.
+    """
 
     project_id: str
     status: RunStatus
@@ -58,6 +71,10 @@ class RunResult:
     stats: RunStats
     output_dir: Path | None
     graph: TaskGraph
+
+    @property
+    def partial(self) -> bool:
+        return self.status != "completed"
 
 
 class ProfiledSentientAgent:
@@ -69,6 +86,7 @@ class ProfiledSentientAgent:
         settings: Settings,
         *,
         model: Model | None = None,
+        model_string: str | None = None,
         reviewer: PlanReviewer | None = None,
         docs: Path | DocsIndex | None = None,
         engine_settings: EngineSettings | None = None,
@@ -76,8 +94,10 @@ class ProfiledSentientAgent:
         self.profile = profile
         self.settings = settings
         self.engine_settings = engine_settings or profile.settings
-        self._models = ModelFactory(settings, override=model)
-        self._models.check(profile)
+        self._models = ModelFactory(
+            settings, profile, override=model, model=model_string, timeout_s=self.engine_settings.agent_timeout_s
+        )
+        self._models.check()
         self._reviewer = reviewer or AutoApprove()
         self._docs_source = docs
         self._docs: DocsIndex | None = docs if isinstance(docs, DocsIndex) else None
@@ -88,7 +108,7 @@ class ProfiledSentientAgent:
         profile_name: str = "deep_research_agent",
         *,
         settings: Settings | None = None,
-        model: Model | None = None,
+        model: Model | str | None = None,
         reviewer: PlanReviewer | None = None,
         docs: Path | str | DocsIndex | None = None,
         **engine_overrides: Any,
@@ -98,7 +118,8 @@ class ProfiledSentientAgent:
         Args:
             profile_name: a profile in ``agent_configs/profiles/``.
             settings: process settings; by default read from ``SENTIENT_*`` variables.
-            model: an agno model used by every agent instead of the configured ones (tests use
+            model: a model string (``openai:gpt-4o-mini``, ``local``…) used by every agent,
+                overriding the profile and agents.yaml; or an agno model instance (tests use
                 :class:`~sentient.agents.models.fake.ScriptedModel`).
             reviewer: decides on plans when review is enabled; default approves everything.
             docs: a folder to research (or a built index); default is Python's own documentation.
@@ -109,7 +130,15 @@ class ProfiledSentientAgent:
         engine_settings = _override(profile.settings, engine_overrides)
         if isinstance(docs, str):
             docs = Path(docs)
-        return cls(profile, settings, model=model, reviewer=reviewer, docs=docs, engine_settings=engine_settings)
+        return cls(
+            profile,
+            settings,
+            model=model if isinstance(model, Model) else None,
+            model_string=model if isinstance(model, str) else None,
+            reviewer=reviewer,
+            docs=docs,
+            engine_settings=engine_settings,
+        )
 
     def run(self, goal: str, **kwargs: Any) -> RunResult:
         """Synchronous :meth:`arun`."""
@@ -123,49 +152,76 @@ class ProfiledSentientAgent:
         output_dir: Path | None = None,
         subscribers: Iterable[Subscriber] = (),
         write_files: bool = True,
+        store: ProjectStore | None = None,
+        on_graph: Callable[[TaskGraph], None] | None = None,
         **engine_overrides: Any,
     ) -> RunResult:
-        """Research ``goal`` and return the result; files go to ``project_results/<project-id>/``."""
+        """Research ``goal`` and return the result; files go to ``project_results/<project-id>/``.
+
+        With a ``store``, the project and every event are persisted as they happen, so the run
+        can be resumed (:meth:`aresume`) after Ctrl-C or a crash. ``on_graph`` receives the
+        run's live graph before the first event (the server reads full nodes from it).
+        """
         goal = goal.strip()
         if not goal:
             raise ConfigError("the goal is empty.", field="goal", fix="describe what to research.")
         settings = _override(self.engine_settings, engine_overrides)
-        project_id = project_id or new_project_id(goal)
-        out_dir = (output_dir or self.settings.results_dir / project_id) if write_files else None
-        started = time.perf_counter()
-
-        bus = EventBus()
-        trace = TraceRecorder()
-        bus.subscribe(trace)
-        for subscriber in subscribers:
-            bus.subscribe(subscriber)
-
-        await asyncio.to_thread(self._models.prepare, self.profile)
-        docs = await self._docs_index()
+        project_id = check_project_id(project_id) if project_id else new_project_id(goal)
+        if store is not None:
+            try:
+                store.get_project(project_id)  # created beforehand (e.g. by the server)
+            except ProjectNotFoundError:
+                store.create_project(project_id, goal, self.profile.name, settings.model_dump(mode="json"))
         graph = TaskGraph()
         graph.add_root(goal, TaskType.WRITE, NodeType.PLAN)
-        knowledge = KnowledgeStore()
-        runner = AgentRunner(
-            self._models.for_agent,
-            bus,
-            max_concurrent=settings.max_concurrent_llm_calls,
-            timeout_s=settings.agent_timeout_s,
-            max_validation_retries=settings.max_validation_retries,
-        )
-        context = ContextBuilder(graph, knowledge, settings.context_token_budget, settings.knowledge_results)
-        processor = NodeProcessor(graph, self.profile, settings, runner, context, knowledge, self._reviewer, bus, docs)
-        engine = ExecutionEngine(processor, settings)
-        logger.info("project {}: starting '{}' with profile {}", project_id, goal, self.profile.name)
-        try:
-            await engine.run()
-        finally:
-            knowledge.close()
-            result = self._result(project_id, graph, trace, started, out_dir)
-            bus.publish(RunFinished(result.status, result.error, stats=result.stats.__dict__))
-            if out_dir is not None:
-                await asyncio.to_thread(_write_outputs, out_dir, graph, trace, result.report_markdown)
-        logger.info("project {}: {} in {:.1f}s", project_id, result.status, result.stats.elapsed_s)
-        return result
+        run = _Run(self, project_id, graph, settings, store, output_dir, write_files, subscribers, on_graph)
+        return await run.execute(resume=False)
+
+    async def aresume(
+        self,
+        project_id: str,
+        *,
+        store: ProjectStore,
+        output_dir: Path | None = None,
+        subscribers: Iterable[Subscriber] = (),
+        write_files: bool = True,
+        on_graph: Callable[[TaskGraph], None] | None = None,
+        **engine_overrides: Any,
+    ) -> RunResult:
+        """Continue a stored project that did not finish: DONE nodes are kept, unfinished ones rerun.
+
+        ``engine_overrides`` can raise a budget that stopped the run (e.g. ``max_cost_usd``).
+        """
+        record = store.get_project(project_id)
+        if record.status == "completed":
+            raise RunError(f"project '{project_id}' has already completed; there is nothing to resume.")
+        if record.status == "running" and owner_alive(record) and record.owner_pid != os.getpid():
+            raise RunError(f"project '{project_id}' is running in process {record.owner_pid}; stop it first.")
+        if record.profile != self.profile.name:
+            raise ConfigError(
+                f"project '{project_id}' was run with profile '{record.profile}', not '{self.profile.name}'.",
+                field="profile",
+                fix=f"resume it with profile '{record.profile}'.",
+            )
+        stored = EngineSettings.model_validate(record.settings)
+        settings = _override(stored, engine_overrides)
+        graph = store.load_graph(project_id)
+        if not len(graph):
+            graph.add_root(record.goal, TaskType.WRITE, NodeType.PLAN)  # stopped before its first event
+        run = _Run(self, project_id, graph, settings, store, output_dir, write_files, subscribers, on_graph)
+        run.trace.restore(store.calls(project_id))
+        return await run.execute(resume=True)
+
+    async def _toolboxes(self) -> dict[str, ToolBox]:
+        """Each agent's tools for one run; web tools share one breaker (offline: one warning per run)."""
+        docs = await self._docs_index()
+        settings = ToolSettings(offline=self.settings.offline)
+        breaker = CircuitBreaker("web search")
+        return {
+            a.name: ToolBox.for_agent(a.tools, settings, docs, breaker=breaker)
+            for a in self.profile.agents()
+            if a.tools
+        }
 
     async def _docs_index(self) -> DocsIndex | None:
         if not any("docs_search" in a.tools for a in self.profile.agents()):
@@ -178,29 +234,129 @@ class ProfiledSentientAgent:
                 self._docs = await asyncio.to_thread(DocsIndex.python_docs, self.settings.cache_dir)
         return self._docs
 
-    def _result(
-        self, project_id: str, graph: TaskGraph, trace: TraceRecorder, started: float, out_dir: Path | None
-    ) -> RunResult:
+
+class _Run:
+    """One execution (a new run or a resumed one) of a project's graph."""
+
+    def __init__(
+        self,
+        agent: ProfiledSentientAgent,
+        project_id: str,
+        graph: TaskGraph,
+        settings: EngineSettings,
+        store: ProjectStore | None,
+        output_dir: Path | None,
+        write_files: bool,
+        subscribers: Iterable[Subscriber],
+        on_graph: Callable[[TaskGraph], None] | None,
+    ) -> None:
+        self.agent = agent
+        self.project_id = project_id
+        self.graph = graph
+        self.settings = settings
+        self.store = store
+        self.out_dir = (output_dir or agent.settings.results_dir / project_id) if write_files else None
+        self.trace = TraceRecorder()
+        self.bus = EventBus()
+        self.bus.subscribe(self.trace)
+        self.writer = StoreWriter(store, project_id, graph) if store is not None else None
+        if self.writer is not None:
+            self.bus.subscribe(self.writer)
+        if on_graph is not None:
+            on_graph(graph)
+        for subscriber in subscribers:
+            self.bus.subscribe(subscriber)
+
+    async def execute(self, *, resume: bool) -> RunResult:
+        agent, graph, settings = self.agent, self.graph, self.settings
+        started = time.perf_counter()
+        if self.store is not None:
+            self.store.set_status(self.project_id, "running", owner_pid=os.getpid())
+        knowledge = KnowledgeStore()
+        engine: ExecutionEngine | None = None
+        try:
+            if resume:
+                for change in prepare_resume(graph):
+                    self.bus.publish(change)
+                for node in graph:
+                    if node.status is TaskStatus.DONE and node.result:
+                        knowledge.add(node.task_id, node.goal, node.result, [s.ref for s in node.sources])
+            await asyncio.to_thread(agent._models.prepare)
+            toolboxes = await agent._toolboxes()
+            budget = Budget(settings)
+            runner = AgentRunner(
+                agent._models.for_agent,
+                self.bus,
+                max_concurrent=settings.max_concurrent_llm_calls,
+                timeout_s=settings.agent_timeout_s,
+                max_validation_retries=settings.max_validation_retries,
+                budget=budget,
+            )
+            context = ContextBuilder(graph, knowledge, settings.context_token_budget, settings.knowledge_results)
+            processor = NodeProcessor(
+                graph, agent.profile, settings, runner, context, knowledge, agent._reviewer, self.bus, toolboxes
+            )
+            engine = ExecutionEngine(processor, settings, budget)
+            logger.info(
+                "project {}: {} '{}' with profile {}",
+                self.project_id,
+                "resuming" if resume else "starting",
+                graph.root.goal,
+                agent.profile.name,
+            )
+            await engine.run(resume=resume)
+        finally:
+            knowledge.close()
+            stop_reason = engine.stop_reason if engine is not None else None
+            result = self._result(started, stop_reason)
+            self.bus.publish(RunFinished(result.status, result.error, stats=asdict(result.stats)))
+            await asyncio.to_thread(self._save, result)
+        logger.info("project {}: {} in {:.1f}s", self.project_id, result.status, result.stats.elapsed_s)
+        return result
+
+    def _result(self, started: float, stop_reason: str | None) -> RunResult:
+        graph, trace = self.graph, self.trace
         root = graph.root
-        status: RunStatus = {TaskStatus.DONE: "completed", TaskStatus.CANCELLED: "cancelled"}.get(root.status, "failed")  # type: ignore[assignment]
+        status: RunStatus
+        if root.status is TaskStatus.DONE:
+            status = "completed"
+        elif stop_reason is not None:
+            status = "stopped"
+        elif root.status is TaskStatus.CANCELLED:
+            status = "cancelled"
+        else:
+            status = "failed"
         stats = RunStats(
             nodes=len(graph),
             agent_calls=trace.agent_calls,
             input_tokens=trace.input_tokens,
             output_tokens=trace.output_tokens,
-            failed_nodes=trace.failed_nodes,
+            failed_nodes=sum(1 for n in graph if n.status is TaskStatus.FAILED),
             elapsed_s=time.perf_counter() - started,
+            cost_usd=trace.cost_usd,
+            model_calls=trace.model_calls,
         )
+        error = None if status == "completed" else (stop_reason or root.error or root.status.value.lower())
         return RunResult(
-            project_id=project_id,
+            project_id=self.project_id,
             status=status,
             final_answer=root.result if status == "completed" else None,
-            report_markdown=build_report(graph),
-            error=None if status == "completed" else (root.error or root.status.value.lower()),
+            report_markdown=build_report(graph, stopped=stop_reason),
+            error=error,
             stats=stats,
-            output_dir=out_dir,
+            output_dir=self.out_dir,
             graph=graph,
         )
+
+    def _save(self, result: RunResult) -> None:
+        """Persist the end of the run (store first: it is what resume reads), then the files."""
+        if self.writer is not None and self.store is not None:
+            self.writer.close()
+            self.store.set_stats(self.project_id, asdict(result.stats))
+            self.store.set_report(self.project_id, result.report_markdown)
+            self.store.set_status(self.project_id, result.status, result.error)
+        if self.out_dir is not None:
+            _write_outputs(self.out_dir, self.graph, self.trace, result.report_markdown)
 
 
 def new_project_id(goal: str) -> str:
@@ -234,5 +390,6 @@ def _override(settings: EngineSettings, overrides: dict[str, Any]) -> EngineSett
 
 def _write_outputs(out_dir: Path, graph: TaskGraph, trace: TraceRecorder, report: str) -> None:
     write_text(out_dir / "report.md", report)
+    write_text(out_dir / "report.html", render_html(report, title=graph.root.goal))
     write_json(out_dir / "graph.json", graph.to_dict())
     trace.write(out_dir, graph)

@@ -8,12 +8,15 @@ from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
 
 
-def build_report(graph: TaskGraph) -> str:
-    """Markdown for the run: the answer and a References list in which every [n] resolves."""
+def build_report(graph: TaskGraph, stopped: str | None = None) -> str:
+    """Markdown for the run: the answer and a References list in which every [n] resolves.
+
+    ``stopped`` is the reason a budget ended the run early; the partial report says so.
+    """
     root = graph.root
     if root.status is TaskStatus.DONE and root.result:
         return _with_references(root.result, root.sources)
-    return _partial_report(graph, root)
+    return _partial_report(graph, root, stopped)
 
 
 def _with_references(text: str, sources: list[Source]) -> str:
@@ -39,14 +42,29 @@ def _describe(source: Source) -> str:
     return f"{title} — `{source.ref}`" if title and title != source.ref else f"`{source.ref}`"
 
 
-def _partial_report(graph: TaskGraph, root: TaskNode) -> str:
+def _partial_report(graph: TaskGraph, root: TaskNode, stopped: str | None) -> str:
     """What the run did achieve when the root did not finish: each completed top-level result."""
-    lines = [f"# {root.goal}", "", f"> **Incomplete run** — the root task ended {root.status.value}."]
-    if root.error:
-        lines.append(f"> Reason: {root.error}")
-    done = [c for c in graph.children(root.task_id) if c.status is TaskStatus.DONE and c.result]
-    for child in done:
-        lines += ["", f"## {child.goal}", "", _with_references(child.result or "", child.sources).strip()]
+    if stopped:
+        lines = [f"# {root.goal}", "", f"> **Partial report** — the run was stopped early: {stopped}."]
+        lines.append("> Only the subtasks that finished are included. Resume the project to complete it.")
+    else:
+        lines = [f"# {root.goal}", "", f"> **Incomplete run** — the root task ended {root.status.value}."]
+        if root.error:
+            lines.append(f"> Reason: {root.error}")
+    done = _topmost_done(graph, root)
+    for node in done:
+        lines += ["", f"## {node.goal}", "", _with_references(node.result or "", node.sources).strip()]
     if not done:
         lines += ["", "No subtask finished."]
     return "\n".join(lines) + "\n"
+
+
+def _topmost_done(graph: TaskGraph, node: TaskNode) -> list[TaskNode]:
+    """The finished nodes nearest the root under ``node``, in plan order (their results cover their subtrees)."""
+    found: list[TaskNode] = []
+    for child in graph.children(node.task_id):
+        if child.status is TaskStatus.DONE and child.result:
+            found.append(child)
+        else:
+            found += _topmost_done(graph, child)
+    return found

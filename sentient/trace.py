@@ -9,8 +9,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from sentient.events import AgentCallFinished, Event, NodeStatusChanged, ReviewAnswered
-from sentient.graph.status import TaskStatus
+from sentient.events import AgentCallFinished, Event, ReviewAnswered
 from sentient.graph.task_graph import TaskGraph
 
 
@@ -23,7 +22,8 @@ class TraceRecorder:
         self.agent_calls = 0
         self.input_tokens = 0
         self.output_tokens = 0
-        self.failed_nodes = 0
+        self.cost_usd = 0.0
+        self.model_calls = 0  # agent calls not answered from the response cache
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, AgentCallFinished):
@@ -31,10 +31,18 @@ class TraceRecorder:
             self.agent_calls += 1
             self.input_tokens += event.input_tokens
             self.output_tokens += event.output_tokens
+            self.cost_usd += event.cost_usd
+            self.model_calls += not event.cached
         elif isinstance(event, ReviewAnswered):
             self._reviews.setdefault(event.task_id, []).append(event)
-        elif isinstance(event, NodeStatusChanged) and event.new is TaskStatus.FAILED:
-            self.failed_nodes += 1
+
+    def restore(self, calls: list[dict[str, Any]]) -> None:
+        """Count the calls of an earlier session of the same project (a resumed run)."""
+        names = {f.name for f in fields(AgentCallFinished)}
+        for call in calls:
+            values = {k: v for k, v in call.items() if k in names}
+            values["tool_calls"] = tuple(values.get("tool_calls") or ())
+            self(AgentCallFinished(**values))
 
     def calls(self, task_id: str) -> list[dict[str, Any]]:
         return [_record(e) for e in self._calls.get(task_id, ())]

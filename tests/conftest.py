@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -17,6 +18,10 @@ from sentient.settings import Settings
 from sentient.tools.docs_search import DocsIndex
 
 _STARTED = frozenset({TaskStatus.PLANNING, TaskStatus.EXECUTING})
+
+# Tests never reach the internet: with this, web tools refuse at once (Settings reads it, and
+# CLI and server subprocesses inherit it).
+os.environ["SENTIENT_OFFLINE"] = "1"
 
 
 @pytest.fixture(scope="session")

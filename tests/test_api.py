@@ -202,7 +202,7 @@ def test_unknown_profile_raises_profile_not_found(api_settings: Settings) -> Non
 
 def test_unknown_model_is_refused_when_the_agent_is_created(tmp_path: Path) -> None:
     settings = Settings(model="gpt-99", cache_dir=tmp_path / "cache", results_dir=tmp_path / "results")
-    with pytest.raises(ConfigError, match="unknown model 'gpt-99'"):
+    with pytest.raises(ConfigError, match="cannot use model 'gpt-99': unknown provider"):
         ProfiledSentientAgent.create_with_profile("general_agent", settings=settings)
 
 

@@ -8,10 +8,9 @@ from pathlib import Path
 from sentient.agents.config import AgentConfig, AgentsFile, ProfileConfig, Role, line_in_file, load_yaml_model
 from sentient.agents.models.providers import parse_model_string
 from sentient.exceptions import ConfigError, ProfileNotFoundError
+from sentient.tools.toolbox import TOOL_NAMES
 from sentient.graph.node import TaskType
 from sentient.settings import EngineSettings
-
-KNOWN_TOOLS = frozenset({"docs_search"})
 
 
 @dataclass(frozen=True)
@@ -101,13 +100,13 @@ def _index_agents(path: Path, parsed: AgentsFile) -> dict[str, AgentConfig]:
                 field=f"{field}.name",
                 fix="rename one of them.",
             )
-        unknown = [t for t in agent.tools if t not in KNOWN_TOOLS]
+        unknown = [t for t in agent.tools if t not in TOOL_NAMES]
         if unknown:
             raise ConfigError(
                 f"unknown tool(s) {unknown}{_at(path, 'agents', i, 'tools')}.",
                 file=str(path),
                 field=f"{field}.tools",
-                fix=f"use only: {', '.join(sorted(KNOWN_TOOLS))}.",
+                fix=f"use only: {', '.join(sorted(TOOL_NAMES))}.",
             )
         if agent.role is Role.EXECUTOR and not agent.task_types:
             raise ConfigError(

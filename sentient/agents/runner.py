@@ -23,12 +23,13 @@ import functools
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Generic, TypeVar
 
 from agno.models.message import Message
 from agno.models.response import ModelResponse
 from agno.run.agent import RunOutput
+from agno.tools.function import Function
 from loguru import logger
 from pydantic import BaseModel, ValidationError
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
@@ -37,11 +38,14 @@ from sentient.agents.config import AgentConfig, Role
 from sentient.agents.json_repair import extract_json
 from sentient.agents.models.cache import CachedResponse, ResponseCache
 from sentient.agents.models.factory import ModelHandle
+from sentient.agents.models.providers import response_format_for
 from sentient.agents.models.resilience import call_with_retries
 from sentient.context.builder import AgentContext
 from sentient.engine.budget import Budget
 from sentient.events import AgentCallFinished, EventBus
 from sentient.exceptions import AgentError, AgentOutputError, AgentTimeoutError, ModelError
+from sentient.graph.node import Source
+from sentient.tools.toolbox import SourceSink, ToolBox, ToolCall
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -56,6 +60,8 @@ class AgentCall:
     agent: AgentConfig
     task: str
     context: AgentContext
+    tools: ToolBox | None = None  # offered to models that run a tool-call loop (hosted ones)
+    sink: SourceSink | None = None  # numbers the sources tools return; the node cites them
 
 
 @dataclass(frozen=True)
@@ -161,13 +167,14 @@ class AgentRunner:
         tally: _Tally,
         notes: list[str],
     ) -> tuple[str, T]:
+        tools = call.tools if call.tools is not None and call.sink is not None and handle.native_tools else None
         key = None
         if handle.cache is not None:
             key = ResponseCache.key(
                 handle.name,
                 [{"role": "system", "content": call.agent.instructions}, {"role": "user", "content": prompt}],
-                _response_format(schema),
-                [],
+                _schema_of(schema),
+                list(tools.names) if tools is not None else [],
             )
         cached = handle.cache.get(key) if handle.cache is not None and key is not None else None
         if cached is not None:
@@ -175,15 +182,18 @@ class AgentRunner:
             tally.input_tokens += cached.input_tokens
             tally.output_tokens += cached.output_tokens
             tally.cache_hits += 1
+            _replay_tools(cached.extra, call.sink)
         else:
-            raw, used_in, used_out = await self._call_model(call, handle, prompt, schema, attempt)
+            found_before = len(call.sink) if call.sink is not None else 0
+            raw, used_in, used_out = await self._call_model(call, handle, prompt, schema, attempt, tools)
             cost = handle.price.cost(used_in, used_out)
             tally.input_tokens += used_in
             tally.output_tokens += used_out
             tally.cost_usd += cost
             tally.model_calls += 1
             if handle.cache is not None and key is not None:
-                handle.cache.put(key, handle.name, CachedResponse(raw, used_in, used_out))
+                extra = _tool_record(call.sink, found_before) if tools is not None else {}
+                handle.cache.put(key, handle.name, CachedResponse(raw, used_in, used_out, extra))
             if self._budget is not None:
                 self._budget.charge(cost, 1)
         text, repaired = extract_json(raw)
@@ -196,7 +206,7 @@ class AgentRunner:
         return raw, output
 
     async def _call_model(
-        self, call: AgentCall, handle: ModelHandle, prompt: str, schema: type[T], attempt: int
+        self, call: AgentCall, handle: ModelHandle, prompt: str, schema: type[T], attempt: int, tools: ToolBox | None
     ) -> tuple[str, int, int]:
         """One model call: (raw content, input tokens, output tokens). Raises AgentError."""
 
@@ -218,8 +228,14 @@ class AgentRunner:
                     "attempt": attempt,
                 },
             )
+            functions: list[Function | dict[str, Any]] | None = None
+            if tools is not None and call.sink is not None:
+                functions = [*tools.agno_functions(call.sink)]
             return await handle.model.aresponse(
-                messages=messages, response_format=_response_format(schema), run_response=run
+                messages=messages,
+                response_format=response_format_for(handle.model, schema),
+                run_response=run,
+                tools=functions,
             )
 
         async with self._slots:
@@ -294,14 +310,33 @@ class AgentRunner:
                 latency_s=latency,
                 cost_usd=tally.cost_usd,
                 cached=tally.cache_hits > 0 and tally.model_calls == 0,
+                tool_calls=tuple(asdict(c) for c in call.sink.calls) if call.sink is not None else (),
             )
         )
 
 
 @functools.cache
-def _response_format(schema: type[BaseModel]) -> dict[str, Any]:
-    """The JSON-schema response format agno passes to models, built once per schema."""
-    return {"type": "json_schema", "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema()}}
+def _schema_of(schema: type[BaseModel]) -> dict[str, Any]:
+    return schema.model_json_schema()
+
+
+def _tool_record(sink: SourceSink | None, found_before: int) -> dict[str, Any]:
+    """What the call's tools found, kept with a cached response so a cache hit cites the same."""
+    if sink is None:
+        return {}
+    return {
+        "sources": [s.model_dump() for s in sink.sources[found_before:]],
+        "tool_calls": [asdict(c) for c in sink.calls],
+    }
+
+
+def _replay_tools(extra: dict[str, Any], sink: SourceSink | None) -> None:
+    if sink is None:
+        return
+    for source in extra.get("sources", ()):
+        sink.add(Source.model_validate(source))
+    for call in extra.get("tool_calls", ()):
+        sink.record(ToolCall(**call))
 
 
 def _summarise(exc: ValidationError) -> str:

@@ -1,7 +1,8 @@
 """``sentient``: run research goals from the command line.
 
-Exit codes: 0 success, 1 the run failed or was cancelled, 2 bad input or configuration,
-130 interrupted (Ctrl-C).
+Exit codes: 0 success, 1 the run failed, was cancelled or was stopped by a budget (the partial
+report is written), 2 bad input or configuration, 130 interrupted (Ctrl-C; resume it with
+``sentient resume ID``).
 """
 
 from __future__ import annotations
@@ -11,17 +12,23 @@ import asyncio
 import json
 import logging
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 from loguru import logger
 from rich.console import Console
+from rich.markup import escape
 
 from sentient.agents.registry import AgentRegistry
 from sentient.api import ProfiledSentientAgent, RunResult, new_project_id
 from sentient.cli.progress import ProgressDisplay, ProgressLog
+from sentient.cli.projects import add_projects_parser, run_projects
 from sentient.cli.review import TerminalReviewer
+from sentient.cli.serve import add_serve_parser, run_serve
+from sentient.events import Subscriber
 from sentient.exceptions import SentientError
 from sentient.settings import Settings
+from sentient.store import ProjectStore
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -38,10 +45,27 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-depth", type=int, help="deepest layer that is planned further")
     run.add_argument("--review", action="store_true", help="approve, edit or reject each plan in the terminal")
     run.add_argument("--out", type=Path, help="output folder (default: project_results/<project-id>)")
-    run.add_argument("--json", action="store_true", help="print one JSON object instead of the live display")
+    _add_run_options(run)
+
+    resume = commands.add_parser("resume", help="continue a run that was interrupted, cancelled or stopped")
+    resume.add_argument("project_id", help="the project to resume (see: sentient projects list)")
+    resume.add_argument("--docs", type=Path, help="folder of documents to research, as in the original run")
+    resume.add_argument("--review", action="store_true", help="approve, edit or reject each plan in the terminal")
+    _add_run_options(resume)
 
     commands.add_parser("profiles", help="list the available profiles")
+    add_projects_parser(commands)
+    add_serve_parser(commands)
     return parser
+
+
+def _add_run_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--model", help="model for every agent, e.g. local, openai:gpt-4o-mini, ollama:llama3.1")
+    command.add_argument("--max-cost", type=float, metavar="USD", help="stop when model calls have cost this much")
+    command.add_argument("--max-llm-calls", type=int, metavar="N", help="stop after N model calls")
+    command.add_argument("--max-time", type=float, metavar="SECONDS", help="stop after this many seconds")
+    command.add_argument("--offline", action="store_true", help="never use the network (no web search or fetch)")
+    command.add_argument("--json", action="store_true", help="print one JSON object instead of the live display")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,9 +77,13 @@ def main(argv: list[str] | None = None) -> int:
         settings = Settings()
         if args.command == "profiles":
             return _list_profiles(settings, out)
+        if args.command == "projects":
+            return run_projects(args, settings)
+        if args.command == "serve":
+            return run_serve(args, settings)
         return _run(args, settings, err)
     except SentientError as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return EXIT_USAGE
     except KeyboardInterrupt:
         err.print("[yellow]interrupted[/]")
@@ -70,7 +98,11 @@ def _list_profiles(settings: Settings, out: Console) -> int:
 
 
 def _run(args: argparse.Namespace, settings: Settings, err: Console) -> int:
-    if not args.goal.strip():
+    """``sentient run`` and ``sentient resume``: one run with the live display, persisted as it goes."""
+    resuming = args.command == "resume"
+    if args.offline:
+        settings = settings.model_copy(update={"offline": True})
+    if not resuming and not args.goal.strip():
         err.print(
             '[red]error:[/] the goal is empty: describe what to research, e.g. sentient run "..."', soft_wrap=True
         )
@@ -78,7 +110,13 @@ def _run(args: argparse.Namespace, settings: Settings, err: Console) -> int:
     if args.docs is not None and not args.docs.is_dir():
         err.print(f"[red]error:[/] docs folder '{args.docs}' does not exist or is not a folder", soft_wrap=True)
         return EXIT_USAGE
-    overrides = {"max_depth": args.max_depth, "review": "all" if args.review else None}
+    overrides = {
+        "max_depth": getattr(args, "max_depth", None),
+        "review": "all" if args.review else None,
+        "max_cost_usd": args.max_cost,
+        "max_llm_calls": args.max_llm_calls,
+        "max_time_s": args.max_time,
+    }
     display: ProgressDisplay | ProgressLog | None = None
     if not args.json:
         display = ProgressDisplay(err) if err.is_terminal else ProgressLog(err)
@@ -91,28 +129,54 @@ def _run(args: argparse.Namespace, settings: Settings, err: Console) -> int:
             pause=display.pause if display else lambda: None,
             resume=display.resume if display else lambda: None,
         )
-    agent = ProfiledSentientAgent.create_with_profile(
-        args.profile, settings=settings, reviewer=reviewer, docs=args.docs, **overrides
-    )
-    project_id = new_project_id(args.goal)
-    out_dir = args.out or settings.results_dir / project_id
-    run = agent.arun(args.goal, project_id=project_id, output_dir=out_dir, subscribers=[display] if display else [])
+    store = ProjectStore.open(settings.results_dir)
     try:
-        if display is None:
-            result = asyncio.run(run)
+        if resuming:
+            record = store.get_project(args.project_id)
+            project_id, goal, profile = record.project_id, record.goal, record.profile
+            agent = ProfiledSentientAgent.create_with_profile(
+                profile, settings=settings, model=args.model, reviewer=reviewer, docs=args.docs
+            )
+            out_dir = settings.results_dir / project_id
+            show = display.show if isinstance(display, ProgressDisplay) else None
+            run = agent.aresume(
+                project_id, store=store, output_dir=out_dir, subscribers=_subs(display), on_graph=show, **overrides
+            )
         else:
+            goal, profile = args.goal.strip(), args.profile
+            agent = ProfiledSentientAgent.create_with_profile(
+                profile, settings=settings, model=args.model, reviewer=reviewer, docs=args.docs, **overrides
+            )
+            project_id = new_project_id(goal)
+            out_dir = args.out or settings.results_dir / project_id
+            run = agent.arun(goal, project_id=project_id, output_dir=out_dir, subscribers=_subs(display), store=store)
+        try:
+            if display is None:
+                result = asyncio.run(run)
+            else:
+                verb = "Resuming" if resuming else "Researching"
+                err.print(
+                    f"[bold]{verb}:[/] {goal}  [dim](profile {profile}, project {project_id})[/]",
+                    highlight=False,
+                    soft_wrap=True,
+                )
+                with display:
+                    result = asyncio.run(run)
+        except KeyboardInterrupt:
+            # The engine cancelled every in-flight call and saved the state before we get here.
             err.print(
-                f"[bold]Researching:[/] {args.goal.strip()}  [dim](profile {args.profile})[/]",
-                highlight=False,
+                f"[yellow]interrupted[/]: state saved, partial report in {out_dir}\n"
+                f"continue with: sentient resume {project_id}",
                 soft_wrap=True,
             )
-            with display:
-                result = asyncio.run(run)
-    except KeyboardInterrupt:
-        # The engine cancelled every in-flight call; the partial report is written before we get here.
-        err.print(f"[yellow]interrupted[/]: partial report, graph and traces in {out_dir}", soft_wrap=True)
-        return EXIT_INTERRUPTED
+            return EXIT_INTERRUPTED
+    finally:
+        store.close()
     return _report(result, args.json, err)
+
+
+def _subs(display: ProgressDisplay | ProgressLog | None) -> list[Subscriber]:
+    return [display] if display is not None else []
 
 
 def _report(result: RunResult, as_json: bool, err: Console) -> int:
@@ -123,7 +187,7 @@ def _report(result: RunResult, as_json: bool, err: Console) -> int:
             "status": result.status,
             "error": result.error,
             "output_dir": str(result.output_dir) if result.output_dir else None,
-            "stats": stats.__dict__,
+            "stats": asdict(stats),
             "final_answer": result.final_answer,
         }
         print(json.dumps(payload))
@@ -131,16 +195,20 @@ def _report(result: RunResult, as_json: bool, err: Console) -> int:
         # The report goes to stdout exactly as written to report.md (no wrapping, no markup).
         sys.stdout.write("\n" + result.report_markdown)
         sys.stdout.flush()
+        cached = stats.agent_calls - stats.model_calls
         summary = (
-            f"{stats.nodes} tasks, {stats.agent_calls} agent calls, "
-            f"{stats.input_tokens + stats.output_tokens} tokens, {stats.elapsed_s:.1f}s"
+            f"{stats.nodes} tasks, {stats.agent_calls} agent calls"
+            + (f" ({cached} from cache)" if cached else "")
+            + f", {stats.input_tokens + stats.output_tokens} tokens, ${stats.cost_usd:.4f}, {stats.elapsed_s:.1f}s"
         )
         colour = "green" if result.status == "completed" else "red"
         err.print(f"[{colour}]{result.status}[/] · {summary}", highlight=False)
         if result.output_dir:
             err.print(f"report, graph and traces in {result.output_dir}", highlight=False, soft_wrap=True)
     if result.status != "completed":
-        err.print(f"[red]run {result.status}:[/] {result.error}", highlight=False, soft_wrap=True)
+        err.print(f"[red]run {result.status}:[/] {escape(result.error or '')}", highlight=False, soft_wrap=True)
+        if result.status in ("stopped", "cancelled"):
+            err.print(f"continue with: sentient resume {result.project_id}", highlight=False, soft_wrap=True)
         return EXIT_FAILED
     return EXIT_OK
 

@@ -13,6 +13,7 @@ from rich.tree import Tree
 
 from sentient.events import AgentCallFinished, Event, NodeCreated, NodesRemoved, NodeStatusChanged
 from sentient.graph.status import TaskStatus
+from sentient.graph.task_graph import TaskGraph
 
 _STYLE = {
     TaskStatus.PENDING: ("·", "dim"),
@@ -65,6 +66,14 @@ class ProgressDisplay:
 
     def resume(self) -> None:
         self._live.start()
+
+    def show(self, graph: TaskGraph) -> None:
+        """Start from an existing graph (a resumed run), before its events arrive."""
+        with self._lock:
+            for node in graph:
+                kind = f"{node.task_type.value}/{node.node_type.value}"
+                self._rows[node.task_id] = _Row(node.parent_id, node.goal, kind, node.status)
+                self._children.setdefault(node.parent_id, []).append(node.task_id)
 
     def __call__(self, event: Event) -> None:
         with self._lock:

@@ -5,7 +5,7 @@ what happened; the scheduler decides *when* handlers run."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
 from loguru import logger
@@ -42,11 +42,11 @@ from sentient.hitl.protocol import (
     plan_problems,
 )
 from sentient.settings import EngineSettings, ReviewMode, ReviewTimeoutAction
-from sentient.tools.docs_search import DocsIndex
+from sentient.tools.toolbox import SourceSink, ToolBox
 
 _S = TaskStatus
 T = TypeVar("T", bound=BaseModel)
-DOCS_RESULTS = 5
+RETRIEVED_SOURCES = 5  # per retrieval tool, before each executor call
 
 
 class NodeProcessor:
@@ -62,7 +62,7 @@ class NodeProcessor:
         knowledge: KnowledgeStore,
         reviewer: PlanReviewer,
         bus: EventBus,
-        docs: DocsIndex | None = None,
+        toolboxes: Mapping[str, ToolBox] | None = None,
     ) -> None:
         self.graph = graph
         self._profile = profile
@@ -72,7 +72,7 @@ class NodeProcessor:
         self._knowledge = knowledge
         self._reviewer = reviewer
         self._bus = bus
-        self._docs = docs
+        self._toolboxes = toolboxes or {}
 
     # -- status --------------------------------------------------------------------------
 
@@ -154,15 +154,17 @@ class NodeProcessor:
         """READY -> EXECUTING -> DONE (or FAILED)."""
         self.move(node, _S.EXECUTING)
         agent = self._profile.executor_for(node.task_type)
+        tools = self._toolboxes.get(agent.name)
         try:
-            found = await self._search_docs(node, agent)
+            found = await self._retrieve(node, tools)
             context = self._context.for_execution(node, found)
+            sink = SourceSink(context.sources)
             task = execute_task(node, has_sources=bool(context.sources))
-            output = await self._ask(node, Role.EXECUTOR, agent, task, context, ExecutionOutput)
+            output = await self._ask(node, Role.EXECUTOR, agent, task, context, ExecutionOutput, tools, sink)
         except AgentError as exc:
             self.fail(node, str(exc))
             return
-        self._finish(node, output.answer, context)
+        self._finish(node, output.answer, sink.sources)
 
     async def aggregate(self, node: TaskNode) -> None:
         """PLAN_DONE -> AGGREGATING -> DONE; fails without a call if no child succeeded."""
@@ -182,17 +184,27 @@ class NodeProcessor:
         except AgentError as exc:
             self.fail(node, f"aggregation failed: {exc}")
             return
-        self._finish(node, output.answer, context)
+        self._finish(node, output.answer, context.sources)
 
     # -- helpers -------------------------------------------------------------------------
 
     async def _ask(
-        self, node: TaskNode, role: Role, agent: AgentConfig, task: str, context: AgentContext, schema: type[T]
+        self,
+        node: TaskNode,
+        role: Role,
+        agent: AgentConfig,
+        task: str,
+        context: AgentContext,
+        schema: type[T],
+        tools: ToolBox | None = None,
+        sink: SourceSink | None = None,
     ) -> T:
-        reply = await self._runner.run(AgentCall(node.task_id, node.goal, role, agent, task, context), schema)
+        call = AgentCall(node.task_id, node.goal, role, agent, task, context, tools, sink)
+        reply = await self._runner.run(call, schema)
         node.agent_calls += 1
         node.input_tokens += reply.input_tokens
         node.output_tokens += reply.output_tokens
+        node.cost_usd += reply.cost_usd
         node.warnings.extend(reply.notes)
         return reply.output
 
@@ -286,15 +298,17 @@ class NodeProcessor:
             return NodeType.EXECUTE
         return NodeType.EXECUTE if verdict.is_atomic else NodeType.PLAN
 
-    async def _search_docs(self, node: TaskNode, agent: AgentConfig) -> list[Source]:
-        if self._docs is None or "docs_search" not in agent.tools:
+    async def _retrieve(self, node: TaskNode, tools: ToolBox | None) -> list[Source]:
+        """Search with the executor's retrieval tools (documents, the web) before it is called."""
+        if tools is None or not tools.retrieval_tools():
             return []
-        hits = await asyncio.to_thread(self._docs.search, node.goal, DOCS_RESULTS)
-        return [Source(ref=h.source, title=h.title, snippet=h.snippet) for h in hits]
+        found = await tools.retrieve(node.goal, RETRIEVED_SOURCES)
+        node.warnings.extend(found.warnings)
+        return found.sources
 
-    def _finish(self, node: TaskNode, answer: str, context: AgentContext) -> None:
-        # A citation must resolve: numbers beyond the offered sources are removed.
-        node.result = renumber(answer, {n: n for n in range(1, len(context.sources) + 1)})
-        node.sources = list(context.sources)
+    def _finish(self, node: TaskNode, answer: str, sources: Sequence[Source]) -> None:
+        # A citation must resolve: numbers beyond the offered (or tool-found) sources are removed.
+        node.result = renumber(answer, {n: n for n in range(1, len(sources) + 1)})
+        node.sources = list(sources)
         self._knowledge.add(node.task_id, node.goal, node.result, [s.ref for s in node.sources])
         self.move(node, _S.DONE)

@@ -20,7 +20,7 @@ from agno.tools.function import Function
 
 from sentient.exceptions import ConfigError, ToolError
 from sentient.graph.node import Source
-from sentient.tools.base import CircuitBreaker, RetrievalTool, Tool, ToolOutput, ToolSettings
+from sentient.tools.base import CircuitBreaker, CircuitOpenError, RetrievalTool, Tool, ToolOutput, ToolSettings
 from sentient.tools.calculator import Calculator
 from sentient.tools.docs_search import DocsIndex
 from sentient.tools.fetch import FetchPage
@@ -30,6 +30,7 @@ from sentient.tools.web_search import WebSearch
 # The names agents.yaml may list, in the order a toolbox holds them (docs before the web).
 _ORDER = ("docs_search", "web_search", "fetch_page", "run_python", "calculator")
 TOOL_NAMES: frozenset[str] = frozenset(_ORDER)
+NETWORK_TOOLS: frozenset[str] = frozenset({"web_search", "fetch_page"})  # left out when running offline
 _RECORDED_RESULT_CHARS = 500
 
 
@@ -200,6 +201,8 @@ class ToolBox:
         found: dict[str, Source] = {}
         warnings: list[str] = []
         for tool, outcome in zip(tools, outcomes, strict=True):
+            if isinstance(outcome, CircuitOpenError):
+                continue  # the tool was switched off earlier in the run: said once, when it happened
             if isinstance(outcome, ToolError):
                 warnings.append(f"{tool.name}: {outcome}")
             elif isinstance(outcome, BaseException):

@@ -139,12 +139,16 @@ def test_bad_role_value_lists_the_valid_roles(config_dir: Path) -> None:
 
 
 def test_unknown_tool_names_the_agent_and_the_known_tools(config_dir: Path) -> None:
-    line = edit(config_dir / "agents.yaml", "    tools: [docs_search]\n", "    tools: [docs_search, web_search]\n")
+    line = edit(
+        config_dir / "agents.yaml",
+        "    tools: [docs_search, web_search, fetch_page]\n",
+        "    tools: [docs_search, web_crawl]\n",
+    )
     error = load_error(config_dir)
     assert error.field == "agents[3] (name 'search_executor').tools"
-    assert "web_search" in error.message
+    assert "web_crawl" in error.message
     assert f"(line {line})" in error.message
-    assert error.fix == "use only: docs_search."
+    assert error.fix == "use only: calculator, docs_search, fetch_page, run_python, web_search."
 
 
 def test_duplicate_agent_names_are_refused(config_dir: Path) -> None:

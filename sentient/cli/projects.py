@@ -1,0 +1,282 @@
+"""``sentient projects``: list, show, export and delete the projects in the store.
+
+Exit codes: 0 done, 1 not done (deletion declined), 2 bad input (unknown id, invalid id, a
+project that is still running).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.tree import Tree
+
+from sentient.exceptions import SentientError
+from sentient.graph.status import TaskStatus
+from sentient.graph.task_graph import TaskGraph
+from sentient.report import build_report
+from sentient.report_html import render_html
+from sentient.settings import Settings
+from sentient.store import ProjectRecord, ProjectStatus, ProjectStore, owner_alive
+from sentient.trace import write_text
+
+EXIT_OK, EXIT_DECLINED, EXIT_USAGE = 0, 1, 2
+_GOAL_WIDTH = 60
+_MAX_TREE_NODES = 300  # a 10,000-node tree is for export, not for the terminal
+
+_PROJECT_STYLE = {
+    ProjectStatus.CREATED: "dim",
+    ProjectStatus.RUNNING: "cyan",
+    ProjectStatus.COMPLETED: "green",
+    ProjectStatus.FAILED: "red",
+    ProjectStatus.CANCELLED: "yellow",
+    ProjectStatus.STOPPED: "yellow",
+    ProjectStatus.INTERRUPTED: "magenta",
+}
+_NODE_STYLE = {TaskStatus.DONE: "green", TaskStatus.FAILED: "red", TaskStatus.CANCELLED: "dim"}
+
+
+def add_projects_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``projects`` (with ``list``, ``show``, ``export``, ``delete``) to the CLI's subcommands."""
+    projects: argparse.ArgumentParser = subparsers.add_parser(
+        "projects", help="list, show, export or delete stored projects"
+    )
+    commands = projects.add_subparsers(dest="projects_command", required=True, metavar="{list,show,export,delete}")
+    commands.add_parser("list", help="every project, newest first")
+    show = commands.add_parser("show", help="a project's status, statistics, reviews and task tree")
+    show.add_argument("project_id")
+    export = commands.add_parser("export", help="write a project's report (md, html) or all its data (json)")
+    export.add_argument("project_id")
+    export.add_argument("--format", choices=("md", "html", "json"), default="md", help="default: md")
+    export.add_argument("--out", type=Path, help="file to write (default: stdout)")
+    delete = commands.add_parser("delete", help="delete a project and its files")
+    delete.add_argument("project_id")
+    delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    return projects
+
+
+def run_projects(
+    args: argparse.Namespace, settings: Settings, *, out: Console | None = None, err: Console | None = None
+) -> int:
+    """Run a ``sentient projects`` command; returns the exit code."""
+    out = out or Console()
+    err = err or Console(stderr=True)
+    handler = {"list": _list, "show": _show, "export": _export, "delete": _delete}[args.projects_command]
+    try:
+        with ProjectStore.open(settings.results_dir) as store:
+            return handler(args, store, out, err)
+    except SentientError as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        return EXIT_USAGE
+
+
+# -- list ----------------------------------------------------------------------------------
+
+
+def _list(args: argparse.Namespace, store: ProjectStore, out: Console, err: Console) -> int:
+    projects = store.list_projects()
+    if not projects:
+        err.print(f"no projects yet in {store.path.parent}", highlight=False, soft_wrap=True)
+        return EXIT_OK
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    table.add_column("ID", no_wrap=True)
+    table.add_column("Status", no_wrap=True)
+    table.add_column("Goal", overflow="ellipsis", no_wrap=True, max_width=_GOAL_WIDTH)
+    table.add_column("Nodes", justify="right")
+    table.add_column("Calls", justify="right")
+    table.add_column("Cost", justify="right")
+    table.add_column("Age", justify="right", no_wrap=True)
+    now = time.time()
+    for project in projects:
+        stats = project.live_stats()
+        table.add_row(
+            escape(project.project_id),
+            _status(project),
+            escape(_shorten(project.goal)),
+            str(stats.get("nodes", 0)),
+            str(stats.get("agent_calls", 0)),
+            _cost(stats.get("cost_usd", 0.0)),
+            _age(now - project.created_at),
+        )
+    out.print(table)
+    return EXIT_OK
+
+
+# -- show ----------------------------------------------------------------------------------
+
+
+def _show(args: argparse.Namespace, store: ProjectStore, out: Console, err: Console) -> int:
+    project = store.get_project(args.project_id)
+    graph = store.load_graph(project.project_id)
+    reviews = store.pending_reviews(project.project_id)
+    stats = project.live_stats()
+    line = f"[bold]{escape(project.project_id)}[/]  {_status(project)}"
+    if project.error:
+        line += f"  [red]{escape(project.error)}[/]"
+    out.print(line, highlight=False, soft_wrap=True)
+    out.print(f"goal:     {escape(project.goal)}", highlight=False, soft_wrap=True)
+    out.print(
+        f"profile:  {escape(project.profile)} · created {_when(project.created_at)}"
+        f" · updated {_when(project.updated_at)}",
+        highlight=False,
+    )
+    summary = (
+        f"stats:    {stats.get('nodes', 0)} nodes, {stats.get('agent_calls', 0)} agent calls, "
+        f"{stats.get('input_tokens', 0)} + {stats.get('output_tokens', 0)} tokens, {_cost(stats.get('cost_usd', 0.0))}"
+    )
+    if "elapsed_s" in stats:
+        summary += f", {float(stats['elapsed_s']):.1f}s"
+    if stats.get("failed_nodes"):
+        summary += f", [red]{stats['failed_nodes']} failed[/]"
+    out.print(summary, highlight=False)
+    out.print(f"report:   {escape(_report_location(store, project))}", highlight=False, soft_wrap=True)
+    out.print(f"reviews:  {len(reviews)} pending", highlight=False)
+    for review in reviews:
+        out.print(
+            f"  {escape(review['review_id'])}  {escape(review['task_id'])} (round {review['round']})"
+            f"  {escape(_shorten(review['goal']))}",
+            highlight=False,
+        )
+    if len(graph):
+        out.print(_tree(graph))
+    else:
+        out.print("[dim]no task stored yet[/]")
+    return EXIT_OK
+
+
+def _report_location(store: ProjectStore, project: ProjectRecord) -> str:
+    path = store.project_dir(project.project_id) / "report.md"
+    if path.is_file():
+        return str(path)
+    if project.has_report:
+        return f"in the store (sentient projects export {project.project_id})"
+    return "none yet"
+
+
+def _tree(graph: TaskGraph) -> Tree:
+    root = graph.root
+    tree = Tree(_node_label(graph, root.task_id), guide_style="dim")
+    shown = 1
+    stack = [(tree, child) for child in reversed(root.children)]
+    while stack:
+        branch, task_id = stack.pop()
+        if shown == _MAX_TREE_NODES:
+            tree.add(f"[dim]… {len(graph) - shown} more (sentient projects export ID --format json)[/]")
+            break
+        shown += 1
+        sub = branch.add(_node_label(graph, task_id))
+        stack.extend((sub, child) for child in reversed(graph.get(task_id).children))
+    return tree
+
+
+def _node_label(graph: TaskGraph, task_id: str) -> str:
+    node = graph.get(task_id)
+    style = _NODE_STYLE.get(node.status, "cyan")
+    label = f"[{style}]{node.status.value}[/] [bold]{escape(node.task_id)}[/] {escape(_shorten(node.goal))}"
+    if node.error:
+        label += f" [red]— {escape(_shorten(node.error))}[/]"
+    return label
+
+
+# -- export --------------------------------------------------------------------------------
+
+
+def _export(args: argparse.Namespace, store: ProjectStore, out: Console, err: Console) -> int:
+    project = store.get_project(args.project_id)
+    graph = store.load_graph(project.project_id)
+    markdown = store.get_report(project.project_id)
+    if markdown is None and len(graph):
+        markdown = build_report(graph)  # a run still going, or killed: what it has so far
+    if args.format == "json":
+        payload = {
+            "project": project.to_dict(),
+            "graph": graph.to_dict(),
+            "report_markdown": markdown,
+            "calls": store.calls(project.project_id),
+        }
+        text = json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n"
+    elif markdown is None:
+        err.print(
+            f"[red]error:[/] project '{escape(project.project_id)}' has no report yet: it has not run",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return EXIT_USAGE
+    elif args.format == "html":
+        text = render_html(markdown, title=project.goal)
+    else:
+        text = markdown
+    if args.out is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        write_text(args.out, text)
+        err.print(f"wrote {escape(str(args.out))}", highlight=False, soft_wrap=True)
+    return EXIT_OK
+
+
+# -- delete --------------------------------------------------------------------------------
+
+
+def _delete(args: argparse.Namespace, store: ProjectStore, out: Console, err: Console) -> int:
+    project = store.get_project(args.project_id)
+    if project.status is ProjectStatus.RUNNING and owner_alive(project):
+        err.print(
+            f"[red]error:[/] project '{escape(project.project_id)}' is running in process {project.owner_pid}:"
+            " stop it first (Ctrl-C in its terminal, or cancel it in the server)",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return EXIT_USAGE
+    folder = store.project_dir(project.project_id)
+    if not args.yes:
+        if not sys.stdin.isatty():
+            err.print("[red]error:[/] not a terminal: pass --yes to delete without a prompt", highlight=False)
+            return EXIT_USAGE
+        answer = err.input(f"Delete project {project.project_id} and {folder}? [y/N] ", markup=False)
+        if answer.strip().lower() not in ("y", "yes"):
+            err.print("kept", highlight=False)
+            return EXIT_DECLINED
+    store.delete_project(project.project_id)
+    if folder.is_symlink():
+        folder.unlink()
+    elif folder.is_dir():
+        shutil.rmtree(folder)
+    out.print(f"deleted {escape(project.project_id)}", highlight=False)
+    return EXIT_OK
+
+
+# -- formatting ----------------------------------------------------------------------------
+
+
+def _status(project: ProjectRecord) -> str:
+    return f"[{_PROJECT_STYLE[project.status]}]{project.status.value}[/]"
+
+
+def _shorten(text: str, width: int = _GOAL_WIDTH) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _cost(cost: float) -> str:
+    return f"${cost:.4f}" if cost else "-"
+
+
+def _age(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit}"
+    return f"{int(seconds)}s"
+
+
+def _when(at: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))

@@ -1,0 +1,40 @@
+"""Persistence: projects, task graphs, traces and plan reviews in SQLite (``project_results/sentient.db``)."""
+
+from sentient.store.project_store import (
+    PROJECT_ACTIVE,
+    PROJECT_FINISHED,
+    PROJECT_RESUMABLE,
+    InvalidProjectIdError,
+    NodeNotFoundError,
+    ProjectExistsError,
+    ProjectNotFoundError,
+    ProjectRecord,
+    ProjectStatus,
+    ProjectStore,
+    ReviewAlreadyAnsweredError,
+    ReviewNotFoundError,
+    StoreError,
+    check_project_id,
+    owner_alive,
+)
+from sentient.store.writer import StoreWriter, StoreWriterError
+
+__all__ = [
+    "PROJECT_ACTIVE",
+    "PROJECT_FINISHED",
+    "PROJECT_RESUMABLE",
+    "InvalidProjectIdError",
+    "NodeNotFoundError",
+    "ProjectExistsError",
+    "ProjectNotFoundError",
+    "ProjectRecord",
+    "ProjectStatus",
+    "ProjectStore",
+    "ReviewAlreadyAnsweredError",
+    "ReviewNotFoundError",
+    "StoreError",
+    "StoreWriter",
+    "StoreWriterError",
+    "check_project_id",
+    "owner_alive",
+]

@@ -1,0 +1,641 @@
+"""ProjectStore: projects, their task graphs, traces and plan reviews in one SQLite file.
+
+Threading: one connection guarded by one re-entrant lock. The engine's thread, the
+:class:`~sentient.store.writer.StoreWriter` thread and Flask request threads all go through
+it. SQLite serialises writers anyway and every operation here is short (the writer commits
+in batches of a few ms), so a lock costs little; in exchange there is no connection per
+request thread to leak and :meth:`ProjectStore.close` closes everything. Other processes (a
+CLI next to the server) read concurrently thanks to WAL, and wait for the write lock up to
+the busy timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from sentient.exceptions import SentientError
+from sentient.graph.node import NodeType, Source, StatusChange, TaskNode, TaskType
+from sentient.graph.status import TaskStatus
+from sentient.graph.task_graph import TaskGraph
+from sentient.store.schema import SchemaVersionError, connect
+
+DB_NAME = "sentient.db"
+_PROJECT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+
+
+# -- errors --------------------------------------------------------------------------------
+
+
+class StoreError(SentientError):
+    """The project store cannot do what was asked (a database problem or a bad request)."""
+
+
+class InvalidProjectIdError(StoreError):
+    def __init__(self, project_id: object) -> None:
+        self.project_id = project_id
+        super().__init__(
+            f"invalid project id {project_id!r}: use 1-128 letters, digits, '_', '.' or '-', starting with a letter or digit"
+        )
+
+
+class ProjectNotFoundError(StoreError):
+    def __init__(self, project_id: str) -> None:
+        self.project_id = project_id
+        super().__init__(f"no project '{project_id}': see `sentient projects list` for the existing ones")
+
+
+class ProjectExistsError(StoreError):
+    def __init__(self, project_id: str) -> None:
+        self.project_id = project_id
+        super().__init__(f"a project '{project_id}' already exists")
+
+
+class NodeNotFoundError(StoreError):
+    def __init__(self, project_id: str, task_id: str) -> None:
+        self.project_id = project_id
+        self.task_id = task_id
+        super().__init__(f"project '{project_id}' has no task '{task_id}'")
+
+
+class ReviewNotFoundError(StoreError):
+    def __init__(self, review_id: str) -> None:
+        self.review_id = review_id
+        super().__init__(f"no review '{review_id}'")
+
+
+class ReviewAlreadyAnsweredError(StoreError):
+    def __init__(self, review_id: str) -> None:
+        self.review_id = review_id
+        super().__init__(f"review '{review_id}' was already answered")
+
+
+# -- records -------------------------------------------------------------------------------
+
+
+class ProjectStatus(StrEnum):
+    CREATED = "created"  # stored, never started
+    RUNNING = "running"  # a process (owner_pid) is running it now
+    COMPLETED = "completed"  # the root finished with a result
+    FAILED = "failed"  # the root failed
+    CANCELLED = "cancelled"  # a user cancelled it
+    STOPPED = "stopped"  # a budget ended it; the report is partial
+    INTERRUPTED = "interrupted"  # its process died while it ran; it can be resumed
+
+
+PROJECT_FINISHED: frozenset[ProjectStatus] = frozenset(
+    {ProjectStatus.COMPLETED, ProjectStatus.FAILED, ProjectStatus.CANCELLED, ProjectStatus.STOPPED}
+)
+PROJECT_RESUMABLE: frozenset[ProjectStatus] = frozenset({ProjectStatus.CREATED, ProjectStatus.INTERRUPTED})
+PROJECT_ACTIVE: frozenset[ProjectStatus] = frozenset({ProjectStatus.RUNNING})
+
+
+@dataclass(frozen=True)
+class ProjectRecord:
+    """A stored project. ``nodes`` … ``cost_usd`` are live totals over its stored nodes."""
+
+    project_id: str
+    goal: str
+    profile: str
+    status: ProjectStatus
+    error: str | None
+    settings: dict[str, Any]
+    stats: dict[str, Any]
+    owner_pid: int | None
+    created_at: float
+    updated_at: float
+    pending_reviews: int = 0
+    has_report: bool = False
+    nodes: int = 0
+    agent_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    failed_nodes: int = 0
+    owner_start: str | None = field(default=None, repr=False)
+
+    def live_stats(self) -> dict[str, Any]:
+        """Totals over the stored nodes, overridden by the stats the run stored when it ended."""
+        live: dict[str, Any] = {
+            "nodes": self.nodes,
+            "agent_calls": self.agent_calls,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost_usd": self.cost_usd,
+            "failed_nodes": self.failed_nodes,
+        }
+        return {**live, **self.stats}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The Project JSON shape of ``docs/server-protocol.md``."""
+        return {
+            "project_id": self.project_id,
+            "goal": self.goal,
+            "profile": self.profile,
+            "status": self.status.value,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "error": self.error,
+            "settings": dict(self.settings),
+            "stats": self.live_stats(),
+            "pending_reviews": self.pending_reviews,
+        }
+
+
+class _NewReview(BaseModel):
+    """What :meth:`ProjectStore.add_review` accepts (a typo in a key fails loudly)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    review_id: str
+    project_id: str
+    task_id: str
+    round: int
+    goal: str
+    layer: int
+    plan: dict[str, Any]
+    context: str = ""
+    created_at: float | None = None
+    deadline: float | None = None
+    status: Literal["pending"] = "pending"
+
+
+def check_project_id(project_id: object) -> str:
+    """Return ``project_id`` if it is a valid id (and so a safe folder name); raise otherwise."""
+    if not isinstance(project_id, str) or not _PROJECT_ID.fullmatch(project_id):
+        raise InvalidProjectIdError(project_id)
+    return project_id
+
+
+# -- the store -----------------------------------------------------------------------------
+
+_PROJECT_SELECT = """
+SELECT p.project_id, p.goal, p.profile, p.status, p.error, p.settings, p.stats, p.owner_pid, p.owner_start,
+       p.created_at, p.updated_at, p.report_markdown IS NOT NULL AS has_report,
+       (SELECT COUNT(*) FROM reviews r WHERE r.project_id = p.project_id AND r.status = 'pending') AS pending_reviews,
+       (SELECT json_array(COUNT(*), TOTAL(agent_calls), TOTAL(input_tokens), TOTAL(output_tokens), TOTAL(cost_usd),
+                          TOTAL(status = 'FAILED'))
+          FROM nodes n WHERE n.project_id = p.project_id) AS live
+FROM projects p
+"""
+_NODE_COLUMNS = (
+    "task_id, parent_id, goal, task_type, node_type, layer, depends_on, status, result, error, sources, warnings,"
+    " replans, agent_calls, input_tokens, output_tokens, cost_usd, created_at"
+)
+_CALL_COLUMNS = (
+    "task_id, role, agent, model, prompt, context, response, error, attempts, input_tokens, output_tokens,"
+    " cost_usd, cached, tool_calls, started_at, latency_s"
+)
+_REVIEW_COLUMNS = (
+    "review_id, project_id, task_id, round, goal, layer, plan, context, status, decision, created_at, answered_at,"
+    " deadline"
+)
+
+
+class ProjectStore:
+    """Every project of a results folder, in ``<results_dir>/sentient.db``.
+
+    Thread-safe (one connection, one lock; see the module docstring). Use
+    :meth:`open` for the default location, and :meth:`close` (or ``with``) when done.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.RLock()
+        try:
+            self._conn: sqlite3.Connection | None = connect(self.path)
+        except SchemaVersionError as exc:
+            raise StoreError(str(exc)) from exc
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"cannot open the project store {self.path}: {exc}") from exc
+        self._conn.row_factory = sqlite3.Row
+
+    @classmethod
+    def open(cls, results_dir: Path) -> ProjectStore:
+        """The store of a results folder (``project_results/sentient.db`` by default)."""
+        return cls(Path(results_dir) / DB_NAME)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> ProjectStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def project_dir(self, project_id: str) -> Path:
+        """The folder of a project's files (reports, traces), next to the database."""
+        return self.path.parent / check_project_id(project_id)
+
+    # -- transactions ----------------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """Hold the lock and one write transaction; commit on success, roll back on error."""
+        with self._lock:
+            conn = self._connection()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise StoreError(f"project store {self.path}: {exc}") from exc
+                raise
+
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """A read transaction: several queries see one consistent snapshot."""
+        with self._lock:
+            conn = self._connection()
+            began = not conn.in_transaction  # inside a write transaction, read within it
+            try:
+                if began:
+                    conn.execute("BEGIN")
+                yield conn
+            except sqlite3.Error as exc:
+                raise StoreError(f"project store {self.path}: {exc}") from exc
+            finally:
+                if began and conn.in_transaction:
+                    conn.execute("COMMIT")
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreError(f"the project store {self.path} is closed")
+        return self._conn
+
+    # -- projects --------------------------------------------------------------------------
+
+    def create_project(self, project_id: str, goal: str, profile: str, settings: Mapping[str, Any]) -> ProjectRecord:
+        """Store a new project with status ``created``."""
+        check_project_id(project_id)
+        now = time.time()
+        with self.transaction() as conn:
+            if _exists(conn, project_id):
+                raise ProjectExistsError(project_id)
+            conn.execute(
+                "INSERT INTO projects (project_id, goal, profile, status, settings, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (project_id, goal, profile, ProjectStatus.CREATED.value, _dumps(dict(settings)), now, now),
+            )
+        return self.get_project(project_id)
+
+    def get_project(self, project_id: str) -> ProjectRecord:
+        check_project_id(project_id)
+        with self._reading() as conn:
+            row = conn.execute(_PROJECT_SELECT + " WHERE p.project_id = ?", (project_id,)).fetchone()
+        if row is None:
+            raise ProjectNotFoundError(project_id)
+        return _record(row)
+
+    def list_projects(self) -> list[ProjectRecord]:
+        """Every project, newest first."""
+        with self._reading() as conn:
+            rows = conn.execute(_PROJECT_SELECT + " ORDER BY p.created_at DESC, p.rowid DESC").fetchall()
+        return [_record(row) for row in rows]
+
+    def set_status(
+        self, project_id: str, status: ProjectStatus | str, error: str | None = None, owner_pid: int | None = None
+    ) -> None:
+        """Set the status and the error (``None`` clears it); ``owner_pid`` records who runs it."""
+        value = _project_status(status).value
+        sql, params = "UPDATE projects SET status = ?, error = ?, updated_at = ?", [value, error, time.time()]
+        if owner_pid is not None:
+            sql += ", owner_pid = ?, owner_start = ?"
+            params += [owner_pid, _process_start(owner_pid)]
+        self._update(project_id, sql, params)
+
+    def set_stats(self, project_id: str, stats: Mapping[str, Any]) -> None:
+        self._update(project_id, "UPDATE projects SET stats = ?, updated_at = ?", [_dumps(dict(stats)), time.time()])
+
+    def set_report(self, project_id: str, markdown: str) -> None:
+        self._update(project_id, "UPDATE projects SET report_markdown = ?, updated_at = ?", [markdown, time.time()])
+
+    def get_report(self, project_id: str) -> str | None:
+        """The stored report Markdown, or None before the run stored one."""
+        check_project_id(project_id)
+        with self._reading() as conn:
+            row = conn.execute("SELECT report_markdown FROM projects WHERE project_id = ?", (project_id,)).fetchone()
+        if row is None:
+            raise ProjectNotFoundError(project_id)
+        return row[0]
+
+    def delete_project(self, project_id: str) -> None:
+        """Delete the project and (by cascade) its nodes, history, calls, knowledge and reviews."""
+        check_project_id(project_id)
+        with self.transaction() as conn:
+            if conn.execute("DELETE FROM projects WHERE project_id = ?", (project_id,)).rowcount == 0:
+                raise ProjectNotFoundError(project_id)
+
+    def reset_project(self, project_id: str) -> None:
+        """Forget a project's run (graph, calls, knowledge, reviews, report, stats) to run it from scratch."""
+        check_project_id(project_id)
+        with self.transaction() as conn:
+            if not _exists(conn, project_id):
+                raise ProjectNotFoundError(project_id)
+            for table in ("nodes", "status_changes", "calls", "knowledge", "reviews"):
+                conn.execute(f"DELETE FROM {table} WHERE project_id = ?", (project_id,))
+            conn.execute(
+                "UPDATE projects SET status = ?, error = NULL, stats = '{}', report_markdown = NULL, updated_at = ?"
+                " WHERE project_id = ?",
+                (ProjectStatus.CREATED.value, time.time(), project_id),
+            )
+
+    def stale_running(self) -> list[ProjectRecord]:
+        """Projects marked running whose owner process is gone (to mark interrupted, then resume)."""
+        with self._reading() as conn:
+            rows = conn.execute(
+                _PROJECT_SELECT + " WHERE p.status = ? ORDER BY p.created_at", (ProjectStatus.RUNNING.value,)
+            ).fetchall()
+        return [record for record in map(_record, rows) if not owner_alive(record)]
+
+    def _update(self, project_id: str, sql: str, params: list[Any]) -> None:
+        check_project_id(project_id)
+        with self.transaction() as conn:
+            if conn.execute(sql + " WHERE project_id = ?", (*params, project_id)).rowcount == 0:
+                raise ProjectNotFoundError(project_id)
+
+    # -- graph and traces ------------------------------------------------------------------
+
+    def load_graph(self, project_id: str) -> TaskGraph:
+        """The stored task graph, each node with its status history."""
+        check_project_id(project_id)
+        with self._reading() as conn:
+            if not _exists(conn, project_id):
+                raise ProjectNotFoundError(project_id)
+            rows = conn.execute(
+                f"SELECT {_NODE_COLUMNS} FROM nodes WHERE project_id = ? ORDER BY seq", (project_id,)
+            ).fetchall()
+            changes = conn.execute(
+                "SELECT task_id, new, at FROM status_changes WHERE project_id = ? ORDER BY id", (project_id,)
+            ).fetchall()
+        history: dict[str, list[StatusChange]] = {}
+        for task_id, status, at in changes:
+            history.setdefault(task_id, []).append(StatusChange(status=TaskStatus(status), at=at))
+        return TaskGraph.from_nodes([_node(row, history.get(row["task_id"], [])) for row in rows])
+
+    def node(self, project_id: str, task_id: str) -> TaskNode:
+        """One stored node, with its history and children."""
+        check_project_id(project_id)
+        with self._reading() as conn:
+            row = conn.execute(
+                f"SELECT {_NODE_COLUMNS} FROM nodes WHERE project_id = ? AND task_id = ?", (project_id, task_id)
+            ).fetchone()
+            if row is None:
+                raise (
+                    NodeNotFoundError(project_id, task_id)
+                    if _exists(conn, project_id)
+                    else ProjectNotFoundError(project_id)
+                )
+            changes = conn.execute(
+                "SELECT new, at FROM status_changes WHERE project_id = ? AND task_id = ? ORDER BY id",
+                (project_id, task_id),
+            ).fetchall()
+            children = conn.execute(
+                "SELECT task_id FROM nodes WHERE project_id = ? AND parent_id = ? ORDER BY seq", (project_id, task_id)
+            ).fetchall()
+        node = _node(row, [StatusChange(status=TaskStatus(s), at=at) for s, at in changes])
+        node.children = [c[0] for c in children]
+        return node
+
+    def calls(self, project_id: str, task_id: str | None = None) -> list[dict[str, Any]]:
+        """Agent calls (the AgentCall shape plus ``task_id``), oldest first; those of removed nodes too."""
+        check_project_id(project_id)
+        sql, params = f"SELECT {_CALL_COLUMNS} FROM calls WHERE project_id = ?", [project_id]
+        if task_id is not None:
+            sql, params = sql + " AND task_id = ?", [*params, task_id]
+        with self._reading() as conn:
+            rows = conn.execute(sql + " ORDER BY id", params).fetchall()
+        out = []
+        for row in rows:
+            call = dict(row)
+            call["context"] = json.loads(call["context"])
+            call["tool_calls"] = json.loads(call["tool_calls"])
+            call["cached"] = bool(call["cached"])
+            out.append(call)
+        return out
+
+    def knowledge(self, project_id: str) -> list[dict[str, Any]]:
+        """What DONE nodes learned: ``{task_id, goal, result, sources}`` (source refs), in order."""
+        check_project_id(project_id)
+        with self._reading() as conn:
+            rows = conn.execute(
+                "SELECT task_id, goal, result, sources FROM knowledge WHERE project_id = ? ORDER BY rowid",
+                (project_id,),
+            ).fetchall()
+        return [{**dict(row), "sources": json.loads(row["sources"])} for row in rows]
+
+    # -- reviews ---------------------------------------------------------------------------
+
+    def add_review(self, review: Mapping[str, Any]) -> None:
+        """Store a pending review (the Review shape; ``created_at`` defaults to now)."""
+        try:
+            new = _NewReview.model_validate(dict(review))
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(str(p) for p in error["loc"])
+            raise StoreError(f"invalid review: {where}: {error['msg']}") from exc
+        check_project_id(new.project_id)
+        with self.transaction() as conn:
+            if not _exists(conn, new.project_id):
+                raise ProjectNotFoundError(new.project_id)
+            if conn.execute("SELECT 1 FROM reviews WHERE review_id = ?", (new.review_id,)).fetchone():
+                raise StoreError(f"a review '{new.review_id}' already exists")
+            conn.execute(
+                f"INSERT INTO reviews ({_REVIEW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, NULL, ?)",
+                (
+                    new.review_id,
+                    new.project_id,
+                    new.task_id,
+                    new.round,
+                    new.goal,
+                    new.layer,
+                    _dumps(new.plan),
+                    new.context,
+                    new.status,
+                    new.created_at if new.created_at is not None else time.time(),
+                    new.deadline,
+                ),
+            )
+
+    def get_review(self, review_id: str) -> dict[str, Any]:
+        with self._reading() as conn:
+            row = conn.execute(f"SELECT {_REVIEW_COLUMNS} FROM reviews WHERE review_id = ?", (review_id,)).fetchone()
+        if row is None:
+            raise ReviewNotFoundError(review_id)
+        return _review(row)
+
+    def find_review(self, project_id: str, task_id: str, round: int) -> dict[str, Any] | None:
+        """The latest review of a node's plan round (to pick a pending one up again after a restart)."""
+        with self._reading() as conn:
+            row = conn.execute(
+                f"SELECT {_REVIEW_COLUMNS} FROM reviews WHERE project_id = ? AND task_id = ? AND round = ?"
+                " ORDER BY created_at DESC, rowid DESC LIMIT 1",
+                (project_id, task_id, round),
+            ).fetchone()
+        return None if row is None else _review(row)
+
+    def pending_reviews(self, project_id: str | None = None) -> list[dict[str, Any]]:
+        """Reviews waiting for an answer, oldest first (of one project, or of all)."""
+        sql, params = f"SELECT {_REVIEW_COLUMNS} FROM reviews WHERE status = 'pending'", []
+        if project_id is not None:
+            sql, params = sql + " AND project_id = ?", [project_id]
+        with self._reading() as conn:
+            rows = conn.execute(sql + " ORDER BY created_at, rowid", params).fetchall()
+        return [_review(row) for row in rows]
+
+    def reviews(self, project_id: str, task_id: str | None = None) -> list[dict[str, Any]]:
+        """Every review of a project (or of one node), answered ones included, oldest first."""
+        sql, params = f"SELECT {_REVIEW_COLUMNS} FROM reviews WHERE project_id = ?", [project_id]
+        if task_id is not None:
+            sql, params = sql + " AND task_id = ?", [*params, task_id]
+        with self._reading() as conn:
+            rows = conn.execute(sql + " ORDER BY created_at, rowid", params).fetchall()
+        return [_review(row) for row in rows]
+
+    def answer_review(self, review_id: str, decision: Mapping[str, Any]) -> dict[str, Any]:
+        """Record the decision of a pending review; returns the answered review.
+
+        Raises:
+            ReviewNotFoundError: no such review.
+            ReviewAlreadyAnsweredError: it was answered before (the first answer stands).
+        """
+        with self.transaction() as conn:
+            updated = conn.execute(
+                "UPDATE reviews SET status = 'answered', decision = ?, answered_at = ?"
+                " WHERE review_id = ? AND status = 'pending'",
+                (_dumps(dict(decision)), time.time(), review_id),
+            ).rowcount
+            if not updated:
+                if conn.execute("SELECT 1 FROM reviews WHERE review_id = ?", (review_id,)).fetchone():
+                    raise ReviewAlreadyAnsweredError(review_id)
+                raise ReviewNotFoundError(review_id)
+        return self.get_review(review_id)
+
+
+# -- owners --------------------------------------------------------------------------------
+
+
+def owner_alive(record: ProjectRecord) -> bool:
+    """Whether the process recorded as the project's owner still runs on this host."""
+    pid = record.owner_pid
+    if pid is None or pid <= 0:
+        return False
+    if os.name == "nt":
+        return True  # os.kill(pid, 0) would send CTRL_C_EVENT there; never call a project stale
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # exists, owned by another user
+    except OSError:
+        return False
+    # The same pid may now be another process (pid reuse; a container's server is always pid 1).
+    if record.owner_start is not None:
+        return _process_start(pid) in (None, record.owner_start)
+    return True
+
+
+def _process_start(pid: int) -> str | None:
+    """The process's start time since boot (Linux ``/proc``), or None where unknown."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()
+    return fields[19] if len(fields) > 19 else None  # field 22 of stat(5), counted after "(comm)"
+
+
+# -- rows ----------------------------------------------------------------------------------
+
+
+def _exists(conn: sqlite3.Connection, project_id: str) -> bool:
+    return conn.execute("SELECT 1 FROM projects WHERE project_id = ?", (project_id,)).fetchone() is not None
+
+
+def _project_status(status: ProjectStatus | str) -> ProjectStatus:
+    try:
+        return ProjectStatus(status)
+    except ValueError:
+        raise StoreError(
+            f"unknown project status {status!r}: use one of {', '.join(s.value for s in ProjectStatus)}"
+        ) from None
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _record(row: sqlite3.Row) -> ProjectRecord:
+    nodes, calls, tokens_in, tokens_out, cost, failed = json.loads(row["live"])
+    return ProjectRecord(
+        project_id=row["project_id"],
+        goal=row["goal"],
+        profile=row["profile"],
+        status=ProjectStatus(row["status"]),
+        error=row["error"],
+        settings=json.loads(row["settings"]),
+        stats=json.loads(row["stats"]),
+        owner_pid=row["owner_pid"],
+        owner_start=row["owner_start"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        pending_reviews=row["pending_reviews"],
+        has_report=bool(row["has_report"]),
+        nodes=nodes,
+        agent_calls=int(calls),
+        input_tokens=int(tokens_in),
+        output_tokens=int(tokens_out),
+        cost_usd=cost,
+        failed_nodes=int(failed),
+    )
+
+
+def _node(row: sqlite3.Row, history: list[StatusChange]) -> TaskNode:
+    return TaskNode(
+        task_id=row["task_id"],
+        goal=row["goal"],
+        task_type=TaskType(row["task_type"]),
+        node_type=NodeType(row["node_type"]),
+        layer=row["layer"],
+        parent_id=row["parent_id"],
+        depends_on=json.loads(row["depends_on"]),
+        status=TaskStatus(row["status"]),
+        history=history,
+        result=row["result"],
+        error=row["error"],
+        sources=[Source(**s) for s in json.loads(row["sources"])],
+        warnings=json.loads(row["warnings"]),
+        replans=row["replans"],
+        agent_calls=row["agent_calls"],
+        input_tokens=row["input_tokens"],
+        output_tokens=row["output_tokens"],
+        cost_usd=row["cost_usd"],
+        created_at=row["created_at"],
+    )
+
+
+def _review(row: sqlite3.Row) -> dict[str, Any]:
+    review = dict(row)
+    review["plan"] = json.loads(review["plan"])
+    review["decision"] = json.loads(review["decision"]) if review["decision"] is not None else None
+    return review

@@ -1,0 +1,173 @@
+"""The SQLite schema of the project store, its version, and how a connection is opened.
+
+The version lives in ``PRAGMA user_version``: 0 means a new file (the schema is created),
+:data:`SCHEMA_VERSION` is current, and a file from a newer Sentient is refused rather than
+misread. A future change adds an entry to :data:`MIGRATIONS` (``version -> SQL`` that brings
+the file from ``version - 1``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_MS = 5000  # another process (a CLI next to the server) holding the write lock
+
+_SCHEMA_V1 = """
+CREATE TABLE projects (
+    project_id      TEXT PRIMARY KEY,
+    goal            TEXT NOT NULL,
+    profile         TEXT NOT NULL,
+    status          TEXT NOT NULL,
+    error           TEXT,
+    settings        TEXT NOT NULL DEFAULT '{}',
+    stats           TEXT NOT NULL DEFAULT '{}',
+    report_markdown TEXT,
+    owner_pid       INTEGER,
+    owner_start     TEXT,  -- the owner's process start time: a reused pid is not mistaken for it
+    created_at      REAL NOT NULL,
+    updated_at      REAL NOT NULL
+);
+CREATE INDEX projects_by_created ON projects (created_at);
+
+CREATE TABLE nodes (
+    project_id    TEXT NOT NULL REFERENCES projects (project_id) ON DELETE CASCADE,
+    task_id       TEXT NOT NULL,
+    seq           INTEGER NOT NULL,  -- creation order: parents before children, siblings in plan order
+    parent_id     TEXT,
+    goal          TEXT NOT NULL,
+    task_type     TEXT NOT NULL,
+    node_type     TEXT NOT NULL,
+    layer         INTEGER NOT NULL,
+    depends_on    TEXT NOT NULL DEFAULT '[]',
+    status        TEXT NOT NULL,
+    result        TEXT,
+    error         TEXT,
+    sources       TEXT NOT NULL DEFAULT '[]',
+    warnings      TEXT NOT NULL DEFAULT '[]',
+    replans       INTEGER NOT NULL DEFAULT 0,
+    agent_calls   INTEGER NOT NULL DEFAULT 0,
+    input_tokens  INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_usd      REAL NOT NULL DEFAULT 0,
+    created_at    REAL NOT NULL,
+    PRIMARY KEY (project_id, task_id)
+);
+CREATE UNIQUE INDEX nodes_by_seq ON nodes (project_id, seq);
+
+CREATE TABLE status_changes (
+    id         INTEGER PRIMARY KEY,
+    project_id TEXT NOT NULL REFERENCES projects (project_id) ON DELETE CASCADE,
+    task_id    TEXT NOT NULL,
+    old        TEXT NOT NULL,
+    new        TEXT NOT NULL,
+    at         REAL NOT NULL,
+    error      TEXT
+);
+CREATE INDEX status_changes_by_node ON status_changes (project_id, task_id);
+
+-- Calls are kept when their node is removed by a replan: they are part of the run's trace.
+CREATE TABLE calls (
+    id            INTEGER PRIMARY KEY,
+    project_id    TEXT NOT NULL REFERENCES projects (project_id) ON DELETE CASCADE,
+    task_id       TEXT NOT NULL,
+    role          TEXT NOT NULL,
+    agent         TEXT NOT NULL,
+    model         TEXT NOT NULL,
+    prompt        TEXT NOT NULL,
+    context       TEXT NOT NULL DEFAULT '{}',
+    response      TEXT,
+    error         TEXT,
+    attempts      INTEGER NOT NULL,
+    input_tokens  INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    cost_usd      REAL NOT NULL DEFAULT 0,
+    cached        INTEGER NOT NULL DEFAULT 0,
+    tool_calls    TEXT NOT NULL DEFAULT '[]',
+    started_at    REAL NOT NULL,
+    latency_s     REAL NOT NULL
+);
+CREATE INDEX calls_by_node ON calls (project_id, task_id);
+
+-- What the run learned (DONE nodes), to rebuild the knowledge store on resume.
+CREATE TABLE knowledge (
+    project_id TEXT NOT NULL REFERENCES projects (project_id) ON DELETE CASCADE,
+    task_id    TEXT NOT NULL,
+    goal       TEXT NOT NULL,
+    result     TEXT NOT NULL,
+    sources    TEXT NOT NULL DEFAULT '[]',
+    PRIMARY KEY (project_id, task_id)
+);
+
+CREATE TABLE reviews (
+    review_id   TEXT PRIMARY KEY,
+    project_id  TEXT NOT NULL REFERENCES projects (project_id) ON DELETE CASCADE,
+    task_id     TEXT NOT NULL,
+    round       INTEGER NOT NULL,
+    goal        TEXT NOT NULL,
+    layer       INTEGER NOT NULL,
+    plan        TEXT NOT NULL,
+    context     TEXT NOT NULL DEFAULT '',
+    status      TEXT NOT NULL,
+    decision    TEXT,
+    created_at  REAL NOT NULL,
+    answered_at REAL,
+    deadline    REAL
+);
+CREATE INDEX reviews_by_project ON reviews (project_id, status);
+CREATE INDEX reviews_by_node ON reviews (project_id, task_id, round);
+"""
+
+MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1}
+
+
+class SchemaVersionError(sqlite3.DatabaseError):
+    """The file was written by a newer Sentient (a higher ``user_version``)."""
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open (and create or migrate) the database at ``path``.
+
+    The connection is in autocommit mode (``isolation_level=None``): every write goes through
+    an explicit ``BEGIN IMMEDIATE … COMMIT``, so a transaction's extent is visible in the code.
+    ``check_same_thread`` is off because the store serialises access with its own lock.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        # NORMAL in WAL mode: a commit survives a process crash; only a power loss can drop the
+        # last few commits, and the file stays consistent either way.
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        _migrate(conn, path)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+    conn.execute("BEGIN IMMEDIATE")  # two processes opening a new file at once: one creates it
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"{path} has schema version {version}, newer than this Sentient's {SCHEMA_VERSION}: upgrade Sentient"
+            )
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            for statement in _statements(MIGRATIONS[target]):
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {target}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _statements(script: str) -> list[str]:
+    """Split a migration into statements (``executescript`` would commit our transaction)."""
+    lines = [line.split("--", 1)[0] for line in script.splitlines()]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]

@@ -1,0 +1,447 @@
+"""StoreWriter: an event subscriber that persists a run to the project store as it happens.
+
+Subscribers run on the engine's event loop, so :meth:`StoreWriter.__call__` does the least it
+can: it reads the few fields of the node an event concerns into a tuple (no ``model_dump``, no
+JSON, no SQL) and appends it to a queue. A background thread drains the queue and writes each
+batch in one transaction, typically within a few milliseconds of the event. Reading the node on
+the loop thread, at the moment of the event, is what keeps the snapshot consistent: the engine
+mutates nodes only on that thread, and a node's result, sources and counters are final before
+it moves to a terminal status.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from itertools import chain
+from typing import Any
+
+from loguru import logger
+
+from sentient.events import AgentCallFinished, Event, NodeCreated, NodesRemoved, NodeStatusChanged
+from sentient.graph.node import Source
+from sentient.graph.status import TaskStatus
+from sentient.graph.task_graph import TaskGraph
+from sentient.store.project_store import ProjectStore, StoreError, check_project_id
+
+_CREATED, _STATUS, _REMOVED, _CALL, _FLUSH, _STOP = range(6)
+_KIND_NAMES = ("NodeCreated", "NodeStatusChanged", "NodesRemoved", "AgentCallFinished", "flush", "stop")
+_FLUSH_POLL_S = 0.05
+
+_ROWS_PER_STATEMENT = 400  # well under SQLite's variable and compound-select limits
+_YIELD_EVERY = 200  # events turned into rows between two releases of the GIL
+
+# Each batch is written with a handful of set-based statements (multi-row INSERT, UPDATE … FROM
+# VALUES) rather than one statement per event: SQLite does the work in one step per statement,
+# and the writer thread takes the GIL back (from the engine's thread) once per step.
+_NODE_INSERT = (
+    "INSERT INTO nodes (project_id, task_id, seq, parent_id, goal, task_type, node_type, layer, depends_on,"
+    " status, warnings, created_at)",
+    12,
+    # A node announced again (a resumed run) keeps its place, result and counters.
+    " ON CONFLICT (project_id, task_id) DO UPDATE SET parent_id = excluded.parent_id, goal = excluded.goal,"
+    " task_type = excluded.task_type, node_type = excluded.node_type, layer = excluded.layer,"
+    " depends_on = excluded.depends_on, status = excluded.status, warnings = excluded.warnings",
+)
+_CHANGE_INSERT = ("INSERT INTO status_changes (project_id, task_id, old, new, at, error)", 6, "")
+_CALL_INSERT = (
+    "INSERT INTO calls (project_id, task_id, role, agent, model, prompt, context, response, error, attempts,"
+    " input_tokens, output_tokens, cost_usd, cached, tool_calls, started_at, latency_s)",
+    17,
+    "",
+)
+_KNOWLEDGE_INSERT = ("INSERT OR REPLACE INTO knowledge (project_id, task_id, goal, result, sources)", 5, "")
+# Counters only grow, and arrive twice: summed from AgentCallFinished (applied first) and as the
+# node's own totals with each status change. MAX keeps the right value whichever the engine keeps.
+_NODE_UPDATE = (
+    "UPDATE nodes SET status = v.column2, node_type = v.column3, error = v.column4, result = v.column5,"
+    " sources = v.column6, warnings = v.column7, replans = v.column8,"
+    " agent_calls = MAX(nodes.agent_calls, v.column9), input_tokens = MAX(nodes.input_tokens, v.column10),"
+    " output_tokens = MAX(nodes.output_tokens, v.column11), cost_usd = MAX(nodes.cost_usd, v.column12)"
+    " FROM (VALUES {rows}) AS v WHERE nodes.project_id = ? AND nodes.task_id = v.column1",
+    12,
+)
+_CALL_TOTALS_UPDATE = (
+    "UPDATE nodes SET agent_calls = nodes.agent_calls + v.column2, input_tokens = nodes.input_tokens + v.column3,"
+    " output_tokens = nodes.output_tokens + v.column4, cost_usd = nodes.cost_usd + v.column5"
+    " FROM (VALUES {rows}) AS v WHERE nodes.project_id = ? AND nodes.task_id = v.column1",
+    5,
+)
+_STATUS_ONLY_UPDATE = "UPDATE nodes SET status = ?, error = COALESCE(?, error) WHERE project_id = ? AND task_id = ?"
+
+
+class StoreWriterError(StoreError):
+    """Events that could not be persisted (raised by :meth:`StoreWriter.flush` and ``close``)."""
+
+    def __init__(self, project_id: str, errors: list[BaseException]) -> None:
+        self.project_id = project_id
+        self.errors = errors
+        super().__init__(f"project '{project_id}': {len(errors)} event(s) could not be persisted; first: {errors[0]}")
+
+
+class StoreWriter:
+    """Persists every node, status change, removal and agent call of one run.
+
+    Args:
+        store: the project store (the project must exist in it).
+        project_id: the project the events belong to.
+        graph: the run's graph, read at each event for what the event does not carry (result,
+            sources, counters). May be set later through the ``graph`` attribute, but before
+            the first event.
+        batch_size: most events written in one transaction.
+        linger_s: how long the thread waits, once woken, for more events to share the
+            transaction (a commit lands at most about this much after its event, plus the write).
+
+    Call :meth:`close` when the run ends (it flushes); the thread is a daemon, so what is still
+    queued when a process exits without closing is lost.
+    """
+
+    def __init__(
+        self,
+        store: ProjectStore,
+        project_id: str,
+        graph: TaskGraph | None = None,
+        *,
+        batch_size: int = 2000,
+        linger_s: float = 0.002,
+    ) -> None:
+        self.project_id = check_project_id(project_id)
+        self.graph = graph
+        self._store = store
+        self._batch_size = batch_size
+        self._linger_s = linger_s
+        self._next_seq: int | None = None  # this writer numbers the nodes it inserts
+        self._queue: deque[tuple[Any, ...]] = deque()
+        self._wake = threading.Event()
+        self._errors: list[BaseException] = []
+        self._errors_lock = threading.Lock()
+        self._closed = False
+        self._warned_no_graph = False
+        self._thread = threading.Thread(target=self._run, name=f"store-writer-{project_id}", daemon=True)
+        self._thread.start()
+
+    # -- the loop side (cheap) -------------------------------------------------------------
+
+    def __call__(self, event: Event) -> None:
+        item: tuple[Any, ...]
+        if isinstance(event, NodeStatusChanged):  # the most frequent first
+            item = self._status_item(event)
+        elif isinstance(event, AgentCallFinished):
+            item = (_CALL, event)  # frozen: read on the writer thread as is
+        elif isinstance(event, NodeCreated):
+            item = (_CREATED, event, self._created_at(event.task_id))
+        elif isinstance(event, NodesRemoved):
+            item = (_REMOVED, event)
+        else:
+            return
+        if self._closed:
+            raise StoreWriterError(self.project_id, [RuntimeError(f"writer closed; {type(event).__name__} dropped")])
+        self._queue.append(item)
+        if not self._wake.is_set():
+            self._wake.set()
+
+    def _status_item(self, event: NodeStatusChanged) -> tuple[Any, ...]:
+        graph = self.graph
+        if graph is None:
+            if not self._warned_no_graph:
+                self._warned_no_graph = True
+                self._record(RuntimeError("no graph attached: only statuses are persisted, not results"), None)
+            return (_STATUS, event, None)
+        if event.task_id not in graph:
+            return (_STATUS, event, None)
+        node = graph.get(event.task_id)
+        return (
+            _STATUS,
+            event,
+            (
+                node.node_type,
+                node.error,
+                node.result,
+                tuple(node.sources),  # Sources are frozen; the list itself is copied
+                tuple(node.warnings),
+                node.replans,
+                node.agent_calls,
+                node.input_tokens,
+                node.output_tokens,
+                node.cost_usd,
+                node.goal,
+            ),
+        )
+
+    def _created_at(self, task_id: str) -> float:
+        graph = self.graph
+        if graph is not None and task_id in graph:
+            return graph.get(task_id).created_at
+        return time.time()
+
+    # -- the caller side -------------------------------------------------------------------
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Block until every event queued so far is committed.
+
+        Raises:
+            StoreWriterError: events failed to persist since the last flush (each is logged too).
+            TimeoutError: not committed within ``timeout`` seconds.
+        """
+        if self._thread.is_alive():
+            done = threading.Event()
+            self._queue.append((_FLUSH, done))
+            self._wake.set()
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while not done.wait(_FLUSH_POLL_S) and self._thread.is_alive():
+                if deadline is not None and time.monotonic() > deadline:
+                    raise TimeoutError(f"store writer of '{self.project_id}' did not flush within {timeout}s")
+        self._raise_errors()
+        if self._queue and not self._thread.is_alive():
+            raise StoreWriterError(
+                self.project_id, [RuntimeError(f"writer thread stopped with {len(self._queue)} event(s) unwritten")]
+            )
+
+    def close(self) -> None:
+        """Write what is queued, stop the thread, and raise if anything failed to persist."""
+        if not self._closed:
+            self._closed = True
+            self._queue.append((_STOP,))
+            self._wake.set()
+            self._thread.join()
+        self._raise_errors()
+
+    def __enter__(self) -> StoreWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _raise_errors(self) -> None:
+        with self._errors_lock:
+            errors, self._errors = self._errors, []
+        if errors:
+            raise StoreWriterError(self.project_id, errors) from errors[0]
+
+    # -- the writer thread -----------------------------------------------------------------
+
+    def _run(self) -> None:
+        stop = False
+        while not stop:
+            self._wake.wait()
+            if self._linger_s:
+                time.sleep(self._linger_s)  # let a burst of events gather into one transaction
+            # Clear before draining: an event appended from now on either is drained below or
+            # finds the flag clear and sets it again.
+            self._wake.clear()
+            while self._queue:
+                batch: list[tuple[Any, ...]] = []
+                done: list[threading.Event] = []
+                while self._queue and len(batch) < self._batch_size:
+                    item = self._queue.popleft()
+                    if item[0] == _FLUSH:
+                        done.append(item[1])
+                    elif item[0] == _STOP:
+                        stop = True
+                    else:
+                        batch.append(item)
+                try:
+                    self._write(batch)
+                except BaseException as exc:  # a bug here must not kill the thread silently
+                    self._record(exc, None)
+                for event in done:
+                    event.set()
+
+    def _write(self, batch: list[tuple[Any, ...]]) -> None:
+        if not batch:
+            return
+        try:
+            self._commit(batch)
+        except Exception as exc:
+            self._next_seq = None  # the rolled-back transaction may have used some
+            if len(batch) == 1:
+                self._record(exc, batch[0])
+                return
+            # One bad event must not cost the batch: write them one by one, keep what can be kept.
+            for item in batch:
+                try:
+                    self._commit([item])
+                except Exception as item_exc:
+                    self._next_seq = None
+                    self._record(item_exc, item)
+
+    def _record(self, exc: BaseException, item: tuple[Any, ...] | None) -> None:
+        what = _KIND_NAMES[item[0]] if item else "a batch"
+        logger.opt(exception=exc).error("store writer: project {}: could not persist {}", self.project_id, what)
+        with self._errors_lock:
+            self._errors.append(exc)
+
+    def _commit(self, items: list[tuple[Any, ...]]) -> None:
+        """Write ``items`` in one transaction, in event order where order matters."""
+        pid = self.project_id
+        with self._store.transaction() as conn:
+            if self._next_seq is None:
+                row = conn.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM nodes WHERE project_id = ?", (pid,))
+                self._next_seq = int(row.fetchone()[0])
+            rows = _Rows(pid)
+            for count, item in enumerate(items, start=1):
+                if count % _YIELD_EVERY == 0:
+                    time.sleep(0)  # hand the GIL to the engine's thread now and then
+                kind = item[0]
+                if kind == _CREATED:
+                    rows.add_node(item[1], item[2], self._next_seq)
+                    self._next_seq += 1
+                elif kind == _STATUS and item[2] is not None:
+                    rows.add_status(item[1], item[2])
+                elif kind == _CALL:
+                    rows.add_call(item[1])
+                else:  # a removal, or a status without a node: apply what came before, then it
+                    rows.write(conn)
+                    rows = _Rows(pid)
+                    _write_single(conn, pid, item)
+            rows.write(conn)
+            conn.execute("UPDATE projects SET updated_at = ? WHERE project_id = ?", (time.time(), pid))
+
+
+class _Rows:
+    """The rows of a run of events, grouped by statement (no removal among them)."""
+
+    def __init__(self, project_id: str) -> None:
+        self.project_id = project_id
+        self.nodes: list[tuple[Any, ...]] = []
+        self.updates: dict[str, tuple[TaskStatus, tuple[Any, ...]]] = {}  # the last status of each node wins
+        self.changes: list[tuple[Any, ...]] = []
+        self.knowledge: list[tuple[Any, ...]] = []
+        self.calls: list[tuple[Any, ...]] = []
+        self.call_totals: dict[str, list[Any]] = {}
+
+    def add_node(self, event: NodeCreated, created_at: float, seq: int) -> None:
+        self.nodes.append(
+            (
+                self.project_id,
+                event.task_id,
+                seq,
+                event.parent_id,
+                event.goal,
+                event.task_type,
+                event.node_type,
+                event.layer,
+                _json_list(event.depends_on),
+                event.status,
+                _json_list(event.warnings),
+                created_at,
+            )
+        )
+
+    def add_status(self, event: NodeStatusChanged, snap: tuple[Any, ...]) -> None:
+        task_id = event.task_id
+        self.updates[task_id] = (event.new, snap)
+        self.changes.append((self.project_id, task_id, event.old, event.new, event.at, event.error))
+        result, sources, goal = snap[2], snap[3], snap[10]
+        if event.new is TaskStatus.DONE and result is not None:
+            self.knowledge.append((self.project_id, task_id, goal, result, _json_list([s.ref for s in sources])))
+
+    def add_call(self, event: AgentCallFinished) -> None:
+        self.calls.append(
+            (
+                self.project_id,
+                event.task_id,
+                event.role,
+                event.agent,
+                event.model,
+                event.prompt,
+                _dumps(event.context),
+                event.response,
+                event.error,
+                event.attempts,
+                event.input_tokens,
+                event.output_tokens,
+                event.cost_usd,
+                int(event.cached),
+                _dumps(list(event.tool_calls)) if event.tool_calls else "[]",
+                event.started_at,
+                event.latency_s,
+            )
+        )
+        totals = self.call_totals.setdefault(event.task_id, [event.task_id, 0, 0, 0, 0.0])
+        totals[1] += 1
+        totals[2] += event.input_tokens
+        totals[3] += event.output_tokens
+        totals[4] += event.cost_usd
+
+    def write(self, conn: sqlite3.Connection) -> None:
+        _insert(conn, _NODE_INSERT, self.nodes)
+        _update(conn, _CALL_TOTALS_UPDATE, [tuple(t) for t in self.call_totals.values()], self.project_id)
+        _update(conn, _NODE_UPDATE, [_node_update(task_id, *u) for task_id, u in self.updates.items()], self.project_id)
+        _insert(conn, _CHANGE_INSERT, self.changes)
+        _insert(conn, _CALL_INSERT, self.calls)
+        _insert(conn, _KNOWLEDGE_INSERT, self.knowledge)
+
+
+def _node_update(task_id: str, status: TaskStatus, snap: tuple[Any, ...]) -> tuple[Any, ...]:
+    node_type, error, result, sources, warnings, replans, calls, tokens_in, tokens_out, cost, _goal = snap
+    return (
+        task_id,
+        status,
+        node_type,
+        error,
+        result,
+        _json_sources(sources),
+        _json_list(warnings),
+        replans,
+        calls,
+        tokens_in,
+        tokens_out,
+        cost,
+    )
+
+
+def _write_single(conn: sqlite3.Connection, pid: str, item: tuple[Any, ...]) -> None:
+    kind, event = item[0], item[1]
+    if kind == _REMOVED:
+        for start in range(0, len(event.task_ids), _ROWS_PER_STATEMENT):
+            chunk = event.task_ids[start : start + _ROWS_PER_STATEMENT]
+            marks = ", ".join("?" * len(chunk))
+            for table in ("nodes", "status_changes"):
+                conn.execute(f"DELETE FROM {table} WHERE project_id = ? AND task_id IN ({marks})", (pid, *chunk))
+    else:  # a status change of a node the graph did not have
+        conn.execute(_STATUS_ONLY_UPDATE, (event.new.value, event.error, pid, event.task_id))
+        conn.execute(
+            f"{_CHANGE_INSERT[0]} VALUES (?, ?, ?, ?, ?, ?)",
+            (pid, event.task_id, event.old.value, event.new.value, event.at, event.error),
+        )
+
+
+def _insert(conn: sqlite3.Connection, statement: tuple[str, int, str], rows: list[tuple[Any, ...]]) -> None:
+    head, width, tail = statement
+    for chunk, marks in _chunks(rows, width):
+        conn.execute(f"{head} VALUES {marks}{tail}", list(chain.from_iterable(chunk)))
+
+
+def _update(conn: sqlite3.Connection, statement: tuple[str, int], rows: list[tuple[Any, ...]], pid: str) -> None:
+    sql, width = statement
+    for chunk, marks in _chunks(rows, width):
+        conn.execute(sql.format(rows=marks), [*chain.from_iterable(chunk), pid])
+
+
+def _chunks(rows: list[tuple[Any, ...]], width: int) -> Iterator[tuple[list[tuple[Any, ...]], str]]:
+    row_marks = "(" + ", ".join("?" * width) + ")"
+    for start in range(0, len(rows), _ROWS_PER_STATEMENT):
+        chunk = rows[start : start + _ROWS_PER_STATEMENT]
+        yield chunk, ", ".join([row_marks] * len(chunk))
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)  # one instance: json.dumps(**options) builds one per call
+
+
+def _dumps(value: Any) -> str:
+    return _ENCODER.encode(value)
+
+
+def _json_list(values: tuple[str, ...] | list[str]) -> str:
+    return _dumps(list(values)) if values else "[]"
+
+
+def _json_sources(sources: tuple[Source, ...]) -> str:
+    if not sources:
+        return "[]"
+    return _dumps([{"ref": s.ref, "title": s.title, "snippet": s.snippet} for s in sources])

@@ -1,0 +1,215 @@
+"""Persistence and resume: every event reaches the store, and an interrupted run (cancelled,
+stopped by a budget, or killed with SIGKILL) continues without re-running finished work."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from sentient import ProfiledSentientAgent
+from sentient.agents.models.fake import ScriptedModel
+from sentient.agents.schemas import PlanOutput, SubTask
+from sentient.events import Event, NodeStatusChanged
+from sentient.exceptions import RunError
+from sentient.graph.node import TaskType
+from sentient.graph.status import TaskStatus
+from sentient.settings import Settings
+from sentient.store import ProjectNotFoundError, ProjectStore
+
+GOAL = "Compare the event loops of asyncio and trio"
+ENGINE = {"max_depth": 1, "skip_atomization": True, "max_concurrent_llm_calls": 2}
+
+
+def wide_plan() -> ScriptedModel:
+    """Six independent searches and a write-up: enough work to interrupt in the middle."""
+    plan = PlanOutput(
+        subtasks=[SubTask(goal=f"Look up fact {i} about event loops", task_type=TaskType.SEARCH) for i in range(6)]
+        + [SubTask(goal="Write the comparison", task_type=TaskType.WRITE, depends_on_indices=[0, 1, 2])]
+    )
+    return ScriptedModel(script={"planner": plan}, latency=0.02)
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(cache_dir=tmp_path / "cache", results_dir=tmp_path / "results")
+
+
+@pytest.fixture
+def store(settings: Settings) -> ProjectStore:
+    store = ProjectStore.open(settings.results_dir)
+    yield store
+    store.close()
+
+
+def agent(settings: Settings, model: ScriptedModel, **engine: object) -> ProfiledSentientAgent:
+    docs = settings.cache_dir.parent / "docs"
+    docs.mkdir(parents=True, exist_ok=True)
+    (docs / "loops.md").write_text("# Event loops\n\nAn event loop runs callbacks and coroutines.\n")
+    return ProfiledSentientAgent.create_with_profile(
+        "general_agent", settings=settings, model=model, docs=docs, **{**ENGINE, **engine}
+    )
+
+
+def done_ids(store: ProjectStore, project_id: str) -> set[str]:
+    try:
+        graph = store.load_graph(project_id)
+    except ProjectNotFoundError:  # the run has not created it yet
+        return set()
+    return {n.task_id for n in graph if n.status is TaskStatus.DONE}
+
+
+async def test_every_status_change_is_persisted(settings: Settings, store: ProjectStore) -> None:
+    result = await agent(settings, wide_plan()).arun(GOAL, project_id="p-persist", store=store)
+    assert result.status == "completed"
+    record = store.get_project("p-persist")
+    assert record.status == "completed"
+    assert record.stats["agent_calls"] == result.stats.agent_calls
+    stored = store.load_graph("p-persist")
+    assert {n.task_id: n.status for n in stored} == {n.task_id: n.status for n in result.graph}
+    assert [h.status for h in stored.root.history] == [h.status for h in result.graph.root.history]
+    assert store.get_report("p-persist") == result.report_markdown
+    assert len(store.calls("p-persist")) == result.stats.agent_calls
+    assert (settings.results_dir / "p-persist" / "report.html").is_file()
+
+
+async def test_a_cancelled_run_resumes_without_rerunning_finished_nodes(
+    settings: Settings, store: ProjectStore
+) -> None:
+    first = wide_plan()
+    run = asyncio.create_task(agent(settings, first).arun(GOAL, project_id="p-cancel", store=store))
+
+    while sum(1 for c in first.calls if c.request.role == "executor" and c.output) < 2:
+        await asyncio.sleep(0.005)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    assert store.get_project("p-cancel").status == "cancelled"
+    finished = done_ids(store, "p-cancel")
+    assert finished, "some executors finished before the cancel"
+
+    second = wide_plan()
+    result = await agent(settings, second).aresume("p-cancel", store=store)
+    assert result.status == "completed"
+    rerun = {c.request.task_id for c in second.calls}
+    assert not rerun & finished, f"finished nodes ran again: {rerun & finished}"
+    assert "planner" not in {c.request.role for c in second.calls}, "the root's plan was kept"
+    assert store.get_project("p-cancel").status == "completed"
+    assert result.stats.agent_calls == len(first.calls_for()) - _unfinished(first) + len(second.calls)
+
+
+def _unfinished(model: ScriptedModel) -> int:
+    """Calls cut off by the cancel: they never finished, so they are not in the trace."""
+    return sum(1 for c in model.calls if c.output is None and c.error is None)
+
+
+async def test_a_budget_stop_writes_a_partial_report_and_can_be_resumed(
+    settings: Settings, store: ProjectStore
+) -> None:
+    first = wide_plan()
+    stopped = await agent(settings, first, max_llm_calls=3).arun(GOAL, project_id="p-budget", store=store)
+    assert stopped.status == "stopped"
+    assert "call budget reached" in (stopped.error or "")
+    assert stopped.report_markdown.startswith(f"# {GOAL}\n\n> **Partial report**")
+    finished_calls = [c for c in first.calls if c.output is not None]
+    assert 3 <= len(finished_calls) <= 3 + ENGINE["max_concurrent_llm_calls"] - 1
+    assert store.get_project("p-budget").status == "stopped"
+
+    second = wide_plan()
+    resumed = await agent(settings, second).aresume("p-budget", store=store, max_llm_calls=100)
+    assert resumed.status == "completed"
+    assert not {c.request.task_id for c in second.calls} & done_ids_before(stopped)
+
+
+def done_ids_before(result: object) -> set[str]:
+    graph = result.graph  # type: ignore[attr-defined]
+    return {n.task_id for n in graph if n.status is TaskStatus.DONE}
+
+
+async def test_a_time_budget_stops_the_run(settings: Settings, store: ProjectStore) -> None:
+    slow = wide_plan()
+    slow.latency = 0.2
+    result = await agent(settings, slow, max_time_s=0.3).arun(GOAL, project_id="p-time", store=store)
+    assert result.status == "stopped"
+    assert "time budget reached" in (result.error or "")
+
+
+async def test_a_completed_project_cannot_be_resumed(settings: Settings, store: ProjectStore) -> None:
+    await agent(settings, wide_plan()).arun(GOAL, project_id="p-done", store=store)
+    with pytest.raises(RunError, match="already completed"):
+        await agent(settings, wide_plan()).aresume("p-done", store=store)
+
+
+async def test_resume_republishes_resets_for_subscribers(settings: Settings, store: ProjectStore) -> None:
+    run = asyncio.create_task(agent(settings, wide_plan()).arun(GOAL, project_id="p-events", store=store))
+    while len(done_ids(store, "p-events")) < 1:
+        await asyncio.sleep(0.005)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    events: list[Event] = []
+    await agent(settings, wide_plan()).aresume("p-events", store=store, subscribers=[events.append])
+    resets = [e for e in events if isinstance(e, NodeStatusChanged) and e.old is TaskStatus.CANCELLED]
+    assert resets, "each cancelled node is announced as reset"
+
+
+# -- kill -9 in a separate process ------------------------------------------------------------------
+
+DRIVER = textwrap.dedent(
+    """
+    import asyncio, sys
+    from pathlib import Path
+    sys.path.insert(0, {tests!r})
+    from test_resume import agent, wide_plan, GOAL
+    from sentient.settings import Settings
+    from sentient.store import ProjectNotFoundError, ProjectStore
+
+    settings = Settings(cache_dir=Path({cache!r}), results_dir=Path({results!r}))
+    model = wide_plan()
+    model.latency = 0.3
+    store = ProjectStore.open(settings.results_dir)
+    asyncio.run(agent(settings, model).arun(GOAL, project_id="p-kill", store=store))
+    """
+)
+
+
+def test_a_run_killed_with_sigkill_resumes_to_the_same_result(settings: Settings, store: ProjectStore) -> None:
+    script = DRIVER.format(
+        tests=str(Path(__file__).parent), cache=str(settings.cache_dir), results=str(settings.results_dir)
+    )
+    process = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                pytest.fail(f"the driver exited early with {process.returncode}")
+            if len(done_ids(store, "p-kill")) >= 2:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("no node finished within 60 s")
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == -signal.SIGKILL
+    record = store.get_project("p-kill")
+    assert record.status == "running", "a killed run leaves its project marked running"
+    finished = done_ids(store, "p-kill")
+
+    second = wide_plan()
+    resumed = asyncio.run(agent(settings, second).aresume("p-kill", store=store))
+    assert resumed.status == "completed"
+    assert not {c.request.task_id for c in second.calls} & finished
+
+    uninterrupted = asyncio.run(agent(settings, wide_plan()).arun(GOAL, project_id="p-whole", store=store))
+    assert resumed.report_markdown == uninterrupted.report_markdown
+    assert {n.task_id: n.status for n in resumed.graph} == {n.task_id: n.status for n in uninterrupted.graph}
