@@ -8,9 +8,9 @@ from pathlib import Path
 from sentient.agents.config import AgentConfig, AgentsFile, ProfileConfig, Role, line_in_file, load_yaml_model
 from sentient.agents.models.providers import parse_model_string
 from sentient.exceptions import ConfigError, ProfileNotFoundError
-from sentient.tools.toolbox import TOOL_NAMES
 from sentient.graph.node import TaskType
 from sentient.settings import EngineSettings
+from sentient.tools.toolbox import TOOL_NAMES
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Generic, TypeVar
 
+from agno.metrics import RunMetrics
 from agno.models.message import Message
 from agno.models.response import ModelResponse
 from agno.run.agent import RunOutput
@@ -210,14 +211,16 @@ class AgentRunner:
     ) -> tuple[str, int, int]:
         """One model call: (raw content, input tokens, output tokens). Raises AgentError."""
 
-        async def request() -> ModelResponse:
+        async def request() -> tuple[ModelResponse, RunMetrics]:
             # Fresh messages per try: agno appends the assistant's reply to the list it is given.
             messages = [
                 Message(role="system", content=call.agent.instructions),
                 Message(role="user", content=prompt),
             ]
             # The run record carries who is calling to the model (the scripted fake answers by role).
+            # Its metrics sum the tokens of every request of a tool-call loop.
             run = RunOutput(
+                metrics=RunMetrics(),
                 run_id=f"{call.task_id}:{call.role.value}:{attempt}",
                 agent_name=call.agent.name,
                 metadata={
@@ -231,20 +234,22 @@ class AgentRunner:
             functions: list[Function | dict[str, Any]] | None = None
             if tools is not None and call.sink is not None:
                 functions = [*tools.agno_functions(call.sink)]
-            return await handle.model.aresponse(
+            response = await handle.model.aresponse(
                 messages=messages,
                 response_format=response_format_for(handle.model, schema),
                 run_response=run,
                 tools=functions,
             )
+            assert run.metrics is not None
+            return response, run.metrics
 
         async with self._slots:
             try:
                 if handle.gate is None:
                     async with asyncio.timeout(self._timeout_s):
-                        response = await request()
+                        response, metrics = await request()
                 else:
-                    response = await call_with_retries(
+                    response, metrics = await call_with_retries(
                         request,
                         handle.gate,
                         max_attempts=self._transient_attempts,
@@ -261,12 +266,9 @@ class AgentRunner:
                 raise
             except Exception as exc:  # the provider boundary: any failure of the model is a ModelError
                 raise ModelError(f"model call failed: {exc}", agent=call.agent.name, task_id=call.task_id) from exc
-        usage = response.response_usage
         content = response.content
         raw = content if isinstance(content, str) else json.dumps(content, default=str)
-        if usage is None:
-            return raw, 0, 0
-        return raw, usage.input_tokens or 0, usage.output_tokens or 0
+        return raw, metrics.input_tokens or 0, metrics.output_tokens or 0
 
     def _publish(
         self,

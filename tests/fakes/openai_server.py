@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -85,8 +85,8 @@ def delayed(reply: Reply, seconds: float) -> Reply:
 class FakeOpenAIServer:
     """The server: ``base_url`` to point a client at, ``script()`` to queue replies, ``requests`` recorded."""
 
-    def __init__(self, default: Reply | None = None) -> None:
-        self.default = default or text("ok")
+    def __init__(self, default: Reply | Callable[[dict[str, Any]], Reply] | None = None) -> None:
+        self.default = default or text("ok")  # a Reply, or a function of the request body
         self.requests: list[dict[str, Any]] = []
         self._queue: deque[Reply] = deque()
         self._lock = threading.Lock()
@@ -119,7 +119,9 @@ class FakeOpenAIServer:
     def _next(self, body: dict[str, Any]) -> Reply:
         with self._lock:
             self.requests.append(body)
-            return self._queue.popleft() if self._queue else self.default
+            if self._queue:
+                return self._queue.popleft()
+        return self.default(body) if callable(self.default) else self.default
 
     def _wait(self, seconds: float) -> None:
         self._closing.wait(seconds)
@@ -166,7 +168,9 @@ def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def fake_openai_server(*replies: Reply, default: Reply | None = None) -> Iterator[FakeOpenAIServer]:
+def fake_openai_server(
+    *replies: Reply, default: Reply | Callable[[dict[str, Any]], Reply] | None = None
+) -> Iterator[FakeOpenAIServer]:
     """A started server with ``replies`` queued; closed on exit."""
     server = FakeOpenAIServer(default).start()
     server.script(*replies)
