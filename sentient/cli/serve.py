@@ -24,7 +24,7 @@ def add_serve_parser(subparsers: Any) -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=5000, help="port (default: 5000)")
     serve.add_argument("--threads", type=int, default=128, help="server threads; each WebSocket holds one")
     serve.add_argument("--no-resume", action="store_true", help="do not resume interrupted projects on start")
-    return serve  # type: ignore[no-any-return]
+    return serve
 
 
 def run_serve(args: argparse.Namespace, settings: Settings) -> int:

@@ -1,0 +1,98 @@
+"""The application factory: Flask app, Socket.IO, engine loop, store and run manager, wired once."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+
+from flask import Flask
+from flask_socketio import SocketIO
+from loguru import logger
+
+from sentient.store import ProjectStore
+from server import auth, sockets
+from server.bridge import EngineLoop
+from server.config import ServerSettings
+from server.errors import register_error_handlers
+from server.events import Broadcaster
+from server.reviews import ReviewBroker
+from server.routes import meta, projects, reviews
+from server.routes.dashboard import dashboard_blueprint
+from server.runs import RunManager
+
+
+@dataclass
+class Services:
+    """What the routes and handlers use, reachable as ``app.extensions["sentient"]``."""
+
+    config: ServerSettings
+    store: ProjectStore
+    engine: EngineLoop
+    socketio: SocketIO
+    broadcaster: Broadcaster
+    reviews: ReviewBroker
+    runs: RunManager
+    closed: bool = False
+
+    def close(self) -> None:
+        """Stop the runs (they resume at the next start), the loop, the broadcaster, the store."""
+        if self.closed:
+            return
+        self.closed = True
+        self.runs.shutdown()
+        self.broadcaster.flush()
+        self.engine.stop()
+        self.broadcaster.stop()
+        self.store.close()
+
+
+def create_app(config: ServerSettings | None = None, *, store: ProjectStore | None = None) -> Flask:
+    """Build the server. Call ``app.extensions["sentient"].close()`` (or :func:`shutdown`) to stop it.
+
+    Args:
+        config: server settings; by default from the environment.
+        store: the project store; by default ``<results_dir>/sentient.db``.
+    """
+    config = config or ServerSettings.from_env()
+    config.check()
+    app = Flask("server")
+    app.config.update(
+        SECRET_KEY=secrets.token_hex(32),
+        MAX_CONTENT_LENGTH=config.max_request_bytes,
+        JSON_SORT_KEYS=False,
+    )
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    socketio = SocketIO(
+        app,
+        async_mode="threading",
+        cors_allowed_origins=auth.socket_origin_checker(config),
+        max_http_buffer_size=config.max_request_bytes,
+        manage_session=False,
+        logger=False,
+        engineio_logger=False,
+    )
+    store = store or ProjectStore.open(config.sentient.results_dir)
+    engine = EngineLoop()
+    broadcaster = Broadcaster(socketio.server)
+    review_broker = ReviewBroker(store, engine, broadcaster)
+    runs = RunManager(config, store, engine, broadcaster, review_broker)
+    services = Services(config, store, engine, socketio, broadcaster, review_broker, runs)
+    app.extensions["sentient"] = services
+
+    register_error_handlers(app)
+    auth.install(app, config)
+    for blueprint in (meta.bp, projects.bp, reviews.bp):
+        app.register_blueprint(blueprint)
+    if (config.dashboard_dir / "index.html").is_file():
+        app.register_blueprint(dashboard_blueprint(config.dashboard_dir))
+    sockets.register(socketio, services)
+
+    if config.resume_on_start:
+        runs.resume_interrupted()
+    logger.info("server ready; projects in {}", config.sentient.results_dir)
+    return app
+
+
+def shutdown(app: Flask) -> None:
+    """Stop the server's runs and threads (projects still running become ``interrupted``)."""
+    app.extensions["sentient"].close()

@@ -1,0 +1,86 @@
+"""ServerSettings: where the server listens, who may call it, and how projects run."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sentient.exceptions import ConfigError
+from sentient.settings import Settings
+
+TOKEN_ENV = "SENTIENT_API_TOKEN"
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and every loopback address (``127.0.0.0/8``, ``::1``)."""
+    host = host.strip("[]")
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """Everything :func:`server.create_app` needs. Build it with :meth:`from_env` in production.
+
+    Attributes:
+        host: address to bind; anything but loopback requires ``api_token``.
+        port: TCP port (0 picks a free one in tests).
+        api_token: bearer token checked on every REST call and Socket.IO connect (``SENTIENT_API_TOKEN``).
+        cors_origins: extra browser origins allowed besides the server's own.
+        sentient: the library settings (results dir, model, config dir).
+        model: an agno model used by every project instead of the configured ones (tests, benchmarks).
+        docs: the documents folder for projects that name none (default: Python's documentation).
+        resume_on_start: resume projects that were running when the server stopped.
+        flush_interval_s: the longest a node change waits before it is sent as a ``node_update``.
+        max_request_bytes: request bodies above this size get 413.
+        threads: worker threads of the production server (each WebSocket holds one).
+        dashboard_dir: the built dashboard, served at ``/`` when it exists.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 5000
+    api_token: str | None = None
+    cors_origins: tuple[str, ...] = ()
+    sentient: Settings = field(default_factory=Settings)
+    model: Any = None
+    docs: Path | None = None
+    resume_on_start: bool = True
+    flush_interval_s: float = 0.1
+    max_request_bytes: int = 1 << 20
+    threads: int = 128
+    dashboard_dir: Path = field(default_factory=lambda: Path(__file__).resolve().parent.parent / "dashboard" / "dist")
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> ServerSettings:
+        """Settings from ``SENTIENT_*`` variables (token, CORS origins), then ``overrides``."""
+        values: dict[str, Any] = {"api_token": os.environ.get(TOKEN_ENV) or None}
+        origins = os.environ.get("SENTIENT_CORS_ORIGINS", "")
+        values["cors_origins"] = tuple(o.strip().rstrip("/") for o in origins.split(",") if o.strip())
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+    def check(self) -> None:
+        """Refuse settings that would expose an unauthenticated server."""
+        if not is_loopback(self.host) and not self.api_token:
+            raise ConfigError(
+                f"binding to {self.host} exposes the server beyond this machine, but no API token is set.",
+                field=TOKEN_ENV,
+                fix=f"set {TOKEN_ENV} to a long random secret, or bind to 127.0.0.1.",
+            )
+        if self.api_token is not None and len(self.api_token) < 16:
+            raise ConfigError("the API token is too short.", field=TOKEN_ENV, fix="use at least 16 random characters.")
+        for origin in self.cors_origins:
+            if origin == "*" or "://" not in origin:
+                raise ConfigError(
+                    f"'{origin}' is not an origin.",
+                    field="SENTIENT_CORS_ORIGINS",
+                    fix="list full origins such as http://localhost:5173, comma-separated (no '*').",
+                )

@@ -1,0 +1,153 @@
+"""From engine events to Socket.IO messages, per project room.
+
+Two pieces keep the engine's loop quick and the clients consistent:
+
+- :class:`Broadcaster` owns one thread that performs every Socket.IO emit and room change, in
+  the order they were queued. The engine loop only enqueues; a slow client never slows a run.
+- :class:`ProjectFeed` is a run's event subscriber. It notes which nodes changed and, at most
+  ``interval`` seconds after the first change, serialises just those nodes (on the loop thread,
+  where the graph is consistent) into one ``node_update``. Bytes per update depend on the nodes
+  that changed, never on the size of the graph.
+
+A client joining a running project gets its snapshot through the same queue, taken on the
+loop thread, so it sees the snapshot first and then every later diff, none missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from loguru import logger
+
+from sentient.events import AgentCallFinished, Event, NodeCreated, NodesRemoved, NodeStatusChanged
+from sentient.graph.task_graph import ROOT_ID, TaskGraph
+
+
+def room_of(project_id: str) -> str:
+    return f"project:{project_id}"
+
+
+class Broadcaster:
+    """Runs Socket.IO operations on one thread, first in, first out.
+
+    Args:
+        server: the python-socketio ``Server`` (``SocketIO.server``).
+    """
+
+    def __init__(self, server: Any) -> None:
+        self._server = server
+        self._queue: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._main, name="sentient-broadcast", daemon=True)
+        self._thread.start()
+
+    def _main(self) -> None:
+        while True:
+            job = self._queue.get()
+            if job is None:
+                return
+            try:
+                job()
+            except Exception:
+                logger.opt(exception=True).error("broadcast job failed")
+
+    @property
+    def server(self) -> Any:
+        return self._server
+
+    def submit(self, job: Callable[[], None]) -> None:
+        """Run ``job`` on the broadcast thread after everything queued before it."""
+        self._queue.put(job)
+
+    def emit(self, event: str, data: Any, to: str) -> None:
+        """Send ``event`` to a room or a client id."""
+        self._queue.put(lambda: self._server.emit(event, data, to=to, namespace="/"))
+
+    def enter_room(self, sid: str, room: str) -> None:
+        self._queue.put(lambda: self._server.enter_room(sid, room, namespace="/"))
+
+    def leave_room(self, sid: str, room: str) -> None:
+        self._queue.put(lambda: self._server.leave_room(sid, room, namespace="/"))
+
+    def flush(self, timeout: float = 5.0) -> bool:
+        """Wait until everything queued so far has been sent."""
+        done = threading.Event()
+        self._queue.put(done.set)
+        return done.wait(timeout)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._queue.put(None)
+        self._thread.join(timeout)
+
+
+def node_json(graph: TaskGraph, task_id: str) -> dict[str, Any]:
+    return graph.get(task_id).model_dump(mode="json")
+
+
+def graph_json(graph: TaskGraph) -> dict[str, Any]:
+    """The ``{nodes, root}`` part of a snapshot."""
+    return {"nodes": {n.task_id: n.model_dump(mode="json") for n in graph}, "root": ROOT_ID}
+
+
+class ProjectFeed:
+    """A run's subscriber: batches changed nodes into ``node_update`` diffs for the project's room.
+
+    Create it on the engine loop (it schedules its flushes there). ``set_graph`` is the run's
+    ``on_graph`` callback.
+    """
+
+    def __init__(self, project_id: str, broadcaster: Broadcaster, interval_s: float = 0.1) -> None:
+        self.project_id = project_id
+        self.room = room_of(project_id)
+        self.graph: TaskGraph | None = None
+        self._broadcaster = broadcaster
+        self._interval = interval_s
+        self._loop = asyncio.get_running_loop()
+        self._dirty: dict[str, None] = {}  # an ordered set: creation order is kept in a diff
+        self._removed: dict[str, None] = {}
+        self._timer: asyncio.TimerHandle | None = None
+        self.updates_sent = 0
+
+    def set_graph(self, graph: TaskGraph) -> None:
+        self.graph = graph
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, NodeCreated | NodeStatusChanged | AgentCallFinished):
+            self._removed.pop(event.task_id, None)
+            self._dirty[event.task_id] = None
+        elif isinstance(event, NodesRemoved):
+            for task_id in event.task_ids:
+                self._dirty.pop(task_id, None)
+                self._removed[task_id] = None
+        else:
+            return
+        if self._timer is None:
+            self._timer = self._loop.call_later(self._interval, self.flush)
+
+    def flush(self) -> None:
+        """Send what changed since the last flush (on the loop thread)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        graph = self.graph
+        if graph is None or not (self._dirty or self._removed):
+            return
+        nodes = [node_json(graph, task_id) for task_id in self._dirty if task_id in graph]
+        removed = [task_id for task_id in self._removed if task_id not in graph]
+        self._dirty.clear()
+        self._removed.clear()
+        if nodes or removed:
+            self.updates_sent += 1
+            self._broadcaster.emit(
+                "node_update", {"project_id": self.project_id, "nodes": nodes, "removed": removed}, self.room
+            )
+
+    def snapshot(self) -> dict[str, Any] | None:
+        """The live graph as ``{nodes, root}`` (on the loop thread), or None before the graph exists."""
+        return graph_json(self.graph) if self.graph is not None else None
+
+    def close(self) -> None:
+        self.flush()

@@ -1,0 +1,153 @@
+"""The OpenAPI 3.1 document of the REST API (``GET /api/openapi.json``).
+
+Request bodies come from the pydantic models the routes validate with, so the document and
+the validation cannot drift apart. Response shapes are described in ``docs/server-protocol.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from server.schemas import PROJECT_ID_PATTERN, CreateProject, ExecuteProject, ReviewAnswer
+
+_REF = "#/components/schemas/{model}"
+
+_ERROR = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["code", "message"],
+            "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
+        }
+    },
+}
+_OBJECT = {"type": "object"}
+
+
+def _schemas(*models: type[BaseModel]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for model in models:
+        schema = model.model_json_schema(ref_template=_REF)
+        out.update(schema.pop("$defs", {}))
+        out[model.__name__] = schema
+    return out
+
+
+def _json(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"content": {"application/json": {"schema": schema}}}
+
+
+def _op(
+    summary: str, ok: int = 200, body: str | None = None, optional_body: bool = False, **extra: Any
+) -> dict[str, Any]:
+    responses: dict[str, Any] = {str(ok): {"description": "OK", **_json(extra.pop("result", _OBJECT))}}
+    for status, why in (("400", "invalid input"), ("401", "missing or wrong API token"), ("404", "unknown id")):
+        responses[status] = {"description": why, **_json({"$ref": _REF.format(model="Error")})}
+    if extra.pop("conflict", False):
+        responses["409"] = {"description": "conflicting state", **_json({"$ref": _REF.format(model="Error")})}
+    op: dict[str, Any] = {"summary": summary, "responses": responses, **extra}
+    if body:
+        op["requestBody"] = {"required": not optional_body, **_json({"$ref": _REF.format(model=body)})}
+    return op
+
+
+def openapi_document(version: str) -> dict[str, Any]:
+    project_id = {
+        "name": "project_id",
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string", "pattern": PROJECT_ID_PATTERN},
+    }
+    project = {"$ref": _REF.format(model="Project")}
+    with_id = {"parameters": [project_id]}
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Sentient server",
+            "version": version,
+            "description": "REST part of docs/server-protocol.md; live updates and plan review also over Socket.IO.",
+        },
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "schemas": {
+                "Error": _ERROR,
+                "Project": {
+                    "type": "object",
+                    "properties": {
+                        "project_id": {"type": "string"},
+                        "goal": {"type": "string"},
+                        "profile": {"type": "string"},
+                        "status": {
+                            "enum": ["created", "running", "completed", "failed", "cancelled", "stopped", "interrupted"]
+                        },
+                        "created_at": {"type": "number"},
+                        "updated_at": {"type": "number"},
+                        "error": {"type": ["string", "null"]},
+                        "settings": _OBJECT,
+                        "stats": _OBJECT,
+                        "pending_reviews": {"type": "integer"},
+                    },
+                },
+                **_schemas(CreateProject, ExecuteProject, ReviewAnswer),
+            },
+        },
+        "security": [{"bearer": []}],
+        "paths": {
+            "/api/health": {"get": {**_op("Liveness and version"), "security": []}},
+            "/api/profiles": {"get": _op("List the agent profiles")},
+            "/api/profiles/{name}": {
+                "get": _op(
+                    "A profile with its agents per role",
+                    parameters=[{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}],
+                )
+            },
+            "/api/projects": {
+                "get": _op("List projects, newest first"),
+                "post": _op("Create a project", 201, "CreateProject", result=project),
+            },
+            "/api/projects/{project_id}": {
+                **with_id,
+                "get": _op("A project", result=project),
+                "delete": _op("Delete a project (a running one is cancelled first)"),
+            },
+            "/api/projects/{project_id}/execute": {
+                **with_id,
+                "post": _op(
+                    "Run from scratch", 202, "ExecuteProject", optional_body=True, result=project, conflict=True
+                ),
+            },
+            "/api/projects/{project_id}/cancel": {
+                **with_id,
+                "post": _op("Cancel the run", 202, result=project, conflict=True),
+            },
+            "/api/projects/{project_id}/resume": {
+                **with_id,
+                "post": _op("Resume, keeping finished nodes", 202, result=project, conflict=True),
+            },
+            "/api/projects/{project_id}/graph": {**with_id, "get": _op("The task graph")},
+            "/api/projects/{project_id}/nodes/{node_id}": {
+                "parameters": [
+                    project_id,
+                    {"name": "node_id", "in": "path", "required": True, "schema": {"type": "string"}},
+                ],
+                "get": _op("A node with its agent calls and reviews"),
+            },
+            "/api/projects/{project_id}/report": {
+                "parameters": [
+                    project_id,
+                    {"name": "format", "in": "query", "schema": {"enum": ["md", "html", "json"], "default": "md"}},
+                ],
+                "get": _op("The report as Markdown, sanitised HTML or JSON"),
+            },
+            "/api/projects/{project_id}/reviews": {**with_id, "get": _op("Pending plan reviews")},
+            "/api/reviews/{review_id}": {
+                "parameters": [{"name": "review_id", "in": "path", "required": True, "schema": {"type": "string"}}],
+                "post": _op("Answer a plan review", 200, "ReviewAnswer", conflict=True),
+            },
+            "/api/openapi.json": {"get": _op("This document")},
+        },
+    }

@@ -1,0 +1,138 @@
+"""Projects: create, list, read, execute, cancel, resume, delete; graph, nodes, report, reviews."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from flask import Blueprint, Response, jsonify, request
+
+from sentient.report import build_report
+from server.errors import ApiError, bad_request, not_found
+from server.routes import parse_body, services
+from server.schemas import CreateProject, ExecuteProject, valid_node_id
+
+bp = Blueprint("projects", __name__, url_prefix="/api/projects")
+
+_REFERENCE = re.compile(r"^(\d+)\.\s+(.*)$")
+
+
+@bp.post("")
+def create() -> Any:
+    body = parse_body(CreateProject)
+    project = services().runs.create(body.goal, body.profile, body.config)
+    return jsonify(project), 201
+
+
+@bp.get("")
+def index() -> Any:
+    return jsonify(projects=services().runs.projects())
+
+
+@bp.get("/<project_id>")
+def show(project_id: str) -> Any:
+    return jsonify(services().runs.project(project_id))
+
+
+@bp.delete("/<project_id>")
+def delete(project_id: str) -> Any:
+    services().runs.delete(project_id)
+    return jsonify(deleted=project_id)
+
+
+@bp.post("/<project_id>/execute")
+def execute(project_id: str) -> Any:
+    body = parse_body(ExecuteProject, optional=True)
+    return jsonify(services().runs.execute(project_id, body.goal, body.profile)), 202
+
+
+@bp.post("/<project_id>/cancel")
+def cancel(project_id: str) -> Any:
+    runs = services().runs
+    project = runs.cancel(project_id)
+    runs.announce_status(project_id)
+    return jsonify(project), 202
+
+
+@bp.post("/<project_id>/resume")
+def resume(project_id: str) -> Any:
+    return jsonify(services().runs.resume(project_id)), 202
+
+
+@bp.get("/<project_id>/graph")
+def graph(project_id: str) -> Any:
+    return jsonify({"project_id": project_id, **services().runs.graph(project_id)})
+
+
+@bp.get("/<project_id>/nodes/<node_id>")
+def node(project_id: str, node_id: str) -> Any:
+    runs = services().runs
+    runs.record(project_id)
+    if not valid_node_id(node_id):
+        raise not_found("node", node_id)
+    live = runs.live_graph(project_id)
+    if live is not None:
+        found = live["nodes"].get(node_id)
+        if found is None:
+            raise not_found("node", node_id)
+    else:
+        found = runs.store.node(project_id, node_id).model_dump(mode="json")
+    store = runs.store
+    return jsonify(node=found, calls=store.calls(project_id, node_id), reviews=store.reviews(project_id, node_id))
+
+
+@bp.get("/<project_id>/report")
+def report(project_id: str) -> Any:
+    fmt = request.args.get("format", "md")
+    if fmt not in ("md", "html", "json"):
+        raise bad_request("format must be md, html or json.")
+    runs = services().runs
+    project = runs.project(project_id)
+    markdown = runs.store.get_report(project_id)
+    partial = project["status"] != "completed"
+    if markdown is None:
+        graph = runs.store.load_graph(project_id)
+        if len(graph) == 0:
+            raise ApiError(404, "no_report", f"project '{project_id}' has no report yet: execute it first.")
+        markdown = build_report(graph)
+        partial = True
+    if fmt == "md":
+        return Response(markdown, mimetype="text/markdown", headers=_download(project_id, "md"))
+    if fmt == "html":
+        return Response(_html(markdown, project["goal"]), mimetype="text/html", headers=_download(project_id, "html"))
+    return jsonify(markdown=markdown, references=_references(markdown), partial=partial)
+
+
+@bp.get("/<project_id>/reviews")
+def reviews(project_id: str) -> Any:
+    runs = services().runs
+    runs.record(project_id)
+    return jsonify(reviews=services().reviews.pending(project_id))
+
+
+def _download(project_id: str, ext: str) -> dict[str, str]:
+    # project ids are [A-Za-z0-9_.-] only, so the header needs no quoting beyond this.
+    return {"Content-Disposition": f'inline; filename="{project_id}.{ext}"'}
+
+
+def _html(markdown: str, title: str) -> str:
+    from sentient.report_html import render_html  # sanitised Markdown -> HTML
+
+    return render_html(markdown, title)
+
+
+def _references(markdown: str) -> list[dict[str, Any]]:
+    """The numbered entries of the report's References section."""
+    references: list[dict[str, Any]] = []
+    in_section = False
+    for line in markdown.splitlines():
+        if line.startswith("## "):
+            in_section = line.strip() == "## References"
+            continue
+        match = _REFERENCE.match(line.strip()) if in_section else None
+        if match:
+            text = match.group(2)
+            ref = re.search(r"`([^`]+)`\s*$", text)
+            title = text[: ref.start()].rstrip(" —") if ref else text
+            references.append({"n": int(match.group(1)), "title": title, "ref": ref.group(1) if ref else text})
+    return references

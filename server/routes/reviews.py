@@ -1,0 +1,18 @@
+"""Answering a plan review over REST."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, jsonify
+
+from server.routes import parse_body, services
+from server.schemas import ReviewAnswer
+
+bp = Blueprint("reviews", __name__, url_prefix="/api/reviews")
+
+
+@bp.post("/<review_id>")
+def answer(review_id: str) -> Any:
+    body = parse_body(ReviewAnswer)
+    return jsonify(services().reviews.answer(review_id, body, by="rest"))

@@ -1,0 +1,418 @@
+"""RunManager: one engine task per running project; start, cancel, resume, delete, shut down.
+
+Projects live in the store; a running project also has a :class:`Run` here, whose coroutine
+runs on the engine loop (reached through :class:`~server.bridge.EngineLoop`). There is no
+"current project": every operation names its project, and its events go to its room only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import os
+import shutil
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from agno.models.base import Model
+from loguru import logger
+from pydantic import ValidationError
+
+from sentient.agents.registry import AgentRegistry
+from sentient.api import ProfiledSentientAgent, new_project_id
+from sentient.exceptions import ConfigError
+from sentient.settings import EngineSettings
+from sentient.store import ProjectNotFoundError, ProjectStore
+from sentient.trace import write_json
+from server.bridge import EngineLoop
+from server.config import ServerSettings
+from server.errors import ApiError, bad_request, conflict, describe_validation, not_found
+from server.events import Broadcaster, ProjectFeed, graph_json, room_of
+from server.reviews import ReviewBroker
+from server.schemas import valid_project_id
+
+DEFAULT_PROFILE = "deep_research_agent"
+RESUMABLE_ON_START = frozenset({"running", "interrupted"})
+Mode = Literal["execute", "resume"]
+
+
+def project_json(record: Any) -> dict[str, Any]:
+    """A store record in the protocol's Project shape."""
+    data: dict[str, Any] = record.to_dict() if hasattr(record, "to_dict") else dict(record)
+    data.pop("report_markdown", None)
+    data.pop("owner_pid", None)
+    data.pop("owner_start", None)
+    return data
+
+
+@dataclass
+class Run:
+    """A project's run in progress."""
+
+    project_id: str
+    future: concurrent.futures.Future[None] | None = None
+    feed: ProjectFeed | None = None
+    stopping: Literal["cancel", "delete", "shutdown"] | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+class RunManager:
+    """Starts and stops project runs; reads projects and graphs for the routes and sockets."""
+
+    def __init__(
+        self,
+        config: ServerSettings,
+        store: ProjectStore,
+        engine: EngineLoop,
+        broadcaster: Broadcaster,
+        reviews: ReviewBroker,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.registry = AgentRegistry.load(config.sentient.config_dir)
+        self._engine = engine
+        self._broadcaster = broadcaster
+        self._reviews = reviews
+        self._runs: dict[str, Run] = {}
+        self._lock = threading.Lock()
+
+    # -- reading --------------------------------------------------------------------------------
+
+    @property
+    def running_count(self) -> int:
+        with self._lock:
+            return len(self._runs)
+
+    def is_running(self, project_id: str) -> bool:
+        with self._lock:
+            return project_id in self._runs
+
+    def record(self, project_id: str) -> Any:
+        """The store record; 404 for an id that is malformed or unknown."""
+        if not valid_project_id(project_id):
+            raise not_found("project", project_id)
+        try:
+            return self.store.get_project(project_id)
+        except ProjectNotFoundError as exc:
+            raise not_found("project", project_id) from exc
+
+    def project(self, project_id: str) -> dict[str, Any]:
+        return project_json(self.record(project_id))
+
+    def projects(self) -> list[dict[str, Any]]:
+        records = [project_json(r) for r in self.store.list_projects()]
+        return sorted(records, key=lambda p: p.get("created_at") or 0, reverse=True)
+
+    def live_graph(self, project_id: str) -> dict[str, Any] | None:
+        """The running project's graph, read on the engine loop; None when not running."""
+        with self._lock:
+            run = self._runs.get(project_id)
+        if run is None or run.feed is None:
+            return None
+        feed = run.feed
+        return self._engine.call(feed.snapshot)
+
+    def graph(self, project_id: str) -> dict[str, Any]:
+        self.record(project_id)
+        live = self.live_graph(project_id)
+        if live is not None:
+            return live
+        return self.stored_graph(project_id)
+
+    def stored_graph(self, project_id: str) -> dict[str, Any]:
+        graph = self.store.load_graph(project_id)
+        return graph_json(graph)
+
+    # -- creating and starting ----------------------------------------------------------------
+
+    def create(
+        self, goal: str, profile: str | None, config: dict[str, Any], project_id: str | None = None
+    ) -> dict[str, Any]:
+        """Store a new project (status ``created``); its settings are validated now."""
+        profile_name = profile or DEFAULT_PROFILE
+        settings, docs = self._project_settings(profile_name, config)
+        project_id = project_id or new_project_id(goal)
+        if not valid_project_id(project_id):
+            raise bad_request(f"'{project_id}' is not a valid project id.", "invalid_id")
+        if self.exists(project_id):
+            raise conflict(f"project '{project_id}' already exists.")
+        record = self.store.create_project(project_id, goal, profile_name, settings)
+        if docs is not None:
+            write_json(self._docs_file(project_id), {"docs": docs})
+        return project_json(record)
+
+    def execute(self, project_id: str, goal: str | None = None, profile: str | None = None) -> dict[str, Any]:
+        """Start the project from scratch (a finished one is reset); 409 while it runs."""
+        self._wait_if_finishing(project_id)
+        record = self.project(project_id)
+        with self._lock:
+            if project_id in self._runs:
+                raise conflict(f"project '{project_id}' is already running.")
+            new_goal = goal or record["goal"]
+            new_profile = profile or record["profile"]
+            settings = dict(record.get("settings") or {})
+            if new_profile != record["profile"]:
+                settings, _ = self._project_settings(new_profile, {})  # the new profile's defaults
+            if new_goal != record["goal"] or new_profile != record["profile"]:
+                # A different project under the same id: nodes, calls and reviews of the old one go.
+                self.store.delete_project(project_id)
+                self.store.create_project(project_id, new_goal, new_profile, settings)
+            elif record["status"] != "created":
+                self.store.reset_project(project_id)
+            self._start(project_id, "execute")
+        return self.project(project_id)
+
+    def resume(self, project_id: str) -> dict[str, Any]:
+        """Continue a stopped project, keeping its finished nodes; 409 if it runs or completed."""
+        self._wait_if_finishing(project_id)
+        record = self.project(project_id)
+        with self._lock:
+            if project_id in self._runs:
+                raise conflict(f"project '{project_id}' is already running.")
+            if record["status"] == "completed":
+                raise conflict(f"project '{project_id}' already completed; execute it to run it again.")
+            self._start(project_id, "execute" if record["status"] == "created" else "resume")
+        return self.project(project_id)
+
+    def cancel(self, project_id: str) -> dict[str, Any]:
+        """Ask the run to stop; the project ends ``cancelled`` (announced by ``project_completed``)."""
+        self.record(project_id)
+        with self._lock:
+            run = self._runs.get(project_id)
+            if run is None:
+                raise conflict(f"project '{project_id}' is not running.")
+            run.stopping = run.stopping or "cancel"
+            if run.future is not None:
+                run.future.cancel()
+        return self.project(project_id)
+
+    def delete(self, project_id: str, timeout: float = 30.0) -> None:
+        """Cancel the project if it runs, wait for its run to end, then delete it."""
+        self.record(project_id)
+        with self._lock:
+            run = self._runs.get(project_id)
+            if run is not None:
+                run.stopping = "delete"
+                if run.future is not None:
+                    run.future.cancel()
+        if run is not None and not run.done.wait(timeout):
+            raise ApiError(409, "conflict", f"project '{project_id}' did not stop within {timeout:g}s; try again.")
+        self.store.delete_project(project_id)
+        folder = self.store.project_dir(project_id).resolve()
+        if folder.parent == self.store.path.parent.resolve() and folder.is_dir():
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def resume_interrupted(self) -> list[str]:
+        """Resume the projects that were running when the server (or another process) stopped."""
+        candidates: dict[str, None] = {}
+        try:
+            for record in self.store.stale_running():
+                candidates[_id_of(record)] = None
+        except Exception:
+            logger.opt(exception=True).error("could not list stale running projects")
+        for record in self.store.list_projects():
+            data = project_json(record)
+            if data.get("status") == "interrupted":
+                candidates[data["project_id"]] = None
+        resumed = []
+        for project_id in candidates:
+            try:
+                self.resume(project_id)
+                resumed.append(project_id)
+            except Exception as exc:
+                logger.warning("project {}: not resumed on start: {}", project_id, exc)
+        if resumed:
+            logger.info("resumed {} interrupted project(s): {}", len(resumed), ", ".join(resumed))
+        return resumed
+
+    def shutdown(self, timeout: float = 15.0) -> None:
+        """Stop every run so that the next server start resumes it (status ``interrupted``)."""
+        with self._lock:
+            runs = list(self._runs.values())
+            for run in runs:
+                run.stopping = "shutdown"
+                if run.future is not None:
+                    run.future.cancel()
+        for run in runs:
+            if not run.done.wait(timeout):
+                logger.warning("project {}: run did not stop within {}s", run.project_id, timeout)
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def exists(self, project_id: str) -> bool:
+        try:
+            self.store.get_project(project_id)
+        except ProjectNotFoundError:
+            return False
+        return True
+
+    def _wait_if_finishing(self, project_id: str, timeout: float = 10.0) -> None:
+        """A run whose project already reads as finished is only saving its end: wait for it,
+        so that a client that saw ``completed`` can execute again at once."""
+        with self._lock:
+            run = self._runs.get(project_id)
+        if run is not None and self.project(project_id)["status"] != "running":
+            run.done.wait(timeout)
+
+    def _project_settings(self, profile_name: str, config: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+        """The project's engine settings (profile defaults + ``config``), and its ``docs`` folder."""
+        profile = self.registry.profile(profile_name)  # ProfileNotFoundError -> 400
+        overrides = {k: v for k, v in config.items() if v is not None}
+        docs = overrides.pop("docs", None)
+        unknown = sorted(set(overrides) - set(EngineSettings.model_fields))
+        if unknown:
+            raise bad_request(
+                f"unknown setting(s) {unknown} in config; known: docs, {', '.join(sorted(EngineSettings.model_fields))}.",
+                "invalid_config",
+            )
+        try:
+            merged = EngineSettings.model_validate({**profile.settings.model_dump(), **overrides})
+        except ValidationError as exc:
+            raise bad_request(f"invalid config: {describe_validation(exc)}", "invalid_config") from exc
+        if docs is not None:
+            if not isinstance(docs, str) or not docs.strip() or "\x00" in docs:
+                raise bad_request("config.docs must be the path of a folder on the server.", "invalid_config")
+            folder = Path(docs).expanduser()
+            if not folder.is_dir():
+                raise bad_request(f"config.docs: '{docs}' is not a folder on the server.", "invalid_config")
+            docs = str(folder.resolve())
+        return merged.model_dump(mode="json"), docs
+
+    def _docs_file(self, project_id: str) -> Path:
+        # Beside the database rather than in the settings: the engine validates those strictly.
+        return self.store.project_dir(project_id) / "server.json"
+
+    def _docs_of(self, project_id: str) -> Path | None:
+        try:
+            docs = json.loads(self._docs_file(project_id).read_text()).get("docs")
+        except (OSError, ValueError, AttributeError):
+            return self.config.docs
+        return Path(docs) if isinstance(docs, str) else self.config.docs
+
+    def _agent(self, project_id: str, record: dict[str, Any]) -> ProfiledSentientAgent:
+        stored = dict(record.get("settings") or {})
+        profile = self.registry.profile(record["profile"])
+        values = {
+            **profile.settings.model_dump(),
+            **{k: v for k, v in stored.items() if k in EngineSettings.model_fields},
+        }
+        engine_settings = EngineSettings.model_validate(values)
+        model = self.config.model
+        return ProfiledSentientAgent(
+            profile,
+            self.config.sentient,
+            model=model if isinstance(model, Model) else None,
+            model_string=model if isinstance(model, str) else None,
+            reviewer=self._reviews.reviewer_for(project_id, engine_settings),
+            docs=self._docs_of(project_id),
+            engine_settings=engine_settings,
+        )
+
+    def _start(self, project_id: str, mode: Mode) -> None:
+        """Submit the run (the caller holds the lock and has checked it is not running)."""
+        record = self.project(project_id)
+        try:
+            agent = self._agent(project_id, record)
+        except (ConfigError, ValidationError) as exc:
+            raise bad_request(f"project '{project_id}' cannot run: {exc}", "invalid_config") from exc
+        self.store.set_status(project_id, "running", owner_pid=os.getpid())
+        run = Run(project_id)
+        self._runs[project_id] = run
+        run.future = self._engine.submit(self._drive(run, agent, record, mode))
+
+    async def _drive(self, run: Run, agent: ProfiledSentientAgent, record: dict[str, Any], mode: Mode) -> None:
+        project_id = run.project_id
+        feed = ProjectFeed(project_id, self._broadcaster, self.config.flush_interval_s)
+        run.feed = feed
+        try:
+            await self._announce("project_status", project_id)
+            if mode == "execute":
+                await agent.arun(
+                    record["goal"], project_id=project_id, store=self.store, subscribers=[feed], on_graph=feed.set_graph
+                )
+            else:
+                await agent.aresume(project_id, store=self.store, subscribers=[feed], on_graph=feed.set_graph)
+        except asyncio.CancelledError:
+            logger.info("project {}: run stopped ({})", project_id, run.stopping or "cancelled")
+        except Exception as exc:
+            logger.opt(exception=exc).error("project {}: run crashed", project_id)
+            await asyncio.to_thread(self.store.set_status, project_id, "failed", f"{type(exc).__name__}: {exc}")
+        finally:
+            feed.close()
+            await asyncio.shield(self._finish(run))
+
+    async def _finish(self, run: Run) -> None:
+        project_id = run.project_id
+        try:
+            if run.stopping == "shutdown":
+                await asyncio.to_thread(self.store.set_status, project_id, "interrupted")
+            elif run.stopping is not None:
+                record = await asyncio.to_thread(self.store.get_project, project_id)
+                if project_json(record).get("status") == "running":
+                    await asyncio.to_thread(self.store.set_status, project_id, "cancelled")
+        except Exception:
+            logger.opt(exception=True).error("project {}: could not record the end of the run", project_id)
+        with self._lock:
+            self._runs.pop(project_id, None)
+        run.done.set()
+        if run.stopping not in ("delete", "shutdown"):
+            await self._announce("project_completed", project_id)
+
+    async def _announce(self, event: str, project_id: str) -> None:
+        try:
+            project = project_json(await asyncio.to_thread(self.store.get_project, project_id))
+        except Exception:
+            logger.opt(exception=True).warning("project {}: cannot announce {}", project_id, event)
+            return
+        self._broadcaster.emit(event, {"project": project}, room_of(project_id))
+
+    def announce_status(self, project_id: str) -> None:
+        """Send ``project_status`` to the project's room (from a request thread)."""
+        try:
+            project = self.project(project_id)
+        except ApiError:
+            return
+        self._broadcaster.emit("project_status", {"project": project}, room_of(project_id))
+
+    # -- Socket.IO joins ------------------------------------------------------------------------
+
+    def join(self, sid: str, project_id: str) -> None:
+        """Put ``sid`` in the project's room and send it a snapshot; later diffs follow it.
+
+        The live graph is read on the engine loop and the snapshot queued behind every diff
+        already flushed, so the client never misses a change nor sees one out of order.
+        """
+        self.record(project_id)
+
+        def on_loop() -> None:
+            with self._lock:
+                run = self._runs.get(project_id)
+            graph = run.feed.snapshot() if run is not None and run.feed is not None else None
+            self._broadcaster.submit(lambda: self._send_snapshot(sid, project_id, graph))
+
+        self._engine.call(on_loop)
+
+    def _send_snapshot(self, sid: str, project_id: str, graph: dict[str, Any] | None) -> None:
+        server = self._broadcaster_server()
+        server.enter_room(sid, room_of(project_id), namespace="/")
+        try:
+            project = self.project(project_id)
+        except ApiError as exc:
+            server.emit("error", exc.payload(), to=sid, namespace="/")
+            return
+        snapshot = {
+            "project": project,
+            "graph": graph if graph is not None else self.stored_graph(project_id),
+            "reviews": self._reviews.pending(project_id),
+        }
+        server.emit("project_snapshot", snapshot, to=sid, namespace="/")
+
+    def _broadcaster_server(self) -> Any:
+        return self._broadcaster.server
+
+
+def _id_of(record: Any) -> str:
+    return str(record.project_id)

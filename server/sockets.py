@@ -1,0 +1,99 @@
+"""Socket.IO handlers (default namespace): connect, join/leave a project, execute, answer a review.
+
+Every payload is validated; a problem is sent back to the sender as ``error {code, message}``
+(and as the acknowledgement, for clients that use ``call``). Nothing is broadcast: events go to
+the rooms of the projects a client joined.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import request
+from flask_socketio import SocketIO
+from loguru import logger
+from pydantic import BaseModel, ValidationError
+
+from server.auth import host_allowed, token_ok
+from server.errors import ApiError, as_api_error, bad_request, describe_validation
+from server.events import room_of
+from server.schemas import ExecuteTask, HitlResponse, JoinProject
+
+
+def register(socketio: SocketIO, services: Any) -> None:
+    config = services.config
+
+    @socketio.on("connect")
+    def connect(auth: Any = None) -> None:
+        if not host_allowed(config, request.host):
+            raise ConnectionRefusedError("this server only accepts connections addressed to localhost")
+        token = auth.get("token") if isinstance(auth, dict) else None
+        if not token_ok(config, token):
+            raise ConnectionRefusedError("unauthorized: connect with auth={'token': <SENTIENT_API_TOKEN>}")
+
+    @socketio.on("join_project")
+    def join_project(data: Any) -> dict[str, Any]:
+        def handle(sid: str) -> dict[str, Any]:
+            body = _parse(JoinProject, data)
+            services.runs.join(sid, body.project_id)
+            return {"ok": True, "project_id": body.project_id}
+
+        return _guarded(socketio, handle)
+
+    @socketio.on("leave_project")
+    def leave_project(data: Any) -> dict[str, Any]:
+        def handle(sid: str) -> dict[str, Any]:
+            body = _parse(JoinProject, data)
+            services.broadcaster.leave_room(sid, room_of(body.project_id))
+            return {"ok": True, "project_id": body.project_id}
+
+        return _guarded(socketio, handle)
+
+    @socketio.on("execute_task")
+    def execute_task(data: Any) -> dict[str, Any]:
+        def handle(sid: str) -> dict[str, Any]:
+            body = _parse(ExecuteTask, data)
+            runs = services.runs
+            project_id = body.project_id
+            if project_id is None or not runs.exists(project_id):
+                project_id = runs.create(body.goal, body.profile, body.config, project_id=project_id)["project_id"]
+                goal, profile = None, None
+            else:
+                goal, profile = body.goal, body.profile
+            # Joined before the run starts: the client misses none of its events.
+            services.broadcaster.enter_room(sid, room_of(project_id))
+            project = runs.execute(project_id, goal, profile)
+            return {"ok": True, "project": project}
+
+        return _guarded(socketio, handle)
+
+    @socketio.on("hitl_response")
+    def hitl_response(data: Any) -> dict[str, Any]:
+        def handle(sid: str) -> dict[str, Any]:
+            body = _parse(HitlResponse, data)
+            review = services.reviews.answer(body.review_id, body, by="socket")
+            return {"ok": True, "review": review}
+
+        return _guarded(socketio, handle)
+
+
+def _parse(model: type[BaseModel], data: Any) -> Any:
+    if not isinstance(data, dict):
+        raise bad_request("the payload must be an object.")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise bad_request(describe_validation(exc)) from exc
+
+
+def _guarded(socketio: SocketIO, handle: Any) -> dict[str, Any]:
+    sid: str = request.sid  # type: ignore[attr-defined]
+    try:
+        return handle(sid)
+    except Exception as exc:
+        error = as_api_error(exc)
+        if error is None:
+            logger.opt(exception=exc).error("unhandled error in a Socket.IO handler")
+            error = ApiError(500, "internal_error", "the server hit an unexpected error; it has been logged.")
+        socketio.emit("error", error.payload(), to=sid)
+        return {"ok": False, "error": error.payload()}

@@ -1,0 +1,69 @@
+"""Helpers of the server tests: waiting for conditions, and what a Socket.IO client received."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from flask.testing import FlaskClient
+
+
+def wait_for(condition: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
+    """Poll ``condition`` until it returns something truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.02)
+
+
+@dataclass
+class Recorder:
+    """Every event a Socket.IO client received, in order, as (name, payload)."""
+
+    events: list[tuple[str, Any]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, name: str, data: Any = None) -> None:
+        with self.lock:
+            self.events.append((name, data))
+
+    def of(self, name: str) -> list[Any]:
+        with self.lock:
+            return [data for event, data in self.events if event == name]
+
+    def names(self) -> list[str]:
+        with self.lock:
+            return [event for event, _ in self.events]
+
+    def completed(self, project_id: str) -> Any:
+        return next((d for d in self.of("project_completed") if d["project"]["project_id"] == project_id), None)
+
+    def graph_view(self, project_id: str) -> dict[str, dict[str, Any]]:
+        """The graph as a client builds it: the last snapshot, then every later node_update."""
+        nodes: dict[str, dict[str, Any]] = {}
+        with self.lock:
+            events = list(self.events)
+        for name, data in events:
+            if name == "project_snapshot" and data["project"]["project_id"] == project_id:
+                nodes = dict(data["graph"]["nodes"])
+            elif name == "node_update" and data["project_id"] == project_id:
+                for node in data["nodes"]:
+                    nodes[node["task_id"]] = node
+                for task_id in data["removed"]:
+                    nodes.pop(task_id, None)
+        return nodes
+
+
+def wait_status(client: FlaskClient, project_id: str, statuses: set[str], timeout: float = 15.0) -> dict[str, Any]:
+    def check() -> dict[str, Any] | None:
+        project = client.get(f"/api/projects/{project_id}").get_json()
+        return project if project["status"] in statuses else None
+
+    return wait_for(check, timeout, f"project {project_id} to be {statuses}")  # type: ignore[no-any-return]

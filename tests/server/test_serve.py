@@ -1,0 +1,111 @@
+"""``python -m server.serve`` (gunicorn, gthread) with a real WebSocket client; the dashboard files."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import socketio
+from server_helpers import Recorder, wait_for
+
+from server import ServerSettings
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def serve_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SENTIENT_")}
+    env.update(
+        SENTIENT_MODEL="scripted",
+        SENTIENT_RESULTS_DIR=str(tmp_path / "results"),
+        SENTIENT_CACHE_DIR=str(tmp_path / "cache"),
+        SENTIENT_OFFLINE="1",
+        PYTHONPATH=str(REPO),
+        **extra,
+    )
+    return env
+
+
+def test_serve_runs_gunicorn_with_websocket_transport_and_stops_cleanly(tmp_path: Path, docs_folder: Path) -> None:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "server.serve", "--port", str(port)],
+        env=serve_env(tmp_path),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+
+        def healthy() -> bool:
+            try:
+                return httpx.get(url + "/api/health", timeout=1).status_code == 200
+            except httpx.HTTPError:
+                assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+                return False
+
+        wait_for(healthy, timeout=30, what="the server to answer")
+        sio = socketio.Client(reconnection=False)
+        received = Recorder()
+        sio.on("*", received)
+        sio.connect(url, transports=["websocket"])
+        assert sio.transport() == "websocket"
+        ack = sio.call(
+            "execute_task",
+            {"goal": "What is asyncio?", "profile": "general_agent", "config": {"docs": str(docs_folder)}},
+            timeout=10,
+        )
+        project_id = ack["project"]["project_id"]
+        done = wait_for(lambda: received.completed(project_id), what="project_completed")
+        assert done["project"]["status"] == "completed" and received.of("node_update")
+    finally:
+        proc.send_signal(signal.SIGTERM)  # before the client's close, which would wait for a close frame
+        output, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0, output
+    assert "gthread" in output
+    wait_for(lambda: not sio.connected, what="the client to see the server go")
+
+
+def test_sentient_serve_refuses_a_public_bind_without_a_token(monkeypatch: Any, capsys: Any, tmp_path: Path) -> None:
+    from sentient.cli.main import main
+
+    monkeypatch.delenv("SENTIENT_API_TOKEN", raising=False)
+    monkeypatch.setenv("SENTIENT_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.setenv("SENTIENT_OFFLINE", "1")
+    assert main(["serve", "--host", "0.0.0.0", "--port", str(free_port())]) == 2
+    assert "SENTIENT_API_TOKEN" in capsys.readouterr().err
+    assert not (tmp_path / "results").exists()  # refused before anything was opened
+
+
+def test_the_built_dashboard_is_served_with_index_html_for_unknown_pages(
+    make_app: Any, server_settings: ServerSettings, tmp_path: Path
+) -> None:
+    from dataclasses import replace
+
+    dist = tmp_path / "dist"
+    (dist / "assets").mkdir(parents=True)
+    (dist / "index.html").write_text("<!doctype html><title>Sentient</title>")
+    (dist / "assets" / "app.js").write_text("console.log('hi')")
+    client = make_app(replace(server_settings, dashboard_dir=dist)).test_client()
+    assert "<title>Sentient</title>" in client.get("/").get_data(as_text=True)
+    assert client.get("/assets/app.js").get_data(as_text=True) == "console.log('hi')"
+    assert "<title>Sentient</title>" in client.get("/projects/some-id").get_data(as_text=True)
+    assert client.get("/api/nope").get_json()["error"]["code"] == "not_found"
+    assert client.get("/assets/../../results/sentient.db").status_code == 404
+    assert client.get("/%2e%2e/%2e%2e/etc/passwd").status_code in (400, 404) or "Sentient" in client.get(
+        "/%2e%2e/%2e%2e/etc/passwd"
+    ).get_data(as_text=True)
