@@ -40,6 +40,7 @@ from sentient.events import AgentCallFinished, Event
 from sentient.graph.node import NodeType, TaskType
 from sentient.graph.status import TaskStatus
 from sentient.settings import FailurePolicy, Settings
+from sentient.store import ProjectStore
 from sentient.tools.docs_search import DocsIndex
 
 MAX_CONCURRENT = 256  # the largest the settings allow; wider than every scenario's tree
@@ -295,7 +296,10 @@ class Run:
     peak_rss_mb: float
 
 
-def run_once(scenario: Scenario, workdir: Path, profiler: cProfile.Profile | None = None) -> Run:
+def run_once(
+    scenario: Scenario, workdir: Path, profiler: cProfile.Profile | None = None, store: ProjectStore | None = None
+) -> Run:
+    """One run of ``scenario``; with ``store``, every event is persisted as in production."""
     model = scripted_model(scenario)
     docs = DocsIndex()  # empty: the profile has docs_search, and the default would index Python's docs
     agent = ProfiledSentientAgent.create_with_profile(
@@ -315,7 +319,7 @@ def run_once(scenario: Scenario, workdir: Path, profiler: cProfile.Profile | Non
 
     async def timed() -> tuple[RunResult, float]:
         started = time.perf_counter()
-        result = await agent.arun(_goal("root"), write_files=False, subscribers=[clock])
+        result = await agent.arun(_goal("root"), write_files=False, subscribers=[clock], store=store)
         return result, time.perf_counter() - started
 
     gc.collect()

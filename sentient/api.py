@@ -34,10 +34,17 @@ from sentient.hitl.protocol import AutoApprove, PlanReviewer
 from sentient.report import build_report
 from sentient.report_html import render_html
 from sentient.settings import EngineSettings, Settings
-from sentient.store import ProjectNotFoundError, ProjectStore, StoreWriter, check_project_id, owner_alive
+from sentient.store import (
+    ProjectNotFoundError,
+    ProjectStore,
+    StoreWriter,
+    StoreWriterError,
+    check_project_id,
+    owner_alive,
+)
 from sentient.tools.base import CircuitBreaker, ToolSettings
 from sentient.tools.docs_search import DocsIndex
-from sentient.tools.toolbox import NETWORK_TOOLS, ToolBox
+from sentient.tools.toolbox import ToolBox
 from sentient.trace import TraceRecorder, write_json, write_text
 
 RunStatus = Literal["completed", "failed", "cancelled", "stopped"]
@@ -351,7 +358,10 @@ class _Run:
     def _save(self, result: RunResult) -> None:
         """Persist the end of the run (store first: it is what resume reads), then the files."""
         if self.writer is not None and self.store is not None:
-            self.writer.close()
+            try:
+                self.writer.close()
+            except StoreWriterError as exc:  # logged by the writer; the end of the run is still recorded
+                logger.error("project {}: {}", self.project_id, exc)
             self.store.set_stats(self.project_id, asdict(result.stats))
             self.store.set_report(self.project_id, result.report_markdown)
             self.store.set_status(self.project_id, result.status, result.error)
