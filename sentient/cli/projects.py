@@ -30,6 +30,7 @@ from sentient.trace import write_text
 
 EXIT_OK, EXIT_DECLINED, EXIT_USAGE = 0, 1, 2
 _GOAL_WIDTH = 60
+_MIN_GOAL_WIDTH = 12
 _MAX_TREE_NODES = 300  # a 10,000-node tree is for export, not for the terminal
 
 _PROJECT_STYLE = {
@@ -86,26 +87,33 @@ def _list(args: argparse.Namespace, store: ProjectStore, out: Console, err: Cons
     if not projects:
         err.print(f"no projects yet in {store.path.parent}", highlight=False, soft_wrap=True)
         return EXIT_OK
+    now = time.time()
+    rows = []
+    for project in projects:
+        stats = project.live_stats()
+        rows.append(
+            (
+                escape(project.project_id),
+                _status(project),
+                escape(_shorten(project.goal)),
+                str(stats.get("nodes", 0)),
+                str(stats.get("agent_calls", 0)),
+                _cost(stats.get("cost_usd", 0.0)),
+                _age(now - project.created_at),
+            )
+        )
+    # Ids and numbers are never cut; the goal takes the room left, and goes on a narrow terminal.
+    fixed = [max(len(p.project_id) for p in projects), len("interrupted"), 5, 5, 7, 4]
+    room = out.width - sum(fixed) - 2 * len(fixed)
     table = Table(box=None, header_style="bold", pad_edge=False)
     table.add_column("ID", no_wrap=True)
     table.add_column("Status", no_wrap=True)
-    table.add_column("Goal", overflow="ellipsis", no_wrap=True, max_width=_GOAL_WIDTH)
-    table.add_column("Nodes", justify="right")
-    table.add_column("Calls", justify="right")
-    table.add_column("Cost", justify="right")
-    table.add_column("Age", justify="right", no_wrap=True)
-    now = time.time()
-    for project in projects:
-        stats = project.live_stats()
-        table.add_row(
-            escape(project.project_id),
-            _status(project),
-            escape(_shorten(project.goal)),
-            str(stats.get("nodes", 0)),
-            str(stats.get("agent_calls", 0)),
-            _cost(stats.get("cost_usd", 0.0)),
-            _age(now - project.created_at),
-        )
+    if room >= _MIN_GOAL_WIDTH:
+        table.add_column("Goal", overflow="ellipsis", no_wrap=True, max_width=min(room, _GOAL_WIDTH))
+    for name in ("Nodes", "Calls", "Cost", "Age"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for row in rows:
+        table.add_row(*(row if room >= _MIN_GOAL_WIDTH else row[:2] + row[3:]))
     out.print(table)
     return EXIT_OK
 
@@ -127,6 +135,7 @@ def _show(args: argparse.Namespace, store: ProjectStore, out: Console, err: Cons
         f"profile:  {escape(project.profile)} · created {_when(project.created_at)}"
         f" · updated {_when(project.updated_at)}",
         highlight=False,
+        soft_wrap=True,
     )
     summary = (
         f"stats:    {stats.get('nodes', 0)} nodes, {stats.get('agent_calls', 0)} agent calls, "
@@ -136,7 +145,7 @@ def _show(args: argparse.Namespace, store: ProjectStore, out: Console, err: Cons
         summary += f", {float(stats['elapsed_s']):.1f}s"
     if stats.get("failed_nodes"):
         summary += f", [red]{stats['failed_nodes']} failed[/]"
-    out.print(summary, highlight=False)
+    out.print(summary, highlight=False, soft_wrap=True)
     out.print(f"report:   {escape(_report_location(store, project))}", highlight=False, soft_wrap=True)
     out.print(f"reviews:  {len(reviews)} pending", highlight=False)
     for review in reviews:
@@ -267,7 +276,7 @@ def _shorten(text: str, width: int = _GOAL_WIDTH) -> str:
 
 
 def _cost(cost: float) -> str:
-    return f"${cost:.4f}" if cost else "-"
+    return f"${cost:.4f}" if cost else "$0"
 
 
 def _age(seconds: float) -> str:

@@ -94,7 +94,10 @@ class StoreWriter:
             the first event.
         batch_size: most events written in one transaction.
         linger_s: how long the thread waits, once woken, for more events to share the
-            transaction (a commit lands at most about this much after its event, plus the write).
+            transaction.
+        commit_interval_s: the least time between two transactions. An event is committed
+            within about ``max(linger_s, commit_interval_s)`` plus the write itself; an idle
+            writer commits a lone event after ``linger_s``.
 
     Call :meth:`close` when the run ends (it flushes); the thread is a daemon, so what is still
     queued when a process exits without closing is lost.
@@ -108,12 +111,15 @@ class StoreWriter:
         *,
         batch_size: int = 2000,
         linger_s: float = 0.002,
+        commit_interval_s: float = 0.01,
     ) -> None:
         self.project_id = check_project_id(project_id)
         self.graph = graph
         self._store = store
         self._batch_size = batch_size
         self._linger_s = linger_s
+        self._commit_interval_s = commit_interval_s
+        self._hurry = threading.Event()
         self._next_seq: int | None = None  # this writer numbers the nodes it inserts
         self._queue: deque[tuple[Any, ...]] = deque()
         self._wake = threading.Event()
@@ -191,6 +197,7 @@ class StoreWriter:
             done = threading.Event()
             self._queue.append((_FLUSH, done))
             self._wake.set()
+            self._hurry.set()
             deadline = None if timeout is None else time.monotonic() + timeout
             while not done.wait(_FLUSH_POLL_S) and self._thread.is_alive():
                 if deadline is not None and time.monotonic() > deadline:
@@ -207,6 +214,7 @@ class StoreWriter:
             self._closed = True
             self._queue.append((_STOP,))
             self._wake.set()
+            self._hurry.set()
             self._thread.join()
         self._raise_errors()
 
@@ -226,10 +234,16 @@ class StoreWriter:
 
     def _run(self) -> None:
         stop = False
+        last_commit = 0.0
         while not stop:
             self._wake.wait()
-            if self._linger_s:
-                time.sleep(self._linger_s)  # let a burst of events gather into one transaction
+            # Wait a little so a burst of events shares one transaction, and keep commits at
+            # least `commit_interval_s` apart: each statement hands the GIL back and forth with
+            # the engine's thread, so fewer, larger transactions cost the engine less.
+            delay = max(self._linger_s, last_commit + self._commit_interval_s - time.monotonic())
+            if delay > 0:
+                self._hurry.wait(delay)  # a flush or close cuts the wait short
+            self._hurry.clear()
             # Clear before draining: an event appended from now on either is drained below or
             # finds the flag clear and sets it again.
             self._wake.clear()
@@ -250,6 +264,7 @@ class StoreWriter:
                     self._record(exc, None)
                 for event in done:
                     event.set()
+            last_commit = time.monotonic()
 
     def _write(self, batch: list[tuple[Any, ...]]) -> None:
         if not batch:

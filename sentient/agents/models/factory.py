@@ -111,8 +111,8 @@ class ModelFactory:
         if spec.provider is Provider.LOCAL:
             from sentient.agents.models.embedded import load_embedded_model  # llama.cpp loads only when used
 
-            model = load_embedded_model(self._settings.model_path, self._settings.cache_dir)
-            return ModelHandle(text, model, FREE, None, self._response_cache(True), native_tools=False)
+            embedded = load_embedded_model(self._settings.model_path, self._settings.cache_dir)
+            return ModelHandle(text, embedded, FREE, None, self._response_cache(True), native_tools=False)
         if spec.provider is Provider.SCRIPTED:
             # A dry run of the whole pipeline with canned answers: no weights, no network.
             return ModelHandle(text, ScriptedModel(), FREE, None, self._response_cache(False), native_tools=False)
