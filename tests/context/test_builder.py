@@ -182,7 +182,9 @@ def test_over_budget_the_least_relevant_knowledge_is_dropped_first(tree: Tree) -
     assert full.cut == []
     budget = (len(full.render()) - 600) // 4  # dropping one entry (about 1200 characters) is enough
     context = tree.builder(token_budget=budget).for_execution(tree.node("root.1"), [])
-    assert context.cut == [f"dropped 'Related finding (root.0.1): Notes on sequences' ({_tokens(tree, 'root.0.1')} tokens)"]
+    assert context.cut == [
+        f"dropped 'Related finding (root.0.1): Notes on sequences' ({_tokens(tree, 'root.0.1')} tokens)"
+    ]
     assert "Related finding (root.0.2): Whether tuples can change" in titles(context)
     assert section(context, "Result of root.0 ") == tree.node("root.0").result
     assert len(context.render()) <= budget * 4

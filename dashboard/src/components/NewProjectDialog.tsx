@@ -1,0 +1,103 @@
+import { useState, type FormEvent } from "react";
+import { api, ApiError } from "../api/http";
+import type { Project } from "../api/types";
+import { errorText } from "../format";
+import { useStore } from "../state/store";
+
+/** Create a project and start it. */
+export function NewProjectDialog({ onClose, onCreated }: { onClose: () => void; onCreated: (p: Project) => void }) {
+  const profiles = useStore((s) => s.profiles);
+  const [goal, setGoal] = useState("");
+  const [profile, setProfile] = useState(profiles[0]?.name ?? "deep_research_agent");
+  const [maxDepth, setMaxDepth] = useState(2);
+  const [review, setReview] = useState("none");
+  const [docs, setDocs] = useState("");
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const config: Record<string, unknown> = { max_depth: maxDepth, review };
+      if (docs.trim()) config.docs = docs.trim();
+      const created = await api.create({ goal: goal.trim(), profile, config });
+      let project = created;
+      try {
+        project = await api.execute(created.project_id);
+      } catch (err) {
+        if (!(err instanceof ApiError && err.status === 409)) throw err; // 409: already running
+      }
+      onCreated(project);
+    } catch (err) {
+      setError(errorText(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <div className="modal-backdrop" onMouseDown={(e) => e.target === e.currentTarget && onClose()}>
+      <form className="modal" onSubmit={submit} data-testid="new-project-dialog">
+        <h2>New research project</h2>
+        <label>
+          Goal
+          <textarea
+            name="goal"
+            autoFocus
+            rows={3}
+            required
+            placeholder="e.g. Research quantum computing applications in healthcare"
+            value={goal}
+            onChange={(e) => setGoal(e.target.value)}
+          />
+        </label>
+        <div className="form-row">
+          <label>
+            Profile
+            <select name="profile" value={profile} onChange={(e) => setProfile(e.target.value)}>
+              {(profiles.length ? profiles : [{ name: profile, description: "" }]).map((p) => (
+                <option key={p.name} value={p.name} title={p.description}>
+                  {p.name}
+                </option>
+              ))}
+            </select>
+          </label>
+          <label>
+            Max depth
+            <input
+              name="max_depth"
+              type="number"
+              min={0}
+              max={8}
+              value={maxDepth}
+              onChange={(e) => setMaxDepth(Number(e.target.value))}
+            />
+          </label>
+          <label>
+            Plan review
+            <select name="review" value={review} onChange={(e) => setReview(e.target.value)}>
+              <option value="none">None (auto-approve)</option>
+              <option value="root">Root plan</option>
+              <option value="all">Every plan</option>
+            </select>
+          </label>
+        </div>
+        <label>
+          Documents folder <span className="muted">(optional, on the server)</span>
+          <input name="docs" placeholder="/path/to/docs" value={docs} onChange={(e) => setDocs(e.target.value)} />
+        </label>
+        {error && <div className="form-error" role="alert">{error}</div>}
+        <div className="modal-actions">
+          <button type="button" onClick={onClose}>
+            Cancel
+          </button>
+          <button type="submit" className="primary" disabled={busy || !goal.trim()}>
+            {busy ? "Starting…" : "Start research"}
+          </button>
+        </div>
+      </form>
+    </div>
+  );
+}

@@ -1,0 +1,188 @@
+// The live task graph. Layout is recomputed only when the tree's shape (or the set of
+// collapsed subtrees) changes; status changes re-render just the affected node components.
+
+import {
+  Background,
+  ControlButton,
+  Controls,
+  MarkerType,
+  Position,
+  ReactFlow,
+  ReactFlowProvider,
+  useReactFlow,
+  useStore as useFlowStore,
+  useStoreApi,
+  type Edge,
+  type NodeMouseHandler,
+  type ReactFlowState,
+  type Viewport,
+} from "@xyflow/react";
+import { useCallback, useEffect, useMemo, useRef, useState, type MouseEvent } from "react";
+import { useStore } from "../state/store";
+import { layoutTree, NODE_HEIGHT, NODE_WIDTH } from "./layout";
+import { DependencyEdge } from "./DependencyEdge";
+import { Overview } from "./Overview";
+import { DETAIL_ZOOM, TaskNodeComponent, type TaskFlowNode } from "./TaskNode";
+
+/** From this many visible tasks on, the zoomed-out view is one canvas (see Overview). */
+const OVERVIEW_MIN_NODES = 150;
+const zoomedOutSelector = (s: ReactFlowState) => s.transform[2] < DETAIL_ZOOM;
+
+const nodeTypes = { task: TaskNodeComponent };
+
+// Handle positions given up front (they match TaskNode's <Handle>s): React Flow then need not
+// mount every node once to measure it, so only the tasks in view are ever rendered.
+const S = 6;
+const HANDLES: NonNullable<TaskFlowNode["handles"]> = [
+  { id: "in", type: "target", position: Position.Left, x: -S / 2, y: NODE_HEIGHT / 2 - S / 2, width: S, height: S },
+  { id: "out", type: "source", position: Position.Right, x: NODE_WIDTH - S / 2, y: NODE_HEIGHT / 2 - S / 2, width: S, height: S },
+  { id: "dep-out", type: "source", position: Position.Right, x: NODE_WIDTH - S / 2, y: NODE_HEIGHT * 0.3 - S / 2, width: S, height: S },
+  { id: "dep-in", type: "target", position: Position.Right, x: NODE_WIDTH - S / 2, y: NODE_HEIGHT * 0.7 - S / 2, width: S, height: S },
+];
+const edgeTypes = { dependency: DependencyEdge };
+
+const treeEdgeStyle = { stroke: "var(--edge)", strokeWidth: 1.5 };
+const depEdgeStyle = { stroke: "var(--accent)", strokeWidth: 1.5, strokeDasharray: "5 4" };
+const depMarker = { type: MarkerType.ArrowClosed, color: "var(--accent)", width: 16, height: 16 };
+
+function Graph() {
+  const structure = useStore((s) => s.graph.structure);
+  const projectId = useStore((s) => s.graph.projectId);
+  const collapsed = useStore((s) => s.collapsed);
+  const select = useStore((s) => s.select);
+  const flow = useReactFlow();
+  const flowStore = useStoreApi();
+  const zoomedOut = useFlowStore(zoomedOutSelector);
+  const userMoved = useRef(false);
+  const shown = useRef(0);
+
+  const layout = useMemo(
+    () => layoutTree(useStore.getState().graph.nodes, collapsed),
+    // The layout depends on the shape only; `structure` changes exactly when the shape does.
+    [structure, collapsed],
+  );
+
+  // A jump straight to a far zoom (fit) first switches to the overview, then moves: otherwise
+  // React Flow would mount every task for the one frame before the overview takes over.
+  const [enteringOverview, setEnteringOverview] = useState(false);
+  const pendingViewport = useRef<Viewport | null>(null);
+  const big = layout.nodes.length >= OVERVIEW_MIN_NODES;
+  const overview = big && (zoomedOut || enteringOverview);
+  const overviewNow = useRef(overview);
+  overviewNow.current = overview;
+
+  const nodes = useMemo<TaskFlowNode[]>(
+    () =>
+      layout.nodes.map((p) => ({
+        hidden: overview,
+        id: p.id,
+        type: "task",
+        position: { x: p.x, y: p.y },
+        width: NODE_WIDTH,
+        height: NODE_HEIGHT,
+        handles: HANDLES,
+        data: { hasChildren: p.hasChildren, hiddenDescendants: p.hiddenDescendants },
+        draggable: false,
+        connectable: false,
+      })),
+    [layout, overview],
+  );
+
+  const edges = useMemo<Edge[]>(
+    () =>
+      overview ? [] : layout.edges.map((e) =>
+        e.kind === "tree"
+          ? { id: e.id, source: e.source, target: e.target, sourceHandle: "out", targetHandle: "in", type: "smoothstep", style: treeEdgeStyle, focusable: false, selectable: false, interactionWidth: 0 }
+          : { id: e.id, source: e.source, target: e.target, sourceHandle: "dep-out", targetHandle: "dep-in", type: "dependency", style: depEdgeStyle, markerEnd: depMarker, focusable: false, selectable: false, interactionWidth: 0, zIndex: 1 },
+      ),
+    [layout, overview],
+  );
+
+  // Fit from the layout's size (works whether tasks are DOM nodes or drawn on the overview canvas).
+  const fit = useCallback(() => {
+    const { width, height } = flowStore.getState();
+    if (!width || !height || layout.nodes.length === 0) return;
+    const pad = 0.88;
+    const zoom = Math.max(0.005, Math.min(1.1, (width * pad) / layout.width, (height * pad) / layout.height));
+    const viewport = { x: (width - layout.width * zoom) / 2, y: (height - layout.height * zoom) / 2, zoom };
+    if (big && zoom < DETAIL_ZOOM && !overviewNow.current) {
+      pendingViewport.current = viewport;
+      setEnteringOverview(true);
+      return;
+    }
+    void flow.setViewport(viewport);
+  }, [flow, flowStore, layout, big]);
+
+  useEffect(() => {
+    if (!enteringOverview) return;
+    if (pendingViewport.current) void flow.setViewport(pendingViewport.current);
+    pendingViewport.current = null;
+    setEnteringOverview(false);
+  }, [enteringOverview, flow]);
+
+  useEffect(() => {
+    userMoved.current = false;
+    shown.current = 0;
+  }, [projectId]);
+
+  // Follow the growing tree until the user pans or zooms themselves.
+  useEffect(() => {
+    if (nodes.length === 0 || nodes.length === shown.current || userMoved.current) return;
+    shown.current = nodes.length;
+    fit();
+  }, [nodes, fit]);
+
+  const onNodeClick: NodeMouseHandler<TaskFlowNode> = (_, node) => select(node.id);
+
+  // In the overview, a click zooms in there (and selects the task under the pointer, if any).
+  const onPaneClick = (event: MouseEvent) => {
+    if (!overview) return select(null);
+    const point = flow.screenToFlowPosition({ x: event.clientX, y: event.clientY });
+    const hit = layout.nodes.find(
+      (p) => point.x >= p.x && point.x <= p.x + NODE_WIDTH && point.y >= p.y && point.y <= p.y + NODE_HEIGHT,
+    );
+    select(hit ? hit.id : null);
+    userMoved.current = true;
+    const center = hit ? { x: hit.x + NODE_WIDTH / 2, y: hit.y + NODE_HEIGHT / 2 } : point;
+    void flow.setCenter(center.x, center.y, { zoom: 0.8 });
+  };
+
+  return (
+    <ReactFlow<TaskFlowNode, Edge>
+      nodes={nodes}
+      edges={edges}
+      nodeTypes={nodeTypes}
+      edgeTypes={edgeTypes}
+      onNodeClick={onNodeClick}
+      onPaneClick={onPaneClick}
+      onMoveStart={(event) => {
+        if (event) userMoved.current = true;
+      }}
+      nodesDraggable={false}
+      nodesConnectable={false}
+      elementsSelectable={false}
+      onlyRenderVisibleElements
+      minZoom={0.005}
+      maxZoom={2}
+      proOptions={{ hideAttribution: true }}
+    >
+      <Background gap={24} size={1} />
+      <Controls showInteractive={false} showFitView={false} position="bottom-left">
+        <ControlButton onClick={fit} title="Fit the whole tree" aria-label="fit view">
+          ⤢
+        </ControlButton>
+      </Controls>
+      {overview && <Overview layout={layout} />}
+    </ReactFlow>
+  );
+}
+
+export function TaskGraph() {
+  return (
+    <div className="graph" data-testid="graph">
+      <ReactFlowProvider>
+        <Graph />
+      </ReactFlowProvider>
+    </div>
+  );
+}

@@ -1,0 +1,311 @@
+"""The dashboard in a real headless Chromium against a live server with the scripted model."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from playwright.sync_api import expect
+
+DONE_TIMEOUT = 30_000
+
+
+def create_project(page: Any, goal: str, *, review: str = "none", max_depth: int = 1) -> None:
+    page.get_by_test_id("new-project").click()
+    dialog = page.get_by_test_id("new-project-dialog")
+    dialog.locator("textarea[name=goal]").fill(goal)
+    dialog.locator("input[name=max_depth]").fill(str(max_depth))
+    dialog.locator("select[name=review]").select_option(review)
+    dialog.get_by_role("button", name="Start research").click()
+    expect(dialog).to_be_hidden()
+
+
+def wait_completed(page: Any) -> None:
+    expect(page.get_by_test_id("project-status")).to_have_text("completed", timeout=DONE_TIMEOUT)
+
+
+def test_create_project_and_watch_nodes_appear_and_complete(
+    page: Any, live_server: Any, problems: Any, screenshot: Any
+) -> None:
+    page.goto(live_server.url)
+    expect(page.get_by_test_id("connection")).to_have_attribute("data-state", "connected")
+    create_project(page, "Research quantum computing in healthcare")
+
+    nodes = page.get_by_test_id("task-node")
+    expect(nodes.first).to_be_visible()  # the root appears while the run is going
+    expect(nodes).to_have_count(3, timeout=DONE_TIMEOUT)
+    wait_completed(page)
+    for status in nodes.evaluate_all("els => els.map(e => e.dataset.status)"):
+        assert status == "DONE"
+    item = page.get_by_test_id("project-item").filter(has_text="Research quantum computing in healthcare")
+    expect(item).to_have_attribute("data-status", "completed")
+    screenshot(page, "graph")
+    assert problems.errors == []
+
+
+def test_open_node_shows_goal_status_prompt_and_sources(
+    page: Any, live_server: Any, problems: Any, screenshot: Any
+) -> None:
+    page.goto(live_server.url)
+    create_project(page, "Compare qubit technologies")
+    wait_completed(page)
+
+    page.locator("[data-task-id='root.0']").click()
+    inspector = page.get_by_test_id("inspector")
+    expect(inspector.get_by_test_id("inspector-goal")).to_contain_text("Compare qubit technologies")
+    expect(inspector.get_by_test_id("inspector-status")).to_have_text("DONE")
+    expect(inspector.get_by_test_id("status-timeline")).to_contain_text("EXECUTING")
+    expect(inspector.get_by_test_id("inspector-result")).to_contain_text("Finding for root.0")
+    call = inspector.get_by_test_id("agent-call").first
+    expect(call).to_contain_text("executor")
+    expect(call.get_by_test_id("call-prompt")).to_contain_text("Compare qubit technologies")
+    expect(call.get_by_test_id("call-response")).to_contain_text("Finding for root.0")
+    expect(inspector.locator(".sources li").first).to_be_visible()
+    screenshot(page, "node-inspector")
+
+    # Collapse the root's subtree, then expand it again.
+    page.locator("[data-task-id='root'] .collapse-toggle").click()
+    expect(page.get_by_test_id("task-node")).to_have_count(1)
+    page.locator("[data-task-id='root'] .collapse-toggle").click()
+    expect(page.get_by_test_id("task-node")).to_have_count(3)
+    assert problems.errors == []
+
+
+def test_plan_review_approve(page: Any, live_server: Any, problems: Any, screenshot: Any) -> None:
+    page.goto(live_server.url)
+    create_project(page, "Survey hospital imaging AI", review="root")
+
+    dialog = page.get_by_test_id("review-dialog")
+    expect(dialog).to_be_visible()
+    expect(dialog.get_by_test_id("plan-subtask")).to_have_count(2)
+    expect(dialog).to_contain_text("Find facts about: Survey hospital imaging AI")
+    item = page.get_by_test_id("project-item").filter(has_text="Survey hospital imaging AI")
+    expect(item.get_by_test_id("pending-review-badge")).to_be_visible(timeout=10_000)
+    screenshot(page, "plan-review")
+
+    dialog.get_by_test_id("approve-plan").click()
+    expect(dialog).to_be_hidden()
+    wait_completed(page)
+    expect(page.get_by_test_id("task-node")).to_have_count(3)
+    expect(item.get_by_test_id("pending-review-badge")).to_be_hidden(timeout=10_000)
+    assert problems.errors == []
+
+
+def test_plan_review_edit_shows_invalid_edits_and_sends_a_valid_one(
+    page: Any, live_server: Any, problems: Any, screenshot: Any
+) -> None:
+    posted: list[str] = []
+    page.on("request", lambda r: posted.append(r.url) if r.method == "POST" and "/api/reviews/" in r.url else None)
+    page.goto(live_server.url)
+    create_project(page, "Map quantum sensing startups", review="root")
+
+    dialog = page.get_by_test_id("review-dialog")
+    dialog.get_by_test_id("edit-plan").click()
+    send = dialog.get_by_test_id("send-edited-plan")
+
+    # A forward dependency and an empty goal are shown, and the plan cannot be sent.
+    dialog.get_by_label("Dependencies of subtask 0").fill("1")
+    dialog.get_by_label("Goal of subtask 1").fill("  ")
+    problems_box = dialog.get_by_test_id("plan-problems")
+    expect(problems_box).to_contain_text("subtask 0 depends on later subtask 1")
+    expect(problems_box).to_contain_text("subtask 1 has an empty goal")
+    expect(send).to_be_disabled()
+    dialog.get_by_label("Dependencies of subtask 0").fill("0")
+    expect(problems_box).to_contain_text("subtask 0 depends on itself")
+    dialog.get_by_label("Dependencies of subtask 1").fill("7")
+    expect(problems_box).to_contain_text("subtask 1 depends on 7, which does not exist")
+    screenshot(page, "plan-review-invalid-edit")
+
+    # Fix it: new goals and types, a third subtask that depends on both, then remove one.
+    dialog.get_by_label("Dependencies of subtask 0").fill("")
+    dialog.get_by_label("Goal of subtask 0").fill("List quantum sensing startups")
+    dialog.get_by_label("Type of subtask 0").select_option("SEARCH")
+    dialog.get_by_label("Goal of subtask 1").fill("Assess their funding")
+    dialog.get_by_label("Type of subtask 1").select_option("THINK")
+    dialog.get_by_label("Dependencies of subtask 1").fill("0")
+    dialog.get_by_role("button", name="+ Add subtask").click()
+    dialog.get_by_label("Goal of subtask 2").fill("Temporary subtask")
+    dialog.get_by_role("button", name="+ Add subtask").click()
+    dialog.get_by_label("Goal of subtask 3").fill("Write the market map")
+    dialog.get_by_label("Type of subtask 3").select_option("WRITE")
+    dialog.get_by_label("Dependencies of subtask 3").fill("0, 1, 2")
+    dialog.get_by_role("button", name="Remove subtask 2").click()
+    expect(dialog.get_by_label("Dependencies of subtask 2")).to_have_value("0, 1")
+    expect(problems_box).to_be_hidden()
+    assert posted == []  # nothing was sent while the plan was invalid
+
+    send.click()
+    expect(dialog).to_be_hidden()
+    wait_completed(page)
+    nodes = page.get_by_test_id("task-node")
+    expect(nodes).to_have_count(4)
+    expect(page.locator("[data-task-id='root.0']")).to_contain_text("List quantum sensing startups")
+    expect(page.locator("[data-task-id='root.1']")).to_contain_text("THINK")
+    expect(page.locator("[data-task-id='root.2']")).to_contain_text("Write the market map")
+    page.locator("[data-task-id='root.2']").click()
+    expect(page.get_by_test_id("inspector")).to_contain_text("root.0, root.1")
+    assert len(posted) == 1
+    assert problems.errors == []
+
+
+def test_report_renders_with_clickable_references_and_downloads(
+    page: Any, live_server: Any, problems: Any, screenshot: Any
+) -> None:
+    page.goto(live_server.url)
+    create_project(page, "Summarise quantum drug discovery")
+    wait_completed(page)
+
+    page.get_by_test_id("report-tab").click()
+    report = page.get_by_test_id("report-markdown")
+    expect(report).to_contain_text("Summary of root")
+    citation = report.locator("a.citation").first
+    expect(citation).to_have_text("1")
+    reference = report.locator("#ref-1")
+    expect(reference).to_be_attached()
+    citation.click()
+    expect(reference).to_have_class(re.compile(r"\bhighlighted\b"))
+    expect(reference).to_be_in_viewport()
+    screenshot(page, "report")
+
+    with page.expect_download() as markdown:
+        page.get_by_test_id("download-md").click()
+    assert "Summary of root" in Path(markdown.value.path()).read_text(encoding="utf-8")
+    with page.expect_download() as html:
+        page.get_by_test_id("download-html").click()
+    assert "<" in Path(html.value.path()).read_text(encoding="utf-8")
+    with page.expect_download() as as_json:
+        page.get_by_test_id("download-json").click()
+    assert "markdown" in json.loads(Path(as_json.value.path()).read_text(encoding="utf-8"))
+
+    page.get_by_role("button", name="Graph", exact=True).click()
+    with page.expect_download() as graph_json:
+        page.get_by_test_id("export-json").click()
+    exported = json.loads(Path(graph_json.value.path()).read_text(encoding="utf-8"))
+    assert set(exported["nodes"]) == {"root", "root.0", "root.1"}
+    with page.expect_download() as svg:
+        page.get_by_test_id("export-svg").click()
+    assert Path(svg.value.path()).read_text(encoding="utf-8").startswith("<svg")
+    with page.expect_download() as png:
+        page.get_by_test_id("export-png").click()
+    assert Path(png.value.path()).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert problems.errors == []
+
+
+def test_llm_html_and_script_render_as_text_and_run_nothing(
+    page: Any, live_server: Any, problems: Any, screenshot: Any
+) -> None:
+    page.goto(live_server.url)
+    create_project(page, "XSS probe: summarise untrusted pages")
+    wait_completed(page)
+
+    page.locator("[data-task-id='root.0']").click()
+    result = page.get_by_test_id("inspector-result")
+    expect(result).to_contain_text('<img src=x onerror="window.__xss')
+    expect(result).to_contain_text("<script>window.__xss")
+    assert result.locator("img, script").count() == 0
+
+    page.get_by_test_id("report-tab").click()
+    report = page.get_by_test_id("report-markdown")
+    expect(report).to_contain_text("<img src=x onerror=")
+    expect(report).to_contain_text("<script>")
+    screenshot(page, "report-untrusted-html")
+    assert page.locator(".markdown img, .markdown script, .markdown iframe").count() == 0
+    # The HTML download escapes it too.
+    html = page.evaluate(
+        "async () => (await fetch(`/api/projects/${new URLSearchParams(location.search).get('project')}"
+        "/report?format=html`)).text()"
+    )
+    assert "<script>window" not in html
+    assert "<img src=x" not in html
+    page.wait_for_timeout(300)
+    assert page.evaluate("window.__xss") is None
+    assert problems.dialogs == []
+
+
+def test_token_is_asked_once_and_sent_on_rest_and_socket(
+    page: Any, token_server: Any, problems: Any, screenshot: Any
+) -> None:
+    page.goto(token_server.url)
+    prompt = page.get_by_test_id("token-prompt")
+    expect(prompt).to_be_visible()
+    screenshot(page, "token-prompt")
+    prompt.get_by_label("API token").fill(token_server.token or "")
+    prompt.get_by_role("button", name="Connect").click()
+    expect(prompt).to_be_hidden()
+    expect(page.get_by_test_id("connection")).to_have_attribute("data-state", "connected")
+
+    create_project(page, "Token-protected research")
+    wait_completed(page)
+    expect(page.get_by_test_id("task-node")).to_have_count(3)
+    page.reload()  # the token is kept for the tab: no second prompt
+    expect(page.get_by_test_id("connection")).to_have_attribute("data-state", "connected")
+    expect(page.get_by_test_id("project-item").first).to_be_visible()
+    expect(prompt).to_be_hidden()
+    # Only the 401s from before the token was given are logged as errors.
+    assert all("401" in e or "unauthorized" in e.lower() for e in problems.errors)
+
+
+def test_reconnect_catches_up_from_a_snapshot(page: Any, live_server: Any, problems: Any, screenshot: Any) -> None:
+    page.goto(live_server.url)
+    create_project(page, "Reconnect: what changed while offline", review="root")
+    dialog = page.get_by_test_id("review-dialog")
+    expect(dialog).to_be_visible()
+    review_id = page.evaluate(
+        "async () => (await (await fetch(`/api/projects/${new URLSearchParams(location.search).get('project')}"
+        "/reviews`)).json()).reviews[0].review_id"
+    )
+
+    page.context.set_offline(True)
+    expect(page.get_by_test_id("connection")).to_have_attribute("data-state", "reconnecting", timeout=30_000)
+    screenshot(page, "reconnecting")
+    # The run goes on without this browser: approve from another client and let it finish.
+    request = urllib.request.Request(
+        f"{live_server.url}/api/reviews/{review_id}",
+        data=json.dumps({"action": "approve"}).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        assert answer.status == 200
+    deadline = time.monotonic() + 30
+    project_id = page.evaluate("new URLSearchParams(location.search).get('project')")
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(f"{live_server.url}/api/projects/{project_id}", timeout=10) as answer:
+            if json.load(answer)["status"] == "completed":
+                break
+        time.sleep(0.2)
+
+    page.context.set_offline(False)
+    expect(page.get_by_test_id("connection")).to_have_attribute("data-state", "connected", timeout=30_000)
+    expect(page.get_by_test_id("project-status")).to_have_text("completed")
+    expect(page.get_by_test_id("task-node")).to_have_count(3)
+    for status in page.get_by_test_id("task-node").evaluate_all("els => els.map(e => e.dataset.status)"):
+        assert status == "DONE"
+    expect(dialog).to_be_hidden()
+
+
+def test_cancel_resume_and_delete_a_project(page: Any, live_server: Any, problems: Any) -> None:
+    page.goto(live_server.url)
+    create_project(page, "Lifecycle: cancel, resume, delete", review="root")
+    expect(page.get_by_test_id("review-dialog")).to_be_visible()
+    page.get_by_label("Close (decide later)").click()
+    expect(page.get_by_test_id("open-review")).to_be_visible()  # still reachable from the top bar
+
+    page.get_by_test_id("cancel-project").click()
+    status = page.get_by_test_id("project-status")
+    expect(status).to_have_text("cancelled")
+    page.get_by_test_id("resume-project").click()
+    expect(status).to_have_text("running")
+    expect(page.get_by_test_id("review-dialog")).to_be_visible()
+    page.get_by_label("Close (decide later)").click()
+
+    item = page.get_by_test_id("project-item").filter(has_text="Lifecycle: cancel, resume, delete")
+    page.get_by_test_id("delete-project").click()
+    page.get_by_test_id("confirm-delete").click()
+    expect(item).to_have_count(0)
+    expect(status).to_be_hidden()
+    assert problems.errors == []
