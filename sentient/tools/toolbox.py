@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 from agno.tools.function import Function
 
+from sentient.context.citations import SourceList
 from sentient.exceptions import ConfigError, ToolError
 from sentient.graph.node import Source
 from sentient.tools.base import CircuitBreaker, CircuitOpenError, RetrievalTool, Tool, ToolOutput, ToolSettings
@@ -80,7 +81,7 @@ class ToolCall:
     duration_s: float
 
 
-class SourceSink:
+class SourceSink(SourceList):
     """The sources a node can cite, numbered from 1 in the order first seen, plus its tool calls.
 
     Seed it with the sources the node's context already offers, so tool results continue
@@ -88,19 +89,8 @@ class SourceSink:
     """
 
     def __init__(self, sources: Iterable[Source] = ()) -> None:
-        self.sources: list[Source] = []
+        super().__init__(sources)
         self.calls: list[ToolCall] = []
-        self._numbers: dict[str, int] = {}
-        for source in sources:
-            self.add(source)
-
-    def add(self, source: Source) -> int:
-        """Add `source` unless its ref is known; return its citation number."""
-        number = self._numbers.get(source.ref)
-        if number is None:
-            self.sources.append(source)
-            number = self._numbers[source.ref] = len(self.sources)
-        return number
 
     def number_of(self, ref: str) -> int | None:
         """The citation number of `ref`, or None if no source has it."""
@@ -108,9 +98,6 @@ class SourceSink:
 
     def record(self, call: ToolCall) -> None:
         self.calls.append(call)
-
-    def __len__(self) -> int:
-        return len(self.sources)
 
 
 @dataclass(frozen=True)
