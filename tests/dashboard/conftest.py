@@ -101,7 +101,9 @@ def _start_server(tmp: Path, token: str | None) -> tuple[LiveServer, Callable[[]
     return LiveServer(f"http://127.0.0.1:{httpd.server_port}", model, token), stop
 
 
-@pytest.fixture(scope="session")
+# Module scope, not session: Playwright's sync API keeps an asyncio loop running in the main
+# thread while it is alive, which would break every async test collected after these.
+@pytest.fixture(scope="module")
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     if not (DIST / "index.html").is_file():
         pytest.fail("dashboard/dist is missing: run dashboard/build.sh")
@@ -110,14 +112,14 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def token_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     server, stop = _start_server(tmp_path_factory.mktemp("dash-token"), token="s3cret-token-for-tests-only")
     yield server
     stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     if not shutil.which(CHROMIUM) and not Path(CHROMIUM).is_file():
         message = f"{CHROMIUM} not found: apt-get install -y chromium"
