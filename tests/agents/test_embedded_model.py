@@ -20,12 +20,14 @@ from sentient.agents.models.embedded import (
     EmbeddedModel,
     LlamaRuntime,
     fit_to_context,
+    load_embedded_model,
     schema_from_response_format,
     to_chat_messages,
 )
 from sentient.agents.models.weights import (
     DEFAULT_MODEL_SHA256,
     DEFAULT_MODEL_SIZE,
+    GGUF_MAGIC,
     assemble_default_model,
     resolve_model_path,
 )
@@ -197,3 +199,15 @@ async def test_agent_on_embedded_model_returns_a_valid_plan(assembled: Path):
 
     assert isinstance(out.content, PlanOutput)
     assert out.content.subtasks and all(s.goal.strip() for s in out.content.subtasks)
+
+
+def test_one_embedded_model_is_shared_by_the_whole_process(tmp_path: Path) -> None:
+    """Every agent and every run (a server runs several projects) gets the same model and
+    runtime, so the weights are loaded once; other settings get their own."""
+    gguf = tmp_path / "tiny.gguf"
+    gguf.write_bytes(GGUF_MAGIC + b"\0" * 64)  # never loaded: loading happens on the first call
+    first = load_embedded_model(gguf, tmp_path)
+    again = load_embedded_model(tmp_path / "." / "tiny.gguf", tmp_path / "other-cache")
+    assert again is first
+    assert again.runtime is first.runtime
+    assert load_embedded_model(gguf, tmp_path, max_tokens=128) is not first

@@ -99,7 +99,7 @@ def fit_to_context(
 
 
 class LlamaRuntime:
-    """One llama.cpp model, loaded on first use and shared by every agent of a run.
+    """One llama.cpp model, loaded on first use and shared by every agent of the process.
 
     llama.cpp contexts are not thread-safe, so every call holds one lock; concurrent agents
     simply queue. Copying a runtime returns the same runtime (agno deep-copies models).
@@ -363,13 +363,25 @@ def load_embedded_model(
 ) -> EmbeddedModel:
     """Resolve the weights (assembling the default ones if needed) and wrap them as a model.
 
-    The weights are verified now but loaded into memory only on the first call.
+    The weights are verified now but loaded into memory only on the first call. One model per
+    weights file and settings is shared by the whole process: every agent, every run, and every
+    project a server runs at once (its runtime lock queues their calls), so the weights are in
+    memory once.
 
     Raises:
         ModelWeightsError: the weights are missing or corrupt.
     """
     path = resolve_model_path(model_path, cache_dir)
-    return EmbeddedModel(runtime=LlamaRuntime(path, n_ctx=n_ctx), max_tokens=max_tokens)
+    key = (path.resolve(), n_ctx, max_tokens)
+    with _LOADED_LOCK:
+        model = _LOADED.get(key)
+        if model is None:
+            model = _LOADED[key] = EmbeddedModel(runtime=LlamaRuntime(path, n_ctx=n_ctx), max_tokens=max_tokens)
+    return model
+
+
+_LOADED: dict[tuple[Path, int, int], EmbeddedModel] = {}
+_LOADED_LOCK = threading.Lock()
 
 
 def default_threads() -> int:
