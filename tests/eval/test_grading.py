@@ -1,0 +1,22 @@
+from sentient.eval.grading import answer_body, contains_answer, normalize
+
+
+def test_normalize_folds_case_accents_and_punctuation():
+    assert normalize("  Café-Crème: asyncio.sleep()! ") == "cafe creme asyncio sleep"
+
+
+def test_answer_matches_whole_words_only():
+    assert contains_answer("It waits 30 seconds.", ["30"])
+    assert not contains_answer("It waits 30 seconds.", ["3"])
+    assert contains_answer("Use `asyncio.sleep()` here", ["asyncio.sleep"])
+    assert not contains_answer("nothing relevant", ["asyncio.sleep", "loop"])
+
+
+def test_empty_answers_never_match():
+    assert not contains_answer("anything", ["", "  "])
+
+
+def test_answer_body_drops_references():
+    report = "The answer is Ada Lovelace [1].\n\n## References\n\n1. Ada Lovelace biography — `a.md`\n"
+    assert answer_body(report) == "The answer is Ada Lovelace [1]."
+    assert contains_answer(answer_body("Not here.\n\n## References\n\n1. Ada Lovelace"), ["Ada Lovelace"]) is False
