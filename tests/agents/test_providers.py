@@ -474,3 +474,13 @@ async def test_malformed_body_is_transient(server: FakeOpenAIServer, model: Mode
         await retried(model, ProviderGate(None, 4), Sleeps(), attempts=2)
     assert isinstance(caught.value.__cause__, json.JSONDecodeError)
     assert len(server.requests) == 4
+
+
+def test_local_model_strings_name_the_embedded_weights() -> None:
+    from sentient.agents.models.providers import Provider, parse_model_string
+
+    spec = parse_model_string("local:qwen2.5-coder-0.5b")
+    assert (spec.provider, spec.model_id) == (Provider.LOCAL, "qwen2.5-coder-0.5b")
+    assert parse_model_string("local").model_id == "local"  # the default weights
+    with pytest.raises(ConfigError, match=r"no embedded model 'qwen-7b' \(there are: qwen2.5-coder-0.5b"):
+        parse_model_string("local:qwen-7b")

@@ -28,7 +28,7 @@ from agno.models.response import ModelResponse
 from loguru import logger
 from pydantic import BaseModel
 
-from sentient.agents.models.weights import resolve_model_path
+from sentient.agents.models.weights import DEFAULT_WEIGHTS, EmbeddedWeights, resolve_model_path
 from sentient.exceptions import ModelError, ModelWeightsError
 
 if TYPE_CHECKING:
@@ -359,7 +359,12 @@ class EmbeddedModel(Model):
 
 
 def load_embedded_model(
-    model_path: Path | None, cache_dir: Path, *, n_ctx: int = DEFAULT_N_CTX, max_tokens: int = DEFAULT_MAX_TOKENS
+    model_path: Path | None,
+    cache_dir: Path,
+    *,
+    weights: EmbeddedWeights = DEFAULT_WEIGHTS,
+    n_ctx: int = DEFAULT_N_CTX,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
 ) -> EmbeddedModel:
     """Resolve the weights (assembling the default ones if needed) and wrap them as a model.
 
@@ -371,7 +376,7 @@ def load_embedded_model(
     Raises:
         ModelWeightsError: the weights are missing or corrupt.
     """
-    path = resolve_model_path(model_path, cache_dir)
+    path = resolve_model_path(model_path, cache_dir, weights)
     key = (path.resolve(), n_ctx, max_tokens)
     with _LOADED_LOCK:
         model = _LOADED.get(key)

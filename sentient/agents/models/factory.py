@@ -16,6 +16,7 @@ from sentient.agents.models.catalog import FREE, ModelCatalog, Price, load_catal
 from sentient.agents.models.fake import ScriptedModel
 from sentient.agents.models.providers import IN_PROCESS, ModelSpec, Provider, build_model, parse_model_string
 from sentient.agents.models.resilience import ProviderGate
+from sentient.agents.models.weights import DEFAULT_WEIGHTS, EMBEDDED_WEIGHTS
 from sentient.agents.registry import Profile
 from sentient.exceptions import ConfigError
 from sentient.settings import Settings
@@ -111,8 +112,13 @@ class ModelFactory:
         if spec.provider is Provider.LOCAL:
             from sentient.agents.models.embedded import load_embedded_model  # llama.cpp loads only when used
 
-            embedded = load_embedded_model(self._settings.model_path, self._settings.cache_dir)
-            return ModelHandle(text, embedded, FREE, None, self._response_cache(True), native_tools=False)
+            # Plain 'local' is the default weights, or SENTIENT_MODEL_PATH; 'local:NAME' names the weights.
+            weights = EMBEDDED_WEIGHTS.get(spec.model_id, DEFAULT_WEIGHTS)
+            path = self._settings.model_path if spec.model_id == "local" else None
+            embedded = load_embedded_model(path, self._settings.cache_dir, weights=weights)
+            # The name keys the response cache, so it says which weights answered.
+            name = f"local:{path.name}" if path is not None else f"local:{weights.name}"
+            return ModelHandle(name, embedded, FREE, None, self._response_cache(True), native_tools=False)
         if spec.provider is Provider.SCRIPTED:
             # A dry run of the whole pipeline with canned answers: no weights, no network.
             return ModelHandle(text, ScriptedModel(), FREE, None, self._response_cache(False), native_tools=False)

@@ -22,6 +22,7 @@ from agno.models.openrouter import OpenRouter
 from agno.models.response import ModelResponse
 from pydantic import BaseModel
 
+from sentient.agents.models.weights import EMBEDDED_WEIGHTS
 from sentient.exceptions import ConfigError
 
 if TYPE_CHECKING:
@@ -43,6 +44,8 @@ REMOTE = frozenset(Provider) - IN_PROCESS
 
 FORMS = (
     "local",
+    "local:qwen2.5-coder-0.5b",
+    "local:qwen2.5-coder-1.5b",
     "scripted",
     "openai:MODEL",
     "anthropic:MODEL",
@@ -72,6 +75,10 @@ def parse_model_string(text: str) -> ModelSpec:
     if value in IN_PROCESS:
         return ModelSpec(Provider(value), value, None, value)
     prefix, sep, rest = value.partition(":")
+    if prefix == Provider.LOCAL:
+        if rest not in EMBEDDED_WEIGHTS:
+            raise _bad_model(text, f"no embedded model '{rest}' (there are: {', '.join(EMBEDDED_WEIGHTS)})")
+        return ModelSpec(Provider.LOCAL, rest, None, value)
     if not sep or prefix not in REMOTE:
         raise _bad_model(text, "unknown provider")
     provider = Provider(prefix)
