@@ -180,7 +180,7 @@ class ProfiledSentientAgent:
             except ProjectNotFoundError:
                 store.create_project(project_id, goal, self.profile.name, settings.model_dump(mode="json"))
         graph = TaskGraph()
-        graph.add_root(goal, TaskType.WRITE, NodeType.PLAN)
+        graph.add_root(goal, TaskType.SEARCH, NodeType.PLAN)
         run = _Run(self, project_id, graph, settings, store, output_dir, write_files, subscribers, on_graph)
         return await run.execute(resume=False)
 
@@ -214,7 +214,7 @@ class ProfiledSentientAgent:
         settings = _override(stored, engine_overrides)
         graph = store.load_graph(project_id)
         if not len(graph):
-            graph.add_root(record.goal, TaskType.WRITE, NodeType.PLAN)  # stopped before its first event
+            graph.add_root(record.goal, TaskType.SEARCH, NodeType.PLAN)  # stopped before its first event
         run = _Run(self, project_id, graph, settings, store, output_dir, write_files, subscribers, on_graph)
         run.trace.restore(store.calls(project_id))
         return await run.execute(resume=True)

@@ -14,12 +14,13 @@ def build_report(graph: TaskGraph, stopped: str | None = None) -> str:
     ``stopped`` is the reason a budget ended the run early; the partial report says so.
     """
     root = graph.root
+    consulted = [s for node in graph for s in node.sources]
     if root.status is TaskStatus.DONE and root.result:
-        return _with_references(root.result, root.sources)
-    return _partial_report(graph, root, stopped)
+        return _with_references(root.result, root.sources, consulted)
+    return _partial_report(graph, root, stopped, consulted)
 
 
-def _with_references(text: str, sources: list[Source]) -> str:
+def _with_references(text: str, sources: list[Source], consulted: list[Source]) -> str:
     """Renumber citations by first appearance; list cited sources, then the others consulted."""
     order = [n for n in cited_numbers(text) if 1 <= n <= len(sources)]
     mapping = {old: new for new, old in enumerate(order, start=1)}
@@ -27,13 +28,20 @@ def _with_references(text: str, sources: list[Source]) -> str:
     if order:
         parts.append("## References\n\n" + "\n".join(_reference(new, sources[old - 1]) for old, new in mapping.items()))
     # What the research read but the answer does not cite is still part of its provenance.
-    uncited = [s for i, s in enumerate(sources, start=1) if i not in mapping]
+    cited = {sources[old - 1].ref for old in mapping}
+    uncited = list({s.ref: s for s in [*sources, *consulted] if s.ref not in cited}.values())
     if uncited:
         parts.append("## Other sources consulted\n\n" + "\n".join(f"- {_describe(s)}" for s in uncited))
     return "\n\n".join(parts) + "\n"
 
 
 def _reference(number: int, source: Source) -> str:
+    """A numbered reference; a verified one shows the quote that was checked against the source."""
+    if source.verified and source.quote:
+        # The path stays last on the line: the server reads references back by it.
+        quote = " ".join(source.quote.split())
+        title = source.title.replace("\n", " ").strip() or source.ref
+        return f"{number}. {title} — verified: “{quote}” — `{source.ref}`"
     return f"{number}. {_describe(source)}"
 
 
@@ -42,7 +50,7 @@ def _describe(source: Source) -> str:
     return f"{title} — `{source.ref}`" if title and title != source.ref else f"`{source.ref}`"
 
 
-def _partial_report(graph: TaskGraph, root: TaskNode, stopped: str | None) -> str:
+def _partial_report(graph: TaskGraph, root: TaskNode, stopped: str | None, consulted: list[Source]) -> str:
     """What the run did achieve when the root did not finish: each completed top-level result."""
     if stopped:
         lines = [f"# {root.goal}", "", f"> **Partial report** — the run was stopped early: {stopped}."]
@@ -53,7 +61,7 @@ def _partial_report(graph: TaskGraph, root: TaskNode, stopped: str | None) -> st
             lines.append(f"> Reason: {root.error}")
     done = _topmost_done(graph, root)
     for node in done:
-        lines += ["", f"## {node.goal}", "", _with_references(node.result or "", node.sources).strip()]
+        lines += ["", f"## {node.goal}", "", _with_references(node.result or "", node.sources, []).strip()]
     if not done:
         lines += ["", "No subtask finished."]
     return "\n".join(lines) + "\n"

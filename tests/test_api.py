@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sentient import ProfiledSentientAgent, RunResult
-from sentient.agents.models.fake import FakeRequest, ScriptedModel
+from sentient.agents.models.fake import FakeRequest, ScriptedModel, cite_sources
 from sentient.agents.schemas import AggregationOutput, ExecutionOutput
 from sentient.exceptions import ConfigError, ProfileNotFoundError
 from sentient.settings import REPO_ROOT, FailurePolicy, Settings
@@ -40,10 +40,12 @@ def api_docs(tmp_path: Path) -> Path:
 
 
 def citing_model() -> ScriptedModel:
-    """Executors cite the first source they are given; the root aggregator cites two."""
+    """Executors cite (with a checked quote) the first two sources they are given; the root aggregator cites two."""
 
     def execute(request: FakeRequest) -> ExecutionOutput:
-        return ExecutionOutput(answer=f"{request.goal}: sequences differ in mutability [1].")
+        citations = cite_sources(request.prompt, 2)
+        markers = "".join(f"[{c.source}]" for c in citations)
+        return ExecutionOutput(answer=f"{request.goal}: sequences differ in mutability {markers}.", citations=citations)
 
     return ScriptedModel(
         script={
@@ -68,7 +70,7 @@ def test_readme_python_example_runs_and_prints_completed(
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[0] == "completed"
     project_id, nodes, calls, elapsed = lines[-1].split()
-    assert int(nodes) == 3 and int(calls) == 4 and float(elapsed) > 0
+    assert int(nodes) == 3 and int(calls) == 5 and float(elapsed) > 0  # the root atomizer, a plan, 2 steps, aggregation
     report = (tmp_path / "results" / project_id / "report.md").read_text()
     assert report.strip() in "\n".join(lines)
 
@@ -91,7 +93,7 @@ async def test_arun_returns_a_result_consistent_with_the_graph_and_the_files(
 
     stats = result.stats
     assert stats.nodes == len(graph) == 3
-    assert stats.agent_calls == sum(n.agent_calls for n in graph) == len(model.calls) == 4
+    assert stats.agent_calls == sum(n.agent_calls for n in graph) == len(model.calls) == 5
     assert stats.input_tokens == sum(n.input_tokens for n in graph) > 0
     assert stats.output_tokens == sum(n.output_tokens for n in graph) > 0
     assert stats.failed_nodes == 0

@@ -46,8 +46,15 @@ def research_team(body: dict[str, Any]) -> Reply:
         return tool_call("docs_search", {"query": "tuple immutable dict key"})
     if kind == "ExecutionOutput" and messages[-1]["role"] == "tool":
         tool_text = messages[-1]["content"]
-        cited = re.findall(r"^\[(\d+)\] .*tuples\.md", tool_text, re.MULTILINE)
-        return json_reply({"answer": f"Tuples are immutable and can be dict keys [{cited[0]}]."})
+        # Cite the tuples document with a quote from its snippet (the line under its heading).
+        number, snippet = re.findall(r"^\[(\d+)\] .*tuples\.md\n(.+)$", tool_text, re.MULTILINE)[0]
+        quote = " ".join(snippet.split()[:6])
+        return json_reply(
+            {
+                "citations": [{"source": int(number), "quote": quote}],
+                "answer": f"Tuples are immutable and can be dict keys [{number}].",
+            }
+        )
     if kind == "ExecutionOutput":
         return json_reply({"answer": "Lists change; tuples do not [1]."})
     return json_reply({"answer": "# Lists and tuples\n\nTuples are immutable [1], lists are not."})

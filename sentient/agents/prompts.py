@@ -12,45 +12,58 @@ from sentient.graph.node import TaskNode
 def plan_task(node: TaskNode, max_subtasks: int) -> str:
     return (
         f"Break this goal into 2 to {max_subtasks} subtasks that together achieve it:\n{node.goal}\n\n"
-        "Each subtask has a goal (one specific sentence), a task_type (SEARCH to look something up, "
-        "THINK to reason or analyse, WRITE to write a part of the answer) and depends_on_indices "
-        "(0-based indices of EARLIER subtasks whose results it needs, [] if none). Independent subtasks "
-        "run in parallel, so add only the dependencies that are needed.\n"
+        "Each subtask has a goal (one specific question or instruction), a task_type and depends_on_indices.\n"
+        "- SEARCH looks facts up in the documents. Write it as a question that keeps the exact names, "
+        "numbers and terms of the goal; never state an answer in it.\n"
+        "- When a search needs what an earlier one finds (first find which X, then look up a fact about "
+        "that X), it lists the earlier subtask's index in depends_on_indices.\n"
+        "- THINK compares, combines or calculates results of earlier subtasks (list them as dependencies).\n"
+        "- Do not add a subtask that writes the final answer: the results are combined automatically.\n"
         'Answer with JSON: {"subtasks": [{"goal": "...", "task_type": "SEARCH", "depends_on_indices": []}]}'
     )
 
 
 def atomize_task(goal: str, task_type: str) -> str:
     return (
-        f"Can one agent complete this {task_type} subtask directly, in one step, or does it need to be "
-        f"broken into smaller subtasks first?\n{goal}\n\n"
-        'Answer with JSON: {"is_atomic": true} if it can be done directly, otherwise {"is_atomic": false}.'
+        f"Can this {task_type} task be done in one step, or must it be split into smaller steps first?\n{goal}\n\n"
+        "It is one step (atomic) when it asks for one fact or one thing that a single search can find, "
+        "even if the answer is long. It needs splitting when it asks several separate questions, or when "
+        "something must be found first and then looked up (for example: who leads the team that owns the "
+        "system that failed; which is larger, the limit of A or of B).\n"
+        'Answer with JSON: {"is_atomic": true} if it is one step, otherwise {"is_atomic": false}.'
     )
 
 
 def execute_task(node: TaskNode, has_sources: bool) -> str:
-    cite = (
-        "Base your answer on the sources listed above and cite them with their numbers, like [1]. "
-        "Do not invent sources or numbers."
-        if has_sources
-        else "Cite a source number like [1] only if the context above lists that source."
-    )
+    if has_sources:
+        return (
+            f"Task: {node.goal}\n\n"
+            "Use the numbered sources above. First, in citations, give for each source you use its number "
+            "and a short quote copied word for word from it (5 to 25 words) that supports the answer. Then, "
+            "in answer, answer the task directly in one to three sentences, with the source number in "
+            "brackets after each fact, like [2]. If the sources do not contain the answer, give the best "
+            "answer you know without a citation and say that the sources do not confirm it.\n"
+            'Answer with JSON: {"citations": [{"source": 1, "quote": "..."}], "answer": "..."}'
+        )
     return (
-        f"Complete this {node.task_type.value} task:\n{node.goal}\n\n{cite}\n"
-        'Answer with JSON: {"answer": "<your answer in Markdown>"}'
+        f"Task: {node.goal}\n\n"
+        "Use the results above and keep their citations [n] next to the facts they support; "
+        "do not invent citation numbers. Be direct and concise.\n"
+        'Answer with JSON: {"citations": [], "answer": "<your answer in Markdown>"}'
     )
 
 
 def aggregate_task(node: TaskNode, is_root: bool) -> str:
-    shape = (
-        "Write the final report: a title, a short summary, then sections that answer the overall goal. "
+    opening = (
+        "Start with a direct answer to the goal in one or two sentences. Then give the supporting facts "
+        "as short bullet points. "
         if is_root
-        else "Combine them into one coherent answer. "
+        else "Answer this goal directly in a few sentences. "
     )
     return (
-        f"The subtask results above all serve this goal:\n{node.goal}\n\n{shape}"
-        "Keep each citation [n] next to the fact it supports; do not invent new citation numbers. "
-        "Do not repeat the same point twice.\n"
+        f"The results above were gathered for this goal:\n{node.goal}\n\n{opening}"
+        "Use only facts from the results, keep every fact that helps answer the goal, and keep each "
+        "citation [n] next to the fact it supports; do not invent citation numbers. Do not repeat a point.\n"
         'Answer with JSON: {"answer": "<Markdown>"}'
     )
 

@@ -63,6 +63,7 @@ class AgentCall:
     context: AgentContext
     tools: ToolBox | None = None  # offered to models that run a tool-call loop (hosted ones)
     sink: SourceSink | None = None  # numbers the sources tools return; the node cites them
+    layer: int = 0  # depth of the task the call is about (an atomizer decides for the layer below)
 
 
 @dataclass(frozen=True)
@@ -228,6 +229,7 @@ class AgentRunner:
                     "role": call.role.value,
                     "agent": call.agent.name,
                     "goal": call.goal,
+                    "layer": call.layer,
                     "attempt": attempt,
                 },
             )

@@ -31,9 +31,18 @@ class AtomizerOutput(BaseModel):
     is_atomic: bool = Field(description="true if one executor can do this directly, false if it needs a plan.")
 
 
-class ExecutionOutput(BaseModel):
-    """An executor's answer. Cite sources with [n] using the numbers given in the prompt."""
+class Citation(BaseModel):
+    """Evidence for an answer: which source, and words copied exactly from it."""
 
+    source: int = Field(description="The number n of the source, as in [n].")
+    quote: str = Field(min_length=1, description="A short phrase copied word for word from that source.")
+
+
+class ExecutionOutput(BaseModel):
+    """An executor's answer. ``citations`` come first so the model picks its evidence, then answers
+    from it; each quote is checked against its source in code (sentient.context.grounding)."""
+
+    citations: list[Citation] = Field(default_factory=list, max_length=4)
     answer: str = Field(min_length=1)
 
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sentient.context.citations import SourceList
+from sentient.context.citations import SourceList, renumber
 from sentient.context.knowledge import KnowledgeStore
 from sentient.graph.node import Source, TaskNode
 from sentient.graph.status import TaskStatus
@@ -20,6 +20,8 @@ from sentient.graph.task_graph import TaskGraph
 
 _CHARS_PER_TOKEN = 4
 _MIN_RESULT_CHARS = 400
+_QUERY_RESULT_CHARS = 300  # of each dependency's result, in a search query
+_QUERY_CHARS = 1_500
 
 
 def estimate_tokens(text: str) -> int:
@@ -116,6 +118,18 @@ class ContextBuilder:
                 sections.append(Section(f"Failed: {child.goal}", child.error or "failed", required=True))
         sections.append(Section("Feedback to address", feedback, required=True))
         return self._fit(AgentContext(sections, sources=sources.sources))
+
+    def search_query(self, node: TaskNode) -> str:
+        """What a node's retrieval searches for: its task in the words of the question.
+
+        A planner's paraphrase can drop what was asked, so the goals above the task come along,
+        and the results it depends on, so that a second hop searches with what the first found.
+        """
+        parts = [node.goal, *(a.goal for a in reversed(self._graph.ancestors(node.task_id)))]
+        for dep in self._graph.dependencies(node.task_id):
+            if dep.status is TaskStatus.DONE and dep.result:
+                parts.append(renumber(dep.result, {})[:_QUERY_RESULT_CHARS])
+        return "\n".join(parts)[:_QUERY_CHARS]
 
     # -- building blocks ---------------------------------------------------------------------
 

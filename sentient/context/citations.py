@@ -23,19 +23,23 @@ class SourceList:
             self.add(source)
 
     def add(self, source: Source) -> int:
-        """Add a source (or find it) and return its number."""
+        """Add a source (or find it) and return its number. A verified copy replaces an unverified one."""
         number = self._numbers.get(source.ref)
         if number is None:
             self._sources.append(source)
             number = self._numbers[source.ref] = len(self._sources)
+        elif source.verified and not self._sources[number - 1].verified:
+            self._sources[number - 1] = source
         return number
 
     def adopt(self, text: str, local_sources: Sequence[Source]) -> str:
         """Rewrite ``text`` whose ``[n]`` refer to ``local_sources`` so they refer to this list.
 
-        Markers pointing at no local source are removed: a citation must always resolve.
+        Only the sources ``text`` cites join the list: what a result rests on is what the next
+        agent may cite. Markers pointing at no local source are removed: a citation must resolve.
         """
-        mapping = {i: self.add(s) for i, s in enumerate(local_sources, start=1)}
+        cited = [n for n in cited_numbers(text) if 1 <= n <= len(local_sources)]
+        mapping = {n: self.add(local_sources[n - 1]) for n in cited}
         return renumber(text, mapping)
 
     @property

@@ -18,6 +18,7 @@ from sentient.agents.runner import AgentCall, AgentRunner
 from sentient.agents.schemas import AggregationOutput, AtomizerOutput, ExecutionOutput, PlanOutput, SubTask
 from sentient.context.builder import AgentContext, ContextBuilder
 from sentient.context.citations import renumber
+from sentient.context.grounding import ground
 from sentient.context.knowledge import KnowledgeStore
 from sentient.events import (
     EventBus,
@@ -106,10 +107,14 @@ class NodeProcessor:
     # -- phases --------------------------------------------------------------------------
 
     async def decide_root_type(self, root: TaskNode) -> None:
-        """Unless root planning is forced, ask the atomizer whether the whole goal is atomic."""
+        """Unless root planning is forced, ask the atomizer whether the whole goal is atomic.
+
+        A simple question is then researched and answered in one step, as cheaply as a single
+        retrieve-then-answer call; only a compound goal is planned.
+        """
         if self._settings.force_root_planning:
             return
-        root.node_type = await self._node_type_for(root, root.goal, root.task_type.value, [root.goal], layer=0)
+        root.node_type = await self._node_type_for(root, root.goal, root.task_type.value, [], layer=0)
 
     async def plan(self, node: TaskNode) -> None:
         """PLANNING -> (review) -> ATOMIZATION -> PLAN_DONE, or FAILED."""
@@ -164,7 +169,9 @@ class NodeProcessor:
         except AgentError as exc:
             self.fail(node, str(exc))
             return
-        self._finish(node, output.answer, sink.sources)
+        grounded = ground(output.answer, output.citations, sink.sources)
+        node.warnings.extend(grounded.notes)
+        self._finish(node, grounded.text, grounded.sources)
 
     async def aggregate(self, node: TaskNode) -> None:
         """PLAN_DONE -> AGGREGATING -> DONE; fails without a call if no child succeeded."""
@@ -198,8 +205,10 @@ class NodeProcessor:
         schema: type[T],
         tools: ToolBox | None = None,
         sink: SourceSink | None = None,
+        layer: int | None = None,
     ) -> T:
-        call = AgentCall(node.task_id, node.goal, role, agent, task, context, tools, sink)
+        layer = node.layer if layer is None else layer
+        call = AgentCall(node.task_id, node.goal, role, agent, task, context, tools, sink, layer)
         reply = await self._runner.run(call, schema)
         node.agent_calls += 1
         node.input_tokens += reply.input_tokens
@@ -290,8 +299,9 @@ class NodeProcessor:
             return NodeType.PLAN
         context = self._context.for_atomizing(node, goal, plan_goals)
         try:
+            task = atomize_task(goal, task_type)
             verdict = await self._ask(
-                node, Role.ATOMIZER, self._profile.atomizer, atomize_task(goal, task_type), context, AtomizerOutput
+                node, Role.ATOMIZER, self._profile.atomizer, task, context, AtomizerOutput, layer=layer
             )
         except AgentError as exc:
             node.warnings.append(f"atomizer failed for '{goal[:60]}', executing it directly: {exc}")
@@ -299,16 +309,22 @@ class NodeProcessor:
         return NodeType.EXECUTE if verdict.is_atomic else NodeType.PLAN
 
     async def _retrieve(self, node: TaskNode, tools: ToolBox | None) -> list[Source]:
-        """Search with the executor's retrieval tools (documents, the web) before it is called."""
+        """Search with the executor's retrieval tools (documents, the web) before it is called.
+
+        The query keeps the words of the task, of the goals above it and of the results it
+        depends on (a second hop searches with what the first one found). Passages its
+        dependencies already cite are skipped: their results are in the context anyway.
+        """
         if tools is None or not tools.retrieval_tools():
             return []
-        found = await tools.retrieve(node.goal, RETRIEVED_SOURCES)
+        seen = {s.ref for dep in self.graph.dependencies(node.task_id) for s in dep.sources if s.verified}
+        found = await tools.retrieve(self._context.search_query(node), RETRIEVED_SOURCES + len(seen))
         node.warnings.extend(found.warnings)
-        return found.sources
+        return [s for s in found.sources if s.ref not in seen][:RETRIEVED_SOURCES]
 
     def _finish(self, node: TaskNode, answer: str, sources: Sequence[Source]) -> None:
         # A citation must resolve: numbers beyond the offered (or tool-found) sources are removed.
-        node.result = renumber(answer, {n: n for n in range(1, len(sources) + 1)})
+        node.result = renumber(answer, {n: n for n in range(1, len(sources) + 1)}).strip()
         node.sources = list(sources)
         self._knowledge.add(node.task_id, node.goal, node.result, [s.ref for s in node.sources])
         self.move(node, _S.DONE)

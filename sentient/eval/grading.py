@@ -9,17 +9,13 @@ The References part of a report is not part of the answer and is cut before matc
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable
 
-_NON_WORD = re.compile(r"[^0-9a-z]+")
-_REFERENCES = re.compile(r"^#{1,6}\s*(References|Other sources consulted)\b.*", re.IGNORECASE | re.MULTILINE | re.DOTALL)
+from sentient.context.grounding import normalize
 
-
-def normalize(text: str) -> str:
-    """Lower-case ASCII words separated by single spaces (accents folded, punctuation dropped)."""
-    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii").lower()
-    return _NON_WORD.sub(" ", folded).strip()
+_REFERENCES = re.compile(
+    r"^#{1,6}\s*(References|Other sources consulted)\b.*", re.IGNORECASE | re.MULTILINE | re.DOTALL
+)
 
 
 def contains_answer(text: str, answers: Iterable[str]) -> bool:

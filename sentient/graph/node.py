@@ -22,13 +22,19 @@ class NodeType(StrEnum):
 
 
 class Source(BaseModel):
-    """A citable source: a document path or URL a tool returned."""
+    """A citable source: a document path or URL a tool returned.
+
+    ``snippet`` is the text an agent was shown. ``verified`` is True once an agent's quote from
+    it was found in that text (``quote`` keeps it); None while nobody has cited it.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     ref: str
     title: str = ""
     snippet: str = ""
+    verified: bool | None = None
+    quote: str | None = None
 
 
 class StatusChange(BaseModel):

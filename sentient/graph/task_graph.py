@@ -120,7 +120,8 @@ class TaskGraph:
 
         Invalid indices (self, forward, out of range, duplicates) are dropped and a warning is
         recorded on the child. Only backward edges are kept, so the sibling graph is acyclic
-        by construction. Children with no dependencies start READY, the others PENDING.
+        by construction. A THINK or WRITE child left with no dependency depends on the SEARCH
+        children before it. Children with no dependencies start READY, the others PENDING.
         """
         if len(subtasks) != len(node_types):
             raise GraphError("one node type is needed per subtask")
@@ -130,6 +131,12 @@ class TaskGraph:
         created: list[TaskNode] = []
         for i, (sub, node_type) in enumerate(zip(subtasks, node_types, strict=True)):
             deps, warnings = _valid_dependencies(i, sub.depends_on_indices, len(subtasks))
+            if not deps and sub.task_type is not TaskType.SEARCH:
+                # A reasoning or writing step that waits for nothing answers from memory beside the
+                # research: it gets the results of the searches planned before it.
+                deps = [j for j in range(i) if subtasks[j].task_type is TaskType.SEARCH]
+                if deps:
+                    warnings.append(f"depends on the earlier searches {deps}: it needs their results")
             child = TaskNode(
                 task_id=f"{parent_id}.{first + i}",
                 goal=sub.goal,

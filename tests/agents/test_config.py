@@ -66,7 +66,8 @@ def test_shipped_configs_load_with_both_profiles() -> None:
     assert "docs_search" in deep.executor_for(TaskType.SEARCH).tools
     general = registry.profile("general_agent")
     assert general.settings.max_depth == 1
-    assert general.settings.skip_atomization is True
+    assert general.settings.force_root_planning is False  # the root goes through the atomizer
+    assert deep.settings.force_root_planning is False
     assert sorted(a.name for a in general.agents()) == sorted(AGENT_NAMES)
 
 

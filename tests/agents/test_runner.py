@@ -65,7 +65,7 @@ async def test_an_always_invalid_plan_fails_the_node_after_every_retry(make_agen
     assert "task_type: Field required" in root.error
     assert root.result is None
     assert len(result.graph) == 1
-    (event,) = recorder.of(AgentCallFinished)
+    (event,) = [e for e in recorder.of(AgentCallFinished) if e.role == "planner"]
     assert event.attempts == 3 and event.error is not None
 
 

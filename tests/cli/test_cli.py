@@ -110,7 +110,7 @@ def test_json_run_exits_0_and_prints_one_object_with_id_status_and_stats(json_ru
     stats = payload["stats"]
     # general_agent: plan the root, execute its two subtasks, aggregate the root.
     assert stats["nodes"] == 3
-    assert stats["agent_calls"] == 4
+    assert stats["agent_calls"] == 5  # root atomizer, planner, two steps, aggregator
     assert stats["input_tokens"] > 0 and stats["output_tokens"] > 0
     assert stats["failed_nodes"] == 0
     assert stats["elapsed_s"] > 0
@@ -164,7 +164,7 @@ def test_plain_run_prints_the_report_on_stdout_and_the_summary_on_stderr(sandbox
     assert proc.returncode == 0, proc.stderr
     [project] = [p for p in sandbox.results.iterdir() if p.is_dir()]
     assert proc.stdout.strip() == (project / "report.md").read_text().strip()
-    assert "completed · 3 tasks, 4 agent calls" in proc.stderr
+    assert "completed · 3 tasks, 5 agent calls" in proc.stderr
     assert str(project) in proc.stderr
 
 

@@ -113,11 +113,12 @@ def test_overall_goal_and_ancestors_survive_a_tiny_budget(tree: Tree) -> None:
 def test_dependency_results_are_included_with_citations_renumbered_into_the_context(tree: Tree) -> None:
     tree.finish("root.0.0", "Lists grow in place [2] and shrink [1]; invented [5].", [C, A])
     context = tree.builder().for_execution(tree.node("root.0.1"), [B, A])
-    assert [s.ref for s in context.sources] == [C.ref, A.ref, B.ref]
+    # Only the sources the result cites come along, numbered in the order it cites them.
+    assert [s.ref for s in context.sources] == [A.ref, C.ref, B.ref]
     text = section(context, "Result of root.0.0 (this task depends on it)")
-    assert text == "Lists grow in place [2] and shrink [1]; invented."
+    assert text == "Lists grow in place [1] and shrink [2]; invented."
     rendered = context.render()
-    assert "[1] Hashing: " in rendered
+    assert "[2] Hashing: " in rendered
     assert "[3] Tuples: " in rendered
     assert "/docs/hash.md" not in rendered  # paths go to the report, not the prompt
 

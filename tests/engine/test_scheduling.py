@@ -83,7 +83,7 @@ async def test_one_concurrent_call_means_calls_never_overlap(make_agent) -> None
 
     assert result.status == "completed"
     calls = sorted(model.calls, key=lambda c: c.started_at)
-    assert len(calls) == 6  # planner, four executors, aggregator
+    assert len(calls) == 7  # root atomizer, planner, four executors, aggregator
     for earlier, later in itertools.pairwise(calls):
         assert later.started_at >= earlier.finished_at
 
@@ -91,8 +91,9 @@ async def test_one_concurrent_call_means_calls_never_overlap(make_agent) -> None
 async def test_parent_aggregates_only_after_all_children_finished(make_agent) -> None:
     # root -> [root.0 (planned: two leaves), root.1 (leaf)]; root.0.1 is the slowest call.
     def atomizer(request: FakeRequest) -> AtomizerOutput:
-        # Atomizer calls run on the parent's behalf; the subtask is named in the task part of the prompt.
-        return AtomizerOutput(is_atomic="step 0" not in request.prompt.split("## Your task")[-1])
+        # The root is planned. Atomizer calls for subtasks run on the parent's behalf; the subtask
+        # is named in the task part of the prompt.
+        return AtomizerOutput(is_atomic=request.layer > 0 and "step 0" not in request.prompt.split("## Your task")[-1])
 
     def latency(request: FakeRequest) -> float:
         return {"root.0.1": 0.1, "root.1": 0.03}.get(request.task_id, 0.0)

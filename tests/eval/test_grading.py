@@ -20,3 +20,8 @@ def test_answer_body_drops_references():
     report = "The answer is Ada Lovelace [1].\n\n## References\n\n1. Ada Lovelace biography — `a.md`\n"
     assert answer_body(report) == "The answer is Ada Lovelace [1]."
     assert contains_answer(answer_body("Not here.\n\n## References\n\n1. Ada Lovelace"), ["Ada Lovelace"]) is False
+
+
+def test_non_ascii_punctuation_separates_words():
+    assert normalize("09:00–10:30, résumé") == "09 00 10 30 resume"
+    assert contains_answer("open Wednesdays 09:00–10:30", ["Wednesdays 09:00"])

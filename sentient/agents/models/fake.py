@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
@@ -22,7 +23,14 @@ from agno.models.message import Message
 from agno.models.response import ModelResponse
 from pydantic import BaseModel
 
-from sentient.agents.schemas import AggregationOutput, AtomizerOutput, ExecutionOutput, PlanOutput, SubTask
+from sentient.agents.schemas import (
+    AggregationOutput,
+    AtomizerOutput,
+    Citation,
+    ExecutionOutput,
+    PlanOutput,
+    SubTask,
+)
 from sentient.graph.node import TaskType
 
 
@@ -36,6 +44,7 @@ class FakeRequest:
     goal: str
     prompt: str
     attempt: int
+    layer: int = 0  # of the task the call is about; an atomizer call decides for that layer
 
 
 @dataclass
@@ -50,11 +59,27 @@ class FakeCall:
 
 
 Output = BaseModel | dict[str, Any] | str | BaseException
+_LISTED_SOURCE = re.compile(r"^\[(\d+)\] (.+)$", re.MULTILINE)
+_QUOTE_WORDS = 6
+
+
+def cite_sources(prompt: str, count: int = 1) -> list[Citation]:
+    """Grounded citations of the first ``count`` sources a prompt lists, as a careful model gives them.
+
+    Each quotes the last words of its source's line, which are the end of the source's text.
+    """
+    citations = []
+    for match in _LISTED_SOURCE.finditer(prompt.split("## Sources you may cite as [n]")[-1]):
+        words = match.group(2).split()
+        citations.append(Citation(source=int(match.group(1)), quote=" ".join(words[-_QUOTE_WORDS:])))
+    return citations[:count]
+
+
 Responder = Output | Callable[[FakeRequest], Output]
 
 
 def default_response(request: FakeRequest) -> Output:
-    """A valid answer for any role: two-step plans, atomic subtasks, echoing executors."""
+    """A valid answer for any role: two-step plans for the root, atomic subtasks, echoing executors."""
     if request.role in ("planner", "plan_modifier"):
         return PlanOutput(
             subtasks=[
@@ -63,7 +88,7 @@ def default_response(request: FakeRequest) -> Output:
             ]
         )
     if request.role == "atomizer":
-        return AtomizerOutput(is_atomic=True)
+        return AtomizerOutput(is_atomic=request.layer > 0)
     if request.role == "aggregator":
         return AggregationOutput(answer=f"Summary of {request.task_id}: {request.goal}")
     return ExecutionOutput(answer=f"Result of {request.task_id}: {request.goal}")
@@ -91,6 +116,7 @@ class ScriptedModel(Model):
             goal=str(meta.get("goal", "")),
             prompt=prompt,
             attempt=int(meta.get("attempt", 1)),
+            layer=int(meta.get("layer", 0)),
         )
 
     def _answer(self, request: FakeRequest, call: FakeCall) -> ModelResponse:

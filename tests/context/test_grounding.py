@@ -1,0 +1,64 @@
+from dataclasses import dataclass
+
+from sentient.context.grounding import ground, quote_occurs
+from sentient.graph.node import Source
+
+LISTS = Source(ref="/docs/lists.md", title="Lists", snippet="A list is a mutable sequence: lists grow with append().")
+TUPLES = Source(ref="/docs/tuples.md", title="Tuples", snippet="A tuple is an immutable sequence; tuples can be keys.")
+
+
+@dataclass
+class Cite:
+    source: int
+    quote: str
+
+
+def test_quote_matches_ignoring_case_punctuation_and_spacing():
+    assert quote_occurs("lists GROW with   append", LISTS.snippet)
+    assert quote_occurs("A list is … grow with append()", LISTS.snippet)
+    assert not quote_occurs("lists shrink with pop", LISTS.snippet)
+    assert not quote_occurs("grow with append … A list is", LISTS.snippet)  # pieces must come in order
+
+
+def test_a_one_word_quote_proves_nothing():
+    assert not quote_occurs("lists", LISTS.snippet)
+
+
+def test_verified_citations_stay_and_mark_their_source():
+    grounded = ground(
+        "Lists grow [1]; tuples are keys [2].",
+        [Cite(1, "lists grow with append"), Cite(2, "can be keys")],
+        [LISTS, TUPLES],
+    )
+    assert grounded.text == "Lists grow [1]; tuples are keys [2]."
+    assert [s.verified for s in grounded.sources] == [True, True]
+    assert grounded.sources[0].quote == "lists grow with append"
+    assert grounded.notes == []
+
+
+def test_a_citation_whose_quote_is_not_in_the_source_is_dropped_and_noted():
+    grounded = ground(
+        "Lists grow [1]; tuples shrink [2].",
+        [Cite(1, "lists grow with append"), Cite(2, "tuples shrink fast")],
+        [LISTS, TUPLES],
+    )
+    assert grounded.text == "Lists grow [1]; tuples shrink."
+    assert grounded.sources[1].verified is None
+    assert any("[2] dropped: its quote does not occur" in n for n in grounded.notes)
+
+
+def test_markers_without_any_quote_are_dropped_and_out_of_range_citations_noted():
+    grounded = ground("Lists grow [1] [7].", [Cite(9, "whatever words here")], [LISTS])
+    assert grounded.text == "Lists grow."
+    assert any("there is no source 9" in n for n in grounded.notes)
+    assert any("[1] dropped: no verified quote" in n for n in grounded.notes)
+
+
+def test_a_source_verified_upstream_may_be_cited_without_a_new_quote():
+    upstream = LISTS.model_copy(update={"verified": True, "quote": "lists grow with append"})
+    assert ground("Lists grow [1].", [], [upstream]).text == "Lists grow [1]."
+
+
+def test_a_quoted_but_unmarked_source_is_cited_at_the_end():
+    grounded = ground("Lists grow with append.", [Cite(1, "lists grow with append")], [LISTS, TUPLES])
+    assert grounded.text == "Lists grow with append. [1]"

@@ -1,0 +1,101 @@
+"""How the pipeline keeps answers: simple goals skip planning, searches keep the question's
+words, reasoning steps see the research, and citations are checked against their sources."""
+
+from __future__ import annotations
+
+from sentient.agents.models.fake import FakeRequest, ScriptedModel, cite_sources
+from sentient.agents.schemas import AtomizerOutput, ExecutionOutput, PlanOutput, SubTask
+from sentient.graph.node import NodeType, TaskType
+from sentient.graph.status import TaskStatus
+
+GOAL = "How does the asyncio event loop run coroutines?"
+
+
+def grounded_executor(request: FakeRequest) -> ExecutionOutput:
+    citations = cite_sources(request.prompt, 1)
+    return ExecutionOutput(
+        answer=f"It runs them as tasks [{citations[0].source}]." if citations else "No sources.", citations=citations
+    )
+
+
+async def test_a_simple_goal_is_answered_directly_with_one_search_and_a_grounded_citation(make_agent) -> None:
+    model = ScriptedModel(script={"atomizer": AtomizerOutput(is_atomic=True), "executor": grounded_executor})
+    result = await make_agent(model, profile="general_agent").arun(GOAL, write_files=False)
+
+    assert result.status == "completed"
+    assert len(result.graph) == 1
+    root = result.graph.root
+    assert root.node_type is NodeType.EXECUTE and root.task_type is TaskType.SEARCH
+    assert [c.request.role for c in model.calls] == ["atomizer", "executor"]
+    assert root.result == "It runs them as tasks [1]."
+    assert root.sources[0].verified is True and root.sources[0].ref.endswith("asyncio.md")
+    assert "— verified: “" in result.report_markdown
+
+
+async def test_a_compound_goal_is_planned(make_agent) -> None:
+    model = ScriptedModel(script={"atomizer": AtomizerOutput(is_atomic=False)})
+    result = await make_agent(model, profile="general_agent").arun(GOAL, write_files=False)
+    assert result.graph.root.node_type is NodeType.PLAN
+    assert [c.request.role for c in model.calls][:2] == ["atomizer", "planner"]
+
+
+async def test_an_unsupported_citation_is_dropped_and_noted_on_the_node(make_agent) -> None:
+    bad = ExecutionOutput(
+        answer="The loop uses threads [1].", citations=[{"source": 1, "quote": "the loop spawns one thread per task"}]
+    )
+    model = ScriptedModel(script={"atomizer": AtomizerOutput(is_atomic=True), "executor": bad})
+    result = await make_agent(model, profile="general_agent").arun(GOAL, write_files=False)
+
+    root = result.graph.root
+    assert root.result == "The loop uses threads."
+    assert any("quote does not occur" in w for w in root.warnings)
+    assert "## References" not in result.report_markdown
+
+
+async def test_a_second_hop_searches_with_the_first_hops_result_and_skips_its_passages(make_agent, docs_index) -> None:
+    plan = PlanOutput(
+        subtasks=[
+            SubTask(goal="Which component runs coroutines?", task_type=TaskType.SEARCH),
+            SubTask(goal="What does that component share?", task_type=TaskType.SEARCH, depends_on_indices=[0]),
+        ]
+    )
+    queries: list[str] = []
+    limits: list[int] = []
+    search = docs_index.search
+
+    def spy(query: str, limit: int = 5):  # records what the executors searched for
+        queries.append(query)
+        limits.append(limit)
+        return search(query, limit)
+
+    docs_index.search = spy  # type: ignore[method-assign]
+    try:
+        model = ScriptedModel(script={"planner": plan, "executor": grounded_executor})
+        result = await make_agent(model, max_depth=1).arun(GOAL, write_files=False)
+    finally:
+        del docs_index.search
+    assert result.status == "completed"
+    first, second = queries
+    assert first.splitlines() == ["Which component runs coroutines?", GOAL]
+    assert "It runs them as tasks." in second  # the first hop's result, citations removed
+    # The passage the first hop cites reaches the second through its result, so the second
+    # hop's search asks for one more passage to make up for skipping it.
+    assert limits == [5, 6]
+    hop2 = result.graph.get("root.1")
+    assert [s.ref for s in hop2.sources].count(result.graph.get("root.0").sources[0].ref) == 1
+
+
+async def test_a_reasoning_step_without_dependencies_waits_for_the_searches_before_it(make_agent) -> None:
+    plan = PlanOutput(
+        subtasks=[
+            SubTask(goal="Find how the loop runs coroutines", task_type=TaskType.SEARCH),
+            SubTask(goal="Explain why that is efficient", task_type=TaskType.THINK, depends_on_indices=[1]),
+        ]
+    )
+    model = ScriptedModel(script={"planner": plan})
+    result = await make_agent(model, max_depth=1).arun(GOAL, write_files=False)
+    think = result.graph.get("root.1")
+    assert think.depends_on == ["root.0"]
+    assert any("dropped dependency on itself" in w for w in think.warnings)
+    assert any("depends on the earlier searches [0]" in w for w in think.warnings)
+    assert think.status is TaskStatus.DONE
