@@ -1,0 +1,154 @@
+"""The evaluation datasets in bench/datasets are well formed and answerable from their corpora.
+
+Each line is ``{"id", "question", "answers", "split", "hops", "evidence"}``. The first accepted
+answer is the canonical one: it must occur (``contains_answer``: normalised, whole words) in
+the passages the search tool indexes for the question's evidence, so a miss in an eval is
+the system's, never the dataset's. A quarter of each dataset is held out.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sentient.eval.grading import contains_answer, normalize
+from sentient.tools.docs_search import DocsIndex
+
+DATASETS = Path(__file__).resolve().parents[2] / "bench" / "datasets"
+PRIVATE_DOCS = DATASETS / "private_docs"
+PRIVATE_QA = DATASETS / "private_docs_qa.jsonl"
+PYTHON_QA = DATASETS / "python_docs_qa.jsonl"
+FIELDS = {"id", "question", "answers", "split", "hops", "evidence"}
+
+
+def _load(path: Path) -> list[dict[str, Any]]:
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [json.loads(line) for line in lines]
+
+
+PRIVATE = _load(PRIVATE_QA)
+PYTHON = _load(PYTHON_QA)
+
+
+def _passages(db_file: Path) -> list[tuple[str, str, str]]:
+    """(source, title, body) of every passage in an index file."""
+    conn = sqlite3.connect(f"{db_file.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        return list(conn.execute("SELECT source, title, body FROM passages"))
+    finally:
+        conn.close()
+
+
+def _python_evidence_key(title: str) -> str:
+    """The evidence name of a Python-docs passage: topics#NAME, module NAME or module.member."""
+    if title.startswith("Python reference: "):
+        return "topics#" + title.removeprefix("Python reference: ")
+    if title.startswith("Python module "):
+        return "module " + title.removeprefix("Python module ")
+    return title
+
+
+@pytest.fixture(scope="module")
+def python_passages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
+    """Passage bodies of the default Python-docs index, by evidence name (built once)."""
+    cache = tmp_path_factory.mktemp("pydocs")
+    DocsIndex.python_docs(cache).close()
+    (db_file,) = cache.glob("pydocs-*.sqlite")
+    by_key: dict[str, list[str]] = defaultdict(list)
+    for _source, title, body in _passages(db_file):
+        by_key[_python_evidence_key(title)].append(body)
+    return dict(by_key)
+
+
+@pytest.fixture(scope="module")
+def private_passages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
+    """Passage bodies of the private-docs folder as DocsIndex.from_folder indexes it, by file name."""
+    db_file = tmp_path_factory.mktemp("private") / "index.sqlite"
+    DocsIndex.from_folder(PRIVATE_DOCS, db_file).close()
+    by_file: dict[str, list[str]] = defaultdict(list)
+    for source, _title, body in _passages(db_file):
+        by_file[Path(source).name].append(body)
+    return dict(by_file)
+
+
+@pytest.mark.parametrize(
+    ("rows", "prefix", "minimum"), [(PRIVATE, "pd-", 40), (PYTHON, "py-", 60)], ids=["private", "python"]
+)
+def test_dataset_is_well_formed(rows: list[dict[str, Any]], prefix: str, minimum: int) -> None:
+    assert len(rows) >= minimum
+    ids = [row["id"] for row in rows]
+    assert len(set(ids)) == len(ids), "ids must be unique"
+    for row in rows:
+        assert set(row) == FIELDS, row["id"]
+        assert isinstance(row["id"], str) and row["id"].startswith(prefix)
+        assert isinstance(row["question"], str) and row["question"].strip().endswith("?"), row["id"]
+        answers = row["answers"]
+        assert isinstance(answers, list) and answers, row["id"]
+        assert all(isinstance(a, str) and a.strip() for a in answers), row["id"]
+        assert normalize(answers[0]), f"{row['id']}: the canonical answer has no words"
+        assert len(set(answers)) == len(answers), f"{row['id']}: duplicate answers"
+        assert row["split"] in {"dev", "heldout"}, row["id"]
+        assert row["hops"] in {1, 2}, row["id"]
+        evidence = row["evidence"]
+        assert isinstance(evidence, list) and evidence and all(isinstance(e, str) for e in evidence), row["id"]
+        assert len(set(evidence)) == len(evidence), row["id"]
+        if row["hops"] == 2:
+            assert len(evidence) >= 2, f"{row['id']}: a two-hop question needs two evidence sources"
+        # A question that already contains its answer measures nothing.
+        assert not contains_answer(row["question"], answers[:1]), row["id"]
+
+
+@pytest.mark.parametrize("rows", [PRIVATE, PYTHON], ids=["private", "python"])
+def test_a_quarter_is_held_out_across_hops(rows: list[dict[str, Any]]) -> None:
+    heldout = [row for row in rows if row["split"] == "heldout"]
+    assert abs(len(heldout) - round(len(rows) / 4)) <= 1
+    for split in ("dev", "heldout"):
+        assert {row["hops"] for row in rows if row["split"] == split} == {1, 2}, split
+
+
+def test_private_hops_are_balanced() -> None:
+    two_hop = sum(row["hops"] == 2 for row in PRIVATE)
+    assert abs(2 * two_hop - len(PRIVATE)) <= len(PRIVATE) // 5  # about half one-hop, half two-hop
+
+
+def test_private_docs_folder_is_a_fictional_corpus_of_the_agreed_size() -> None:
+    files = sorted(p for p in PRIVATE_DOCS.iterdir() if p.is_file())
+    assert 15 <= len(files) <= 25
+    assert {p.suffix for p in files} == {".md", ".txt"}
+    for path in files:
+        words = len(path.read_text(encoding="utf-8").split())
+        assert 150 <= words <= 600, f"{path.name}: {words} words"
+
+
+def test_private_answers_occur_in_their_evidence(private_passages: dict[str, list[str]]) -> None:
+    for row in PRIVATE:
+        canonical = row["answers"][:1]
+        missing = [name for name in row["evidence"] if name not in private_passages]
+        assert not missing, f"{row['id']}: evidence files not indexed: {missing}"
+        texts = [(PRIVATE_DOCS / name).read_text(encoding="utf-8") for name in row["evidence"]]
+        assert contains_answer("\n\n".join(texts), canonical), row["id"]
+        # ... and inside one indexed passage, so retrieval can actually return it.
+        passages = [body for name in row["evidence"] for body in private_passages[name]]
+        assert any(contains_answer(body, canonical) for body in passages), row["id"]
+
+
+def test_private_two_hop_answers_need_the_second_document() -> None:
+    # The first evidence file names the question's subject (an incident, a service); the answer
+    # lives in another file, so one passage about the subject cannot answer it alone.
+    for row in PRIVATE:
+        if row["hops"] == 2:
+            first = (PRIVATE_DOCS / row["evidence"][0]).read_text(encoding="utf-8")
+            assert not contains_answer(first, row["answers"][:1]), row["id"]
+
+
+def test_python_answers_occur_in_the_default_corpus(python_passages: dict[str, list[str]]) -> None:
+    for row in PYTHON:
+        missing = [key for key in row["evidence"] if key not in python_passages]
+        assert not missing, f"{row['id']}: evidence not in the Python docs index: {missing}"
+        passages = [body for key in row["evidence"] for body in python_passages[key]]
+        assert any(contains_answer(body, row["answers"][:1]) for body in passages), row["id"]
