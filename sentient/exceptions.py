@@ -14,8 +14,9 @@ The tree::
     │   └── IllegalTransitionError
     ├── ToolError                 a tool could not run
     │   └── DocsFolderError       the documents folder is missing or has nothing to index
-    └── RunError                  the run as a whole could not finish
-        └── RunCancelledError
+    ├── RunError                  the run as a whole could not finish
+    │   └── RunCancelledError
+    └── EvalError                 an evaluation dataset that cannot be read (names file and line)
 
 Exceptions carry data and never log. Recoverable failures during a run (an agent error on one
 node) are recorded on the node; they do not propagate out of the engine.
@@ -133,3 +134,19 @@ class RunError(SentientError):
 
 class RunCancelledError(RunError):
     """The run was cancelled before it finished."""
+
+
+class EvalError(SentientError):
+    """An evaluation dataset (or its options) that cannot be used.
+
+    Attributes:
+        file: the dataset file.
+        line: the 1-based line (JSONL) or row (CSV, header = 1) that holds the problem, if any.
+    """
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None):
+        self.message = message
+        self.file = file
+        self.line = line
+        where = f"{file}, line {line}: " if file and line else f"{file}: " if file else ""
+        super().__init__(f"{where}{message}")

@@ -25,6 +25,7 @@ from sentient.cli.progress import ProgressDisplay, ProgressLog
 from sentient.cli.projects import add_projects_parser, run_projects
 from sentient.cli.review import TerminalReviewer
 from sentient.cli.serve import add_serve_parser, run_serve
+from sentient.eval.cli import add_eval_parser, run_eval_command
 from sentient.events import Subscriber
 from sentient.exceptions import SentientError
 from sentient.settings import Settings
@@ -56,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("profiles", help="list the available profiles")
     add_projects_parser(commands)
     add_serve_parser(commands)
+    add_eval_parser(commands)
     return parser
 
 
@@ -81,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_projects(args, settings)
         if args.command == "serve":
             return run_serve(args, settings)
+        if args.command == "eval":
+            return run_eval_command(args, settings)
         return _run(args, settings, err)
     except SentientError as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)

@@ -27,3 +27,36 @@ def contains_answer(text: str, answers: Iterable[str]) -> bool:
 def answer_body(report: str) -> str:
     """The report without its References / Other sources sections."""
     return _REFERENCES.sub("", report).strip()
+
+
+# Answers that decline rather than state something. Checked only when the answer is not
+# correct, so "the sources do not say X, but Y" that contains the answer still counts as correct.
+_DECLINES = re.compile(
+    r"\b(i (do not|don t|cannot|can t) (know|say|tell|determine|find|answer)"
+    r"|(is|are) not (mentioned|specified|stated|provided|given)"
+    r"|(sources|documents|passages|context|results|information)( provided| given)? (do|does) not"
+    r" (contain|say|state|mention|specify|provide|include|answer)"
+    r"|no (information|answer|mention)"
+    r"|not enough information|unable to (find|answer|determine)|cannot be determined)\b"
+)
+_CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.DOTALL)
+_CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+
+
+def looks_not_attempted(answer: str) -> bool:
+    """The no-judge stand-in for SimpleQA's NOT_ATTEMPTED: an empty answer or one that declines.
+
+    A small heuristic on the normalised body: "I don't know", "the sources do not contain/say
+    ...", "is not mentioned", "no information", "unable to find/answer" and the like.
+    """
+    body = normalize(answer_body(answer))
+    return not body or bool(_DECLINES.search(body))
+
+
+def citation_markers(text: str) -> list[int]:
+    """Every citation number in ``text`` in order, one per occurrence (``[1, 3]`` gives 1 and 3).
+
+    Code spans are skipped (``xs[0]`` is an index, not a citation); cut References off first.
+    """
+    prose = _CODE.sub(" ", text)
+    return [int(n) for match in _CITATION.finditer(prose) for n in match.group(1).split(",")]

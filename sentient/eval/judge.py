@@ -1,0 +1,79 @@
+"""An LLM judge with SimpleQA's three-way grading: CORRECT, INCORRECT or NOT_ATTEMPTED.
+
+The prompt adapts the grader template published with OpenAI's SimpleQA (simple-evals,
+MIT licence): the same three grades, the same rules (semantic match with the gold target,
+hedging allowed when the answer is committed, a contradiction is INCORRECT, declining is
+NOT_ATTEMPTED), fewer worked examples, and several accepted targets instead of one.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+
+from sentient.agents.models.factory import ModelHandle
+from sentient.eval.chat import ChatReply, chat
+from sentient.eval.grading import answer_body
+
+
+class Grade(StrEnum):
+    CORRECT = "CORRECT"  # the answer states an accepted answer and contradicts none
+    INCORRECT = "INCORRECT"  # the answer states something that contradicts the accepted answers
+    NOT_ATTEMPTED = "NOT_ATTEMPTED"  # the answer declines or does not commit to an answer
+
+
+JUDGE_SYSTEM = "You grade answers to questions against gold targets. Reply with one letter."
+
+JUDGE_TEMPLATE = """\
+Your job is to look at a question, its gold target(s), and a predicted answer, and grade the
+predicted answer as CORRECT, INCORRECT or NOT_ATTEMPTED.
+
+- CORRECT: the predicted answer contains the meaning of a gold target (any one of them) and
+  contradicts none. Capitalisation, punctuation, word order and extra detail do not matter;
+  hedging ("I think", "probably") is fine as long as a gold target is stated. A number counts
+  when it matches the gold target to its last significant figure.
+- INCORRECT: the predicted answer states something that contradicts the gold targets, even
+  when hedged, or lists several candidates of which some are wrong.
+- NOT_ATTEMPTED: the predicted answer does not state a gold target and does not contradict one:
+  it says it does not know, that the sources do not say, or talks around the question.
+
+Examples (question / gold target / predicted answer -> grade):
+- What are the names of Barack Obama's children? / Malia and Sasha / "Malia and Sasha" -> A
+- (same) / Malia and Sasha / "I think it's Malia and Sasha, or maybe Malia and Jackie" -> B
+- (same) / Malia and Sasha / "I don't know; the sources do not say." -> C
+- How many citations does the paper have? / 120k / "About 120,000 citations" -> A
+
+Question: {question}
+Gold target(s): {targets}
+Predicted answer: {answer}
+
+Grade the predicted answer as one of: A: CORRECT, B: INCORRECT, C: NOT_ATTEMPTED.
+Just return the letter "A", "B" or "C", with no text around it."""
+
+_LETTERS = {"A": Grade.CORRECT, "B": Grade.INCORRECT, "C": Grade.NOT_ATTEMPTED}
+_LEADING_LETTER = re.compile(r"^\W*([ABC])\s*(?:$|[:.),-])")
+_LABEL = re.compile(r"\b(NOT[ _]ATTEMPTED|INCORRECT|CORRECT)\b")
+
+
+def parse_grade(text: str) -> Grade | None:
+    """The grade a judge's reply gives, or None when it gives none.
+
+    The letter the prompt asks for wins when the reply starts with it; otherwise the first
+    label named (a chatty judge writes "The answer is INCORRECT").
+    """
+    upper = text.strip().upper()
+    if letter := _LEADING_LETTER.match(upper):
+        return _LETTERS[letter.group(1)]
+    if label := _LABEL.search(upper):
+        return Grade(label.group(1).replace(" ", "_"))
+    return None
+
+
+async def judge(
+    handle: ModelHandle, question: str, answers: list[str], answer: str, *, timeout_s: float
+) -> tuple[Grade | None, ChatReply]:
+    """Grade ``answer`` (its body, References cut) with the judge model; None if the reply has no grade."""
+    body = answer_body(answer) or "(empty answer)"
+    prompt = JUDGE_TEMPLATE.format(question=question, targets=" | ".join(answers), answer=body)
+    reply = await chat(handle, JUDGE_SYSTEM, prompt, role="judge", goal=question, timeout_s=timeout_s)
+    return parse_grade(reply.text), reply

@@ -1,0 +1,139 @@
+"""Per-system totals over the graded records: ``summary.json`` and the Markdown table."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Sequence
+
+from pydantic import BaseModel
+
+from sentient.eval.judge import Grade
+from sentient.eval.records import QuestionRecord
+from sentient.eval.systems import BASELINES
+
+
+class SystemSummary(BaseModel):
+    """One system's row. Percentages are 0-100; None where nothing was measured."""
+
+    system: str
+    n: int
+    accuracy: float
+    judge_accuracy: float | None  # share graded CORRECT by the LLM judge, with --judge
+    not_attempted: int
+    accuracy_1hop: float | None
+    accuracy_2hop: float | None
+    median_s: float
+    mean_agent_calls: float
+    mean_tokens: float
+    cost_usd: float
+    model_calls: int
+    in_sources: float | None
+    in_leaf: float
+    in_final: float
+    lost_in_aggregation: int
+    citation_precision: float | None  # verified citations / all citations in the final answers
+    cited: float  # answers with at least one citation
+    errors: int
+
+
+class EvalSummary(BaseModel):
+    """``summary.json``: which eval, and one row per system run so far."""
+
+    dataset: str
+    split: str
+    model: str
+    questions: int
+    systems: list[SystemSummary]
+
+
+def summarise(system: str, records: Sequence[QuestionRecord]) -> SystemSummary:
+    """Totals of one system's records (at least one)."""
+    judged = [r for r in records if r.judge is not None]
+    with_sources = [r for r in records if r.in_sources is not None]
+    citations = sum(r.citations for r in records)
+    return SystemSummary(
+        system=system,
+        n=len(records),
+        accuracy=_percent(r.correct for r in records),
+        judge_accuracy=_percent(r.judge is Grade.CORRECT for r in judged) if judged else None,
+        not_attempted=sum(r.not_attempted for r in records),
+        accuracy_1hop=_hops(records, 1),
+        accuracy_2hop=_hops(records, 2),
+        median_s=round(statistics.median(r.wall_s for r in records), 2),
+        mean_agent_calls=round(statistics.fmean(r.agent_calls for r in records), 2),
+        mean_tokens=round(statistics.fmean(r.input_tokens + r.output_tokens for r in records), 1),
+        cost_usd=round(sum(r.cost_usd for r in records), 6),
+        model_calls=sum(r.model_calls for r in records),
+        in_sources=_percent(r.in_sources is True for r in with_sources) if with_sources else None,
+        in_leaf=_percent(r.in_leaf for r in records),
+        in_final=_percent(r.in_final for r in records),
+        lost_in_aggregation=sum(r.lost_in_aggregation for r in records),
+        citation_precision=round(sum(r.verified_citations for r in records) / citations, 3) if citations else None,
+        cited=_percent(r.cites_any for r in records),
+        errors=sum(r.error is not None for r in records),
+    )
+
+
+def system_order(name: str) -> tuple[int, str]:
+    """Baselines first (closed-book, rag), then profiles by name."""
+    return (BASELINES.index(name), name) if name in BASELINES else (len(BASELINES), name)
+
+
+_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("system", "system"),
+    ("n", "n"),
+    ("accuracy", "accuracy %"),
+    ("judge_accuracy", "judge %"),
+    ("not_attempted", "not attempted"),
+    ("accuracy_1hop", "1-hop %"),
+    ("accuracy_2hop", "2-hop %"),
+    ("median_s", "median s/q"),
+    ("mean_agent_calls", "agent calls/q"),
+    ("mean_tokens", "tokens/q"),
+    ("cost_usd", "cost $"),
+    ("in_sources", "in sources %"),
+    ("in_leaf", "in leaf %"),
+    ("in_final", "in final %"),
+    ("lost_in_aggregation", "lost in aggregation"),
+    ("citation_precision", "citation precision"),
+    ("cited", "cited %"),
+)
+
+
+def markdown_table(summary: EvalSummary) -> str:
+    """The summary as a Markdown table (the judge column only when some answer was judged)."""
+    columns = [
+        (key, title)
+        for key, title in _COLUMNS
+        if key != "judge_accuracy" or any(s.judge_accuracy is not None for s in summary.systems)
+    ]
+    lines = [
+        f"Eval of `{summary.dataset}` ({summary.split} split, {summary.questions} questions, model `{summary.model}`)",
+        "",
+        "| " + " | ".join(title for _, title in columns) + " |",
+        "|" + "|".join("---" if key == "system" else "---:" for key, _ in columns) + "|",
+    ]
+    for row in summary.systems:
+        values = row.model_dump()
+        lines.append("| " + " | ".join(_cell(key, values[key]) for key, _ in columns) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _cell(key: str, value: object) -> str:
+    if value is None:
+        return "–"
+    if key == "cost_usd":
+        return f"{value:.4f}"
+    if isinstance(value, float):
+        return f"{value:.2f}" if key in ("citation_precision", "mean_agent_calls", "median_s") else f"{value:.0f}"
+    return str(value)
+
+
+def _percent(flags: Iterable[bool]) -> float:
+    values = list(flags)
+    return round(100 * sum(values) / len(values), 1) if values else 0.0
+
+
+def _hops(records: Sequence[QuestionRecord], hops: int) -> float | None:
+    chosen = [r.correct for r in records if r.hops == hops]
+    return _percent(chosen) if chosen else None
