@@ -34,7 +34,7 @@ def answer_body(report: str) -> str:
 _DECLINES = re.compile(
     r"\b(i (do not|don t|cannot|can t) (know|say|tell|determine|find|answer)"
     r"|(is|are) not (mentioned|specified|stated|provided|given)"
-    r"|(sources|documents|passages|context|results|information)( provided| given)? (do|does) not"
+    r"|(sources|documents|passages|context|results|information)( provided| given)? (do not|does not|don t|doesn t)"
     r" (contain|say|state|mention|specify|provide|include|answer)"
     r"|no (information|answer|mention)"
     r"|not enough information|unable to (find|answer|determine)|cannot be determined)\b"

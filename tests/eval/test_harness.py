@@ -1,0 +1,217 @@
+"""The eval harness end to end on the scripted model: every system, grading, loss location, resume, cache replay."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes.openai_server import Reply, fake_openai_server, text
+
+from sentient.agents.models.fake import FakeRequest, ScriptedModel
+from sentient.agents.schemas import AggregationOutput, ExecutionOutput
+from sentient.eval.dataset import EvalQuestion
+from sentient.eval.harness import EvalOptions, default_docs, run_eval
+from sentient.eval.judge import Grade
+from sentient.eval.records import QuestionRecord, grade
+from sentient.eval.summary import EvalSummary, markdown_table, summarise
+from sentient.eval.systems import Outcome
+from sentient.exceptions import EvalError
+from sentient.graph.node import Source
+from sentient.settings import Settings
+
+SYSTEMS = ("closed-book", "rag", "profile:general_agent")
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(model="scripted", cache_dir=tmp_path / "cache", results_dir=tmp_path / "results")
+
+
+def rag_answer(request: FakeRequest) -> str:
+    """Answers from the passages it is shown, citing the first one, as a good model would."""
+    if "teal" in request.prompt and "colour" in request.goal:
+        return "The beacon is teal [1]."
+    return "The sources do not say."
+
+
+def losing_team() -> ScriptedModel:
+    """Executors find the answer; the root aggregator loses it; closed-book declines."""
+    return ScriptedModel(
+        script={
+            "closed-book": "I do not know.",
+            "rag": rag_answer,
+            "executor": ExecutionOutput(answer="The Zorblax beacon is teal [1]."),
+            "aggregator": AggregationOutput(answer="The beacon stands on a pier [1]."),
+        }
+    )
+
+
+def records_of(report_dir: Path, system_slug: str) -> dict[str, dict[str, Any]]:
+    lines = (report_dir / system_slug / "results.jsonl").read_text().splitlines()
+    return {row["id"]: row for row in map(json.loads, lines)}
+
+
+async def test_each_system_records_grade_cost_and_where_the_answer_was_lost(
+    dataset: Path, settings: Settings, tmp_path: Path
+) -> None:
+    report = await run_eval(EvalOptions(dataset, limit=1, out=tmp_path / "eval"), settings, model=losing_team())
+
+    assert report.run_dir == tmp_path / "eval" / "fake-scripted" / "dev"
+    closed = records_of(report.run_dir, "closed-book")["colour"]
+    assert closed["answer"] == "I do not know."
+    assert (closed["correct"], closed["not_attempted"], closed["in_sources"]) == (False, True, None)
+    assert (closed["agent_calls"], closed["model_calls"], closed["split"], closed["hops"]) == (1, 1, "dev", 1)
+
+    rag = records_of(report.run_dir, "rag")["colour"]
+    assert (rag["correct"], rag["not_attempted"], rag["in_sources"], rag["in_final"]) == (True, False, True, True)
+    # One citation, unverified: the baseline checks no quote.
+    assert (rag["citations"], rag["verified_citations"], rag["cites_any"]) == (1, 0, True)
+    assert rag["input_tokens"] > closed["input_tokens"]  # the passages were in the prompt
+
+    profile = records_of(report.run_dir, "profile-general_agent")["colour"]
+    assert profile["answer"] == "The beacon stands on a pier [1]."
+    assert (profile["in_sources"], profile["in_leaf"], profile["in_final"]) == (True, True, False)
+    assert profile["lost_in_aggregation"] is True and profile["correct"] is False
+    assert profile["agent_calls"] == profile["model_calls"] == 4  # plan, two steps, the root's aggregation
+    assert profile["error"] is None and profile["system"] == "profile:general_agent"
+    # The profile's run files go under the eval folder, not project_results/<id>.
+    assert (report.run_dir / "profile-general_agent" / "runs" / "eval-colour" / "report.md").is_file()
+    assert not (settings.results_dir).exists()
+
+    expected = set(QuestionRecord.model_fields)
+    assert set(closed) == set(rag) == set(profile) == expected
+
+
+async def test_summary_shows_the_profile_beside_both_baselines(
+    dataset: Path, settings: Settings, tmp_path: Path
+) -> None:
+    report = await run_eval(EvalOptions(dataset, out=tmp_path / "eval"), settings, model=losing_team())
+    rows = {row.system: row for row in report.summary.systems}
+    assert list(rows) == list(SYSTEMS)
+    assert rows["rag"].accuracy == pytest.approx(100 / 3, abs=0.1)
+    assert rows["rag"].accuracy_1hop == 50.0 and rows["rag"].accuracy_2hop == 0.0
+    assert rows["closed-book"].not_attempted == 3
+    assert rows["profile:general_agent"].lost_in_aggregation == 1  # the executors only ever know the colour
+    assert rows["profile:general_agent"].citation_precision == 0.0  # no source is verified yet
+
+    table = (report.run_dir / "summary.md").read_text()
+    assert table == report.table
+    body = [line for line in table.splitlines() if line.startswith("| ")]
+    assert [line.split(" | ")[0] for line in body] == ["| system", "| closed-book", "| rag", "| profile:general_agent"]
+    assert "lost in aggregation" in body[0] and "judge %" not in body[0]
+    stored = EvalSummary.model_validate_json((report.run_dir / "summary.json").read_text())
+    assert stored == report.summary and stored.questions == 3
+
+
+async def test_an_interrupted_eval_continues_and_a_finished_one_runs_nothing(
+    dataset: Path, settings: Settings, tmp_path: Path
+) -> None:
+    options = EvalOptions(dataset, out=tmp_path / "eval", concurrency=2)
+    first = await run_eval(EvalOptions(dataset, out=tmp_path / "eval", limit=1), settings, model=losing_team())
+    assert {(r.system, r.id) for r in first.new_records} == {(s, "colour") for s in SYSTEMS}
+
+    model = losing_team()
+    second = await run_eval(options, settings, model=model)
+    assert {r.id for r in second.new_records} == {"installer", "pilot"}  # 'colour' was already done
+    assert len(second.new_records) == 6
+
+    third_model = losing_team()
+    third = await run_eval(options, settings, model=third_model)
+    assert third.new_records == [] and third_model.calls == []
+    assert [row.n for row in third.summary.systems] == [3, 3, 3]
+    for slug in ("closed-book", "rag", "profile-general_agent"):
+        assert len((third.run_dir / slug / "results.jsonl").read_text().splitlines()) == 3
+
+
+async def test_a_rerun_elsewhere_replays_every_system_from_the_response_cache(
+    dataset: Path, settings: Settings, tmp_path: Path
+) -> None:
+    cached = settings.model_copy(update={"cache_responses": True})
+    first = await run_eval(EvalOptions(dataset, out=tmp_path / "one"), cached, model=losing_team())
+    assert first.model_calls > 0
+
+    model = losing_team()
+    second = await run_eval(EvalOptions(dataset, out=tmp_path / "two"), cached, model=model)
+    assert len(second.new_records) == 9
+    assert second.model_calls == 0 and model.calls == []
+    assert {(r.system, r.id, r.answer) for r in second.new_records} == {
+        (r.system, r.id, r.answer) for r in first.new_records
+    }
+
+
+async def test_a_changed_split_writes_to_another_folder(dataset: Path, settings: Settings, tmp_path: Path) -> None:
+    options = EvalOptions(dataset, systems=("closed-book",), split="heldout", out=tmp_path / "eval")
+    report = await run_eval(options, settings, model=losing_team())
+    assert report.run_dir.name == "heldout"
+    assert [r.id for r in report.new_records] == ["late"]
+    assert [row.system for row in report.summary.systems] == ["closed-book"]  # only what was asked
+
+
+def judge_reply(body: dict[str, Any]) -> Reply:
+    prompt = body["messages"][-1]["content"]
+    answer = prompt.split("Predicted answer:", 1)[1]
+    return text("C" if "do not" in answer else "A" if "teal" in answer else "B")
+
+
+async def test_the_judge_grades_every_answer_three_ways(dataset: Path, settings: Settings, tmp_path: Path) -> None:
+    with fake_openai_server(default=judge_reply) as server:
+        judge = f"openai-compatible:{server.base_url}:judge"
+        options = EvalOptions(dataset, limit=1, out=tmp_path / "eval", judge=judge)
+        report = await run_eval(options, settings, model=losing_team())
+    labels = {r.system: (r.judge, r.not_attempted) for r in report.new_records}
+    assert labels == {
+        "closed-book": (Grade.NOT_ATTEMPTED, True),
+        "rag": (Grade.CORRECT, False),
+        "profile:general_agent": (Grade.INCORRECT, False),
+    }
+    assert len(server.requests) == 3
+    assert "judge %" in report.table
+    assert [row.judge_accuracy for row in report.summary.systems] == [0.0, 100.0, 0.0]
+
+
+class VerifiableSource(Source):
+    """A Source that carries the ``verified`` flag the citation checker sets."""
+
+    verified: bool | None = None
+
+
+def test_citation_precision_counts_citations_whose_source_was_verified() -> None:
+    question = EvalQuestion(id="q", question="Colour?", answers=["teal"], hops=1)
+    cited = [VerifiableSource(ref="a.md", verified=True), VerifiableSource(ref="b.md", verified=False)]
+    outcome = Outcome(
+        answer="It is teal [1], says the log [2]; see [1, 3].\n\n## References\n\n1. a [2]",
+        cited=cited,
+        leaves=["teal"],
+        agent_calls=3,
+    )
+    record = grade(question, "profile:x", "m", outcome)
+    assert (record.citations, record.verified_citations, record.cites_any) == (4, 2, True)
+    assert (record.correct, record.in_leaf, record.lost_in_aggregation) == (True, True, False)
+    row = summarise("profile:x", [record, grade(question, "profile:x", "m", Outcome(answer="teal"))])
+    assert row.citation_precision == 0.5 and row.cited == 50.0 and row.accuracy == 100.0
+    assert "| profile:x | 2 | 100 |" in markdown_table(
+        EvalSummary(dataset="d", split="dev", model="m", questions=2, systems=[row])
+    )
+
+
+def test_docs_default_to_the_folder_named_like_the_dataset(dataset: Path, tmp_path: Path) -> None:
+    assert default_docs(dataset) == tmp_path / "harbour"
+    assert default_docs(tmp_path / "other_qa.jsonl") is None
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"systems": ("open-book",)}, "unknown system 'open-book'"),
+        ({"systems": ("profile:nope",)}, "unknown profile 'nope'"),
+        ({"split": "test"}, "unknown split"),
+        ({"concurrency": 0}, "--concurrency"),
+    ],
+)
+async def test_bad_options_are_eval_errors(
+    dataset: Path, settings: Settings, tmp_path: Path, options: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(EvalError, match=message):
+        await run_eval(EvalOptions(dataset, out=tmp_path / "eval", **options), settings, model=losing_team())

@@ -1,0 +1,57 @@
+"""The LLM judge: SimpleQA's three grades, parsed from the reply, asked over a loopback OpenAI-style server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fakes.openai_server import fake_openai_server, text
+
+from sentient.agents.models.factory import ModelFactory, ModelHandle
+from sentient.agents.registry import AgentRegistry
+from sentient.eval.judge import Grade, judge, parse_grade
+from sentient.settings import Settings
+
+
+@pytest.mark.parametrize(
+    ("reply", "grade"),
+    [
+        ("A", Grade.CORRECT),
+        ("B.", Grade.INCORRECT),
+        ("  C: NOT_ATTEMPTED", Grade.NOT_ATTEMPTED),
+        ("The predicted answer is INCORRECT.", Grade.INCORRECT),
+        ("NOT ATTEMPTED", Grade.NOT_ATTEMPTED),
+        ("correct", Grade.CORRECT),
+        ("A wrong answer, I think", None),  # a leading article is not the letter A
+        ("maybe", None),
+    ],
+)
+def test_parse_grade(reply: str, grade: Grade | None) -> None:
+    assert parse_grade(reply) is grade
+
+
+def judge_handle(tmp_path: Path, base_url: str) -> ModelHandle:
+    settings = Settings(cache_dir=tmp_path / "cache", results_dir=tmp_path / "results", cache_responses=True)
+    profile = AgentRegistry.load(settings.config_dir).profile("general_agent")
+    factory = ModelFactory(settings, profile, model=f"openai-compatible:{base_url}:judge-model", timeout_s=10)
+    return factory.for_agent(profile.aggregator_for(True))
+
+
+async def test_judge_sends_question_targets_and_answer_body_and_caches_the_grade(tmp_path: Path) -> None:
+    with fake_openai_server(text("A")) as server:
+        handle = judge_handle(tmp_path, server.base_url)
+        answer = "The beacon is teal [1].\n\n## References\n\n1. Beacon log — `pier.md`"
+        grade, reply = await judge(handle, "What colour is the beacon?", ["teal", "blue-green"], answer, timeout_s=10)
+        assert grade is Grade.CORRECT and reply.model_calls == 1
+        (request,) = server.requests
+        prompt = request["messages"][-1]["content"]
+        assert "Question: What colour is the beacon?" in prompt
+        assert "Gold target(s): teal | blue-green" in prompt
+        assert "Predicted answer: The beacon is teal [1]." in prompt
+        assert "References" not in prompt and "response_format" not in request
+
+        again, replayed = await judge(
+            handle, "What colour is the beacon?", ["teal", "blue-green"], answer, timeout_s=10
+        )
+        assert again is Grade.CORRECT and replayed.model_calls == 0
+        assert len(server.requests) == 1
