@@ -171,9 +171,7 @@ async def _run_system(
             for question in pending:
                 group.create_task(one(question))
     finally:
-        close = getattr(answer, "close", None)
-        if close is not None:
-            close()
+        answer.close()
     return added
 
 
