@@ -98,7 +98,8 @@ def grade(
 class ResultsFile:
     """``results.jsonl`` of one system: appended one record at a time, so an interrupted eval resumes.
 
-    The last record of an id wins; a record with an error is done again on the next run.
+    Every recorded id counts as done, failures included (a failed run is the system's answer;
+    re-running it could cost a timeout again). Delete a line to run that question again.
     """
 
     def __init__(self, path: Path) -> None:
@@ -121,8 +122,8 @@ class ResultsFile:
         return records
 
     def done(self) -> set[str]:
-        """Ids with a result that needs no new run."""
-        return {i for i, r in self.load().items() if r.error is None}
+        """Ids already recorded."""
+        return set(self.load())
 
     def append(self, record: QuestionRecord) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)

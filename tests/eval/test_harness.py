@@ -215,3 +215,19 @@ async def test_bad_options_are_eval_errors(
 ) -> None:
     with pytest.raises(EvalError, match=message):
         await run_eval(EvalOptions(dataset, out=tmp_path / "eval", **options), settings, model=losing_team())
+
+
+async def test_a_failed_answer_is_recorded_as_wrong_with_its_error_and_not_rerun(
+    dataset: Path, settings: Settings, tmp_path: Path
+) -> None:
+    broken = ScriptedModel(script={"closed-book": RuntimeError("model down"), "aggregator": RuntimeError("no report")})
+    options = EvalOptions(dataset, systems=("closed-book", "profile:general_agent"), limit=1, out=tmp_path / "eval")
+    report = await run_eval(options, settings, model=broken)
+    errors = {r.system: r.error for r in report.new_records}
+    assert "model down" in (errors["closed-book"] or "")
+    assert errors["profile:general_agent"]  # the root's aggregation failed, so the run did
+    assert all(not r.correct and r.answer == "" for r in report.new_records)
+    assert [row.errors for row in report.summary.systems] == [1, 1]
+
+    again = await run_eval(options, settings, model=losing_team())
+    assert again.new_records == []
