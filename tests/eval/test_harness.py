@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from fakes.openai_server import Reply, fake_openai_server, text
 
-from sentient.agents.models.fake import FakeRequest, ScriptedModel
+from sentient.agents.models.fake import FakeRequest, ScriptedModel, cite_sources
 from sentient.agents.schemas import AggregationOutput, ExecutionOutput
 from sentient.eval.dataset import EvalQuestion
 from sentient.eval.harness import EvalOptions, default_docs, run_eval
@@ -37,12 +37,14 @@ def rag_answer(request: FakeRequest) -> str:
 
 
 def losing_team() -> ScriptedModel:
-    """Executors find the answer; the root aggregator loses it; closed-book declines."""
+    """Executors find the answer (quoting their first source); the root aggregator loses it; closed-book declines."""
     return ScriptedModel(
         script={
             "closed-book": "I do not know.",
             "rag": rag_answer,
-            "executor": ExecutionOutput(answer="The Zorblax beacon is teal [1]."),
+            "executor": lambda r: ExecutionOutput(
+                answer="The Zorblax beacon is teal [1].", citations=cite_sources(r.prompt, 1)
+            ),
             "aggregator": AggregationOutput(answer="The beacon stands on a pier [1]."),
         }
     )
@@ -74,7 +76,9 @@ async def test_each_system_records_grade_cost_and_where_the_answer_was_lost(
     assert profile["answer"] == "The beacon stands on a pier [1]."
     assert (profile["in_sources"], profile["in_leaf"], profile["in_final"]) == (True, True, False)
     assert profile["lost_in_aggregation"] is True and profile["correct"] is False
-    assert profile["agent_calls"] == profile["model_calls"] == 4  # plan, two steps, the root's aggregation
+    # The root's atomizer, its plan, two steps, the root's aggregation.
+    assert profile["agent_calls"] == profile["model_calls"] == 5
+    assert (profile["citations"], profile["verified_citations"]) == (1, 1)
     assert profile["error"] is None and profile["system"] == "profile:general_agent"
     # The profile's run files go under the eval folder, not project_results/<id>.
     assert (report.run_dir / "profile-general_agent" / "runs" / "eval-colour" / "report.md").is_file()
@@ -94,7 +98,7 @@ async def test_summary_shows_the_profile_beside_both_baselines(
     assert rows["rag"].accuracy_1hop == 50.0 and rows["rag"].accuracy_2hop == 0.0
     assert rows["closed-book"].not_attempted == 3
     assert rows["profile:general_agent"].lost_in_aggregation == 1  # the executors only ever know the colour
-    assert rows["profile:general_agent"].citation_precision == 0.0  # no source is verified yet
+    assert rows["profile:general_agent"].citation_precision == 1.0  # the executors' quotes were checked
 
     table = (report.run_dir / "summary.md").read_text()
     assert table == report.table
