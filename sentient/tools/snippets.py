@@ -1,0 +1,73 @@
+"""Sentence-window snippets: the part of a passage a model is shown for one query.
+
+A passage is split into sentences; each sentence is scored by how many of the query's
+words it contains, and the snippet is the best sentence grown by whole neighbouring
+sentences (the better-matching side first) up to a character budget. A fixed window
+around the first query word, as before, often ended right before the sentence that
+answered the question; the answer usually sits in the sentence that matches most words.
+"""
+
+from __future__ import annotations
+
+import re
+
+SNIPPET_CHARS = 700
+_ELLIPSIS = "…"
+# A sentence ends at . ! ? or : followed by space and something that can start a sentence;
+# "e.g. foo" or "os.path" stay whole because a lower-case word or no space follows.
+_SENTENCE_END = re.compile(r"(?<=[.!?:])\s+(?=[A-Z0-9\"'(\[`*>_-])")
+
+
+def sentences(text: str) -> list[str]:
+    """Split whitespace-collapsed text into sentences (pieces longer than a snippet are cut at spaces)."""
+    pieces: list[str] = []
+    for sentence in _SENTENCE_END.split(text):
+        # Code listings and tables have no sentence ends; cut them so one piece cannot fill a snippet.
+        while len(sentence) > SNIPPET_CHARS // 2:
+            cut = sentence.rfind(" ", 0, SNIPPET_CHARS // 2)
+            cut = cut if cut > 0 else SNIPPET_CHARS // 2
+            pieces.append(sentence[:cut])
+            sentence = sentence[cut:].lstrip()
+        if sentence:
+            pieces.append(sentence)
+    return pieces
+
+
+def word_patterns(tokens: list[str]) -> list[re.Pattern[str]]:
+    """One pattern per query word, matching it or its stem at a word start."""
+    # A prefix stands in for the porter stem the index uses ('scheduling' finds 'schedule').
+    return [re.compile(rf"\b{re.escape(t[: max(4, len(t) - 3)])}", re.IGNORECASE) for t in tokens]
+
+
+def best_window(body: str, tokens: list[str], budget: int = SNIPPET_CHARS) -> str:
+    """Cut `body` to at most `budget` characters around its best-matching sentences.
+
+    A body within the budget is returned whole. Ellipses mark where text was left out.
+    """
+    if len(body) <= budget:
+        return body
+    parts = sentences(body)
+    patterns = word_patterns(tokens)
+    scores = [_score(part, patterns) for part in parts]
+    best = max(range(len(parts)), key=lambda i: (scores[i], -i))  # ties: the earliest sentence
+    first = last = best
+    used = len(parts[best])
+    room = budget - 2 * len(_ELLIPSIS)
+    while True:
+        left = first - 1 if first > 0 and used + 1 + len(parts[first - 1]) <= room else None
+        right = last + 1 if last + 1 < len(parts) and used + 1 + len(parts[last + 1]) <= room else None
+        # Grow toward the better-matching neighbour; on a tie, read on (answers follow their lead-in).
+        if right is not None and (left is None or scores[right] >= scores[left]):
+            last, used = right, used + 1 + len(parts[right])
+        elif left is not None:
+            first, used = left, used + 1 + len(parts[left])
+        else:
+            break
+    text = " ".join(parts[first : last + 1])
+    return (_ELLIPSIS if first else "") + text + (_ELLIPSIS if last < len(parts) - 1 else "")
+
+
+def _score(sentence: str, patterns: list[re.Pattern[str]]) -> float:
+    """Distinct query words found, plus a little for repeats (a sentence about the word)."""
+    counts = [len(p.findall(sentence)) for p in patterns]
+    return sum(1 for c in counts if c) + 0.1 * min(sum(counts), 5)

@@ -1,0 +1,57 @@
+"""Sentence-window snippets: the part of a passage shown to the model is its best-matching sentences."""
+
+from __future__ import annotations
+
+from sentient.tools import DocsIndex, Retrieval
+from sentient.tools.snippets import SNIPPET_CHARS, best_window, sentences
+
+FILLER = [
+    f"Section {i} describes the general layout of the harbour and its many quiet corners in detail." for i in range(10)
+]
+ANSWER = "The lighthouse keeper winds the lamp clock every evening at nine."
+AFTER = "Afterwards the keeper logs the weather in the blue ledger."
+
+
+def long_passage() -> str:
+    return " ".join([*FILLER, ANSWER, AFTER, "Visitors are welcome on Sundays."])
+
+
+def test_snippet_holds_the_best_matching_sentence_when_it_comes_late() -> None:
+    body = long_passage()
+    assert len(body) > 1000 and body.index(ANSWER) > 900  # past any fixed 600-character prefix
+    snippet = best_window(body, ["lighthouse", "keeper", "lamp", "clock"])
+    assert ANSWER in snippet
+    assert AFTER in snippet  # grown by the neighbour that also matches ('keeper')
+    assert len(snippet) <= SNIPPET_CHARS
+    assert snippet.startswith("…")  # text before it was left out
+
+
+def test_short_passage_is_returned_whole() -> None:
+    body = "A short passage. It has two sentences."
+    assert best_window(body, ["nothing"]) == body
+
+
+def test_snippet_keeps_whole_sentences() -> None:
+    body = long_passage()
+    snippet = best_window(body, ["lighthouse"]).strip("…")
+    assert all(part in sentences(body) for part in sentences(snippet))
+
+
+def test_text_without_sentence_ends_is_still_cut_to_the_budget_around_the_match() -> None:
+    body = "filler " * 150 + "the marmalade clause " + "padding " * 150
+    snippet = best_window(body, ["marmalade"])
+    assert len(snippet) <= SNIPPET_CHARS
+    assert "marmalade" in snippet
+
+
+def test_stems_match_other_word_forms() -> None:
+    body = " ".join([*FILLER, "Tasks are scheduled by the event loop in order.", *FILLER])
+    assert "scheduled by the event loop" in best_window(body, ["scheduling"])
+
+
+def test_search_snippets_are_cut_around_the_late_matching_sentence() -> None:
+    index = DocsIndex(embeddings=None)
+    index.add_document("/docs/harbour.md", "Harbour", long_passage())
+    (hit,) = index.search("when does the lighthouse keeper wind the lamp clock", retrieval=Retrieval.BM25)
+    assert ANSWER in hit.snippet
+    assert hit.passage == long_passage()  # the whole passage stays available beside the snippet
