@@ -13,7 +13,8 @@ The tree::
     ├── GraphError                a misuse of the task graph (a bug, not a run condition)
     │   └── IllegalTransitionError
     ├── ToolError                 a tool could not run
-    │   └── DocsFolderError       the documents folder is missing or has nothing to index
+    │   ├── DocsFolderError       the documents folder is missing or has nothing to index
+    │   └── EmbeddingModelError   the docs embedding model cannot be loaded (search falls back to BM25)
     ├── RunError                  the run as a whole could not finish
     │   └── RunCancelledError
     └── EvalError                 an evaluation dataset that cannot be read (names file and line)
@@ -126,6 +127,10 @@ class ToolError(SentientError):
 
 class DocsFolderError(ToolError):
     """The documents folder given to the docs search tool cannot be used."""
+
+
+class EmbeddingModelError(ToolError):
+    """The embedding model for hybrid docs search is missing or cannot be loaded."""
 
 
 class RunError(SentientError):
