@@ -5,6 +5,14 @@ lines) so a hit points at a focused piece of text rather than a whole file. Quer
 free user text: they are reduced to quoted word tokens joined with OR, so no input can
 produce an FTS5 syntax error.
 
+Search is BM25 unless the index is given an embedder (``embeddings=default_embedder``):
+then a dense ranking (MiniLM sentence vectors, computed once when the index is built and
+stored in the same database) is fused with BM25 by weighted reciprocal rank, so a passage
+that says the same thing in other words is found too. Hybrid is opt-in because it did not
+beat BM25 on the dev questions (recall@5, bench/README.md) while the first build of the
+Python docs index embeds for minutes. Each hit's snippet is the passage cut around its
+best-matching sentences.
+
 `DocsIndex.python_docs` builds the default offline corpus from the documentation that ships
 with Python itself (the language reference topics and the standard-library docstrings), so a
 run without a docs folder still researches something real.
@@ -22,22 +30,26 @@ import sysconfig
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
 from loguru import logger
 
-from sentient.exceptions import DocsFolderError
+from sentient.exceptions import DocsFolderError, EmbeddingModelError
+from sentient.tools.dense import Fusion, PassageVectors, Retrieval, fuse
+from sentient.tools.embeddings import Embedder
+from sentient.tools.snippets import best_window
 
 # Bump when the table layout or the passage rules change, so old caches get rebuilt.
-_SCHEMA_VERSION = 1
+_SCHEMA_VERSION = 2
 _EXTENSIONS = frozenset({".md", ".txt", ".rst", ".html", ".htm", ".py"})
 _SKIP_DIRS = frozenset({"__pycache__", "node_modules", ".git"})
 _MAX_FILE_BYTES = 2 * 1024 * 1024
 _PASSAGE_CHARS = 1_200
-_SNIPPET_CHARS = 600
+# Passages each ranking hands to the fusion: enough that one-per-source still fills `limit`.
+_CANDIDATES = 100
 _MIN_MEMBER_DOC_CHARS = 200
 # Stdlib packages whose submodules are tests, demos or tooling rather than library docs.
 _SKIP_STDLIB_PACKAGES = frozenset({"test", "idlelib", "lib2to3", "turtledemo", "ensurepip"})
@@ -64,29 +76,68 @@ class SearchHit:
     Attributes:
         source: absolute file path, optionally with a '#anchor' (topic, class or function).
         title: file name and section heading, topic name or module name.
-        snippet: the matching passage, whitespace collapsed, at most about 600 characters.
-        score: BM25 relevance; higher is better.
+        snippet: the passage cut around its best-matching sentences, at most about 700 characters.
+        score: relevance, higher is better (BM25, cosine or fused-rank score, by retrieval mode).
+        passage: the whole passage the snippet was cut from, whitespace collapsed.
     """
 
     source: str
     title: str
     snippet: str
     score: float
+    passage: str = ""
+
+
+EmbedderLoader = Callable[[], Embedder]
 
 
 class DocsIndex:
-    """Full-text index of documents in one SQLite FTS5 database file (or ':memory:')."""
+    """Index of documents in one SQLite database file (or ':memory:'): FTS5 text plus passage vectors.
 
-    def __init__(self, db_path: Path | str = ":memory:") -> None:
+    `embeddings` loads the sentence embedder for hybrid search (e.g. `default_embedder`, the
+    installed MiniLM); None (the default), or a loader that raises EmbeddingModelError,
+    leaves the index on BM25 alone.
+    """
+
+    def __init__(self, db_path: Path | str = ":memory:", *, embeddings: EmbedderLoader | None = None) -> None:
         # Searches may come from worker threads; one lock serialises use of the connection.
         self._conn = sqlite3.connect(str(db_path), check_same_thread=False)
         self._lock = threading.Lock()
         with self._lock, self._conn:
             self._conn.executescript(_SCHEMA)
+            self._vectors = PassageVectors(self._conn)
+        self._loader = embeddings
+        self._embedder: Embedder | None = None
+        self._vectors_current = False  # every passage has a vector (checked once, then kept up to date)
+        self.fusion = Fusion()
+
+    @property
+    def embedded_passages(self) -> int:
+        """How many passages this object has embedded (0 when every vector came from the database)."""
+        return self._vectors.embedded
+
+    @property
+    def embedding_model(self) -> str | None:
+        """The model id of the stored passage vectors, or None when none were stored."""
+        with self._lock:
+            row = self._conn.execute("SELECT value FROM meta WHERE key = 'embedding_model'").fetchone()
+        return row[0] if row else None
+
+    @property
+    def default_retrieval(self) -> Retrieval:
+        """HYBRID when the embedding model is available, else BM25 (loads the model on first use)."""
+        with self._lock:
+            return Retrieval.HYBRID if self._embedder_now() is not None else Retrieval.BM25
 
     @classmethod
-    def from_folder(cls, folder: Path | str, db_path: Path | str = ":memory:") -> DocsIndex:
-        """Index every .md, .txt, .rst, .html/.htm and .py file under `folder`.
+    def from_folder(
+        cls,
+        folder: Path | str,
+        db_path: Path | str = ":memory:",
+        *,
+        embeddings: EmbedderLoader | None = None,
+    ) -> DocsIndex:
+        """Index every .md, .txt, .rst, .html/.htm and .py file under `folder`, vectors included.
 
         Raises:
             DocsFolderError: the folder is missing, not a directory, or has nothing to index.
@@ -99,37 +150,46 @@ class DocsIndex:
         files = list(_walk_documents(root))
         if not files:
             raise DocsFolderError(f"docs folder '{root}' has no .md, .txt, .rst, .html or .py files")
-        index = cls(db_path)
+        index = cls(db_path, embeddings=embeddings)
         with index._lock, index._conn:
             index._conn.execute("DELETE FROM passages")  # the index mirrors the folder as it is now
+            index._vectors.forget()
             for path in files:
                 try:
                     text = path.read_text(encoding="utf-8", errors="replace")
                 except OSError as exc:  # one unreadable file should not sink the whole folder
                     logger.warning("skipping {}: {}", path, exc)
                     continue
-                for heading, body in _sections(path.suffix.lower(), text):
-                    title = f"{path.name} - {heading}" if heading else path.name
+                for headings, body in _packed(_sections(path.suffix.lower(), text)):
+                    title = f"{path.name} - {' / '.join(headings)}" if headings else path.name
                     index._insert(str(path), title, body)
         if not len(index):
             index.close()
             raise DocsFolderError(f"docs folder '{root}' has only empty documents")
+        with index._lock, index._conn:
+            index._update_vectors()
         logger.info("indexed {} passages from {} files in {}", len(index), len(files), root)
         return index
 
     @classmethod
-    def python_docs(cls, cache_dir: Path | str) -> DocsIndex:
+    def python_docs(cls, cache_dir: Path | str, *, embeddings: EmbedderLoader | None = None) -> DocsIndex:
         """Open (building on first use) the index of the documentation installed with Python.
 
         The index lives in `cache_dir` and is rebuilt when it is missing or was built by
-        another schema or Python version.
+        another schema, Python version or embedding model. The first build embeds every
+        passage (a few minutes on one core); later opens reuse the stored vectors.
         """
         cache = Path(cache_dir).expanduser()
         cache.mkdir(parents=True, exist_ok=True)
         db_file = cache / f"pydocs-{sys.version_info.major}.{sys.version_info.minor}.sqlite"
-        marker = f"schema={_SCHEMA_VERSION};python={sys.version}"
-        if db_file.is_file() and _stored_marker(db_file) == marker:
-            return cls(db_file)
+        embedder = _try_load(embeddings)
+        base = f"schema={_SCHEMA_VERSION};python={sys.version}"
+        marker = f"{base};embeddings={embedder.model_id if embedder else 'none'}"
+        loader = (lambda: embedder) if embedder is not None else None
+        stored = _stored_marker(db_file) if db_file.is_file() else None
+        # Without a model, a cache built with vectors serves BM25 just as well.
+        if stored == marker or (embedder is None and stored is not None and stored.startswith(f"{base};")):
+            return cls(db_file, embeddings=loader)
         started = time.perf_counter()
         logger.info("building the Python documentation index in {}", db_file)
         # Build beside the target and swap it in atomically: a crash or a concurrent reader
@@ -137,13 +197,14 @@ class DocsIndex:
         fd, tmp_name = tempfile.mkstemp(prefix=db_file.name, suffix=".tmp", dir=cache)
         os.close(fd)
         try:
-            with cls(tmp_name) as builder:
+            with cls(tmp_name, embeddings=loader) as builder:
                 with builder._lock, builder._conn:
                     # A throwaway file: durability during the build buys nothing.
                     builder._conn.execute("PRAGMA synchronous = OFF")
                     for source, title, text in _python_documents():
                         builder._insert(source, title, text)
                     builder._conn.execute("INSERT INTO passages(passages) VALUES ('optimize')")
+                    builder._update_vectors()
                     builder._conn.execute("INSERT OR REPLACE INTO meta VALUES ('marker', ?)", (marker,))
                 passages = len(builder)
             os.replace(tmp_name, db_file)
@@ -151,35 +212,56 @@ class DocsIndex:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp_name)
         logger.info("built {} passages in {:.1f}s", passages, time.perf_counter() - started)
-        return cls(db_file)
+        return cls(db_file, embeddings=loader)
 
     def add_document(self, source: str, title: str, text: str) -> None:
         """Split `text` into passages and add them under `source` and `title`."""
         with self._lock, self._conn:
             self._insert(source, title, text)
 
-    def search(self, query: str, limit: int = 5) -> list[SearchHit]:
-        """Return up to `limit` passages matching `query`, best first, one per source.
+    def search(
+        self, query: str, limit: int = 5, retrieval: Retrieval | None = None, *, per_source: int = 1
+    ) -> list[SearchHit]:
+        """Return up to `limit` passages for `query`, best first, at most `per_source` per source.
 
-        Any text is accepted; a query with no searchable words returns an empty list.
+        `retrieval` picks the ranking (default: `default_retrieval`; DENSE and HYBRID fall
+        back to BM25 when the embedding model is unavailable). Any text is accepted; a query
+        with no searchable words returns an empty list.
         """
         tokens = _query_tokens(query)
         if not tokens or limit < 1:
             return []
-        match = " OR ".join(f'"{token}"' for token in tokens)
-        sql = """
-            SELECT source, title, body, bm25(passages, 0.0, 2.0, 1.0) FROM passages
-            WHERE passages MATCH ? ORDER BY bm25(passages, 0.0, 2.0, 1.0)
-        """  # title words weigh double: a heading or topic name that matches says a lot
-        hits: dict[str, SearchHit] = {}
-        with self._lock:
-            # Rows arrive best first; the first passage of each source is its best one.
-            for source, title, body, bm25 in self._conn.execute(sql, (match,)):
-                if source not in hits:
-                    hits[source] = SearchHit(source, title, _excerpt(body, tokens), -bm25)
-                    if len(hits) == limit:
-                        break
-        return list(hits.values())
+        with self._lock, self._conn:
+            embedder = self._embedder_now()
+            mode = retrieval or Retrieval.HYBRID
+            if embedder is None:
+                mode = Retrieval.BM25
+            rows: dict[int, tuple[str, str, str]] = {}
+            rankings: list[tuple[float, list[tuple[int, float]]]] = []
+            fusion = self.fusion
+            if mode is not Retrieval.DENSE:
+                rankings.append((fusion.bm25_weight, self._bm25(tokens, rows)))
+            if mode is not Retrieval.BM25 and embedder is not None:
+                self._update_vectors()
+                dense = self._vectors.nearest(embedder.embed([query])[0], _CANDIDATES)
+                if mode is Retrieval.HYBRID:
+                    dense = [(rowid, sim) for rowid, sim in dense if sim >= fusion.min_similarity]
+                rankings.append((fusion.dense_weight, dense))
+                self._fetch([rowid for rowid, _ in dense if rowid not in rows], rows)
+        if len(rankings) == 1:
+            ranked = rankings[0][1]
+        else:
+            ranked = fuse([(weight, [rowid for rowid, _ in ranking]) for weight, ranking in rankings], fusion.k)
+        hits: list[SearchHit] = []
+        taken: dict[str, int] = {}
+        for rowid, score in ranked:  # best first: the first passage of each source is its best one
+            source, title, body = rows[rowid]
+            if taken.get(source, 0) < per_source:
+                taken[source] = taken.get(source, 0) + 1
+                hits.append(SearchHit(source, title, best_window(body, tokens), score, body))
+                if len(hits) == limit:
+                    break
+        return hits
 
     def __len__(self) -> int:
         with self._lock:
@@ -201,6 +283,44 @@ class DocsIndex:
         # Callers hold the lock and own the transaction, so bulk builds commit once.
         rows = [(source, title, passage) for passage in _passages(text)]
         self._conn.executemany("INSERT INTO passages (source, title, body) VALUES (?, ?, ?)", rows)
+        self._vectors_current = False
+
+    def _embedder_now(self) -> Embedder | None:
+        """The embedder, loaded on first use; None when disabled or unavailable (caller holds the lock)."""
+        if self._loader is not None:
+            loader, self._loader = self._loader, None  # one try: a missing model warns once, not per search
+            self._embedder = _try_load(loader)
+        return self._embedder
+
+    def _update_vectors(self) -> None:
+        """Embed the passages that have no vector yet (caller holds the lock and the transaction)."""
+        embedder = self._embedder_now()
+        if embedder is None or self._vectors_current:
+            return
+        started = time.perf_counter()
+        if count := self._vectors.update(embedder):
+            logger.info("embedded {} passages in {:.1f}s", count, time.perf_counter() - started)
+        self._vectors_current = True
+
+    def _bm25(self, tokens: list[str], rows: dict[int, tuple[str, str, str]]) -> list[tuple[int, float]]:
+        """The best BM25 passages as (rowid, score), filling `rows` with their text."""
+        match = " OR ".join(f'"{token}"' for token in tokens)
+        sql = """
+            SELECT rowid, source, title, body, bm25(passages, 0.0, 2.0, 1.0) FROM passages
+            WHERE passages MATCH ? ORDER BY bm25(passages, 0.0, 2.0, 1.0) LIMIT ?
+        """  # title words weigh double: a heading or topic name that matches says a lot
+        ranking = []
+        for rowid, source, title, body, bm25 in self._conn.execute(sql, (match, _CANDIDATES)):
+            rows[rowid] = (source, title, body)
+            ranking.append((rowid, -bm25))
+        return ranking
+
+    def _fetch(self, rowids: list[int], rows: dict[int, tuple[str, str, str]]) -> None:
+        if rowids:
+            marks = ",".join("?" * len(rowids))
+            sql = f"SELECT rowid, source, title, body FROM passages WHERE rowid IN ({marks})"
+            for rowid, source, title, body in self._conn.execute(sql, rowids):
+                rows[rowid] = (source, title, body)
 
 
 def _walk_documents(root: Path) -> Iterator[Path]:
@@ -221,6 +341,27 @@ def _sections(suffix: str, text: str) -> list[tuple[str | None, str]]:
         return _markdown_sections(_html_to_text(text))
     splitters = {".md": _markdown_sections, ".rst": _rst_sections, ".py": _python_sections}
     return splitters[suffix](text) if suffix in splitters else [(None, text)]
+
+
+def _packed(sections: list[tuple[str | None, str]]) -> list[tuple[list[str], str]]:
+    """Join consecutive short sections into passage-sized groups: (their headings, text).
+
+    A postmortem's "Summary" of three lines alone is a poor passage: search returns one
+    passage per file, and the file's title section would hide it. Packed, one passage holds
+    the summary with its context, and the snippet picks the matching sentences out of it.
+    """
+    groups: list[tuple[list[str], str]] = []
+    size = 0
+    for heading, body in sections:
+        length = len(" ".join(body.split()))
+        if groups and size + 1 + length <= _PASSAGE_CHARS:
+            headings, text = groups[-1]
+            groups[-1] = ([*headings, heading] if heading else headings, f"{text}\n\n{body}")
+            size += 1 + length
+        else:
+            groups.append(([heading] if heading else [], body))
+            size = length
+    return groups
 
 
 def _markdown_sections(text: str) -> list[tuple[str | None, str]]:
@@ -343,20 +484,15 @@ def _query_tokens(query: str) -> list[str]:
     return list(dict.fromkeys(words))  # de-duplicated, first-seen order
 
 
-def _excerpt(body: str, tokens: list[str]) -> str:
-    """Cut a window of at most `_SNIPPET_CHARS` around the first query word in `body`."""
-    if len(body) <= _SNIPPET_CHARS:
-        return body
-    # A prefix of each word stands in for the porter stem ('scheduling' finds 'schedule').
-    stems = "|".join(re.escape(t[: max(4, len(t) - 3)]) for t in tokens)
-    found = re.search(rf"\b(?:{stems})", body, re.IGNORECASE)
-    start = max(0, (found.start() if found else 0) - _SNIPPET_CHARS // 4)
-    if start:
-        start = body.find(" ", start) + 1 or start  # begin on a word boundary
-    end = start + _SNIPPET_CHARS - 2  # room for the two ellipses
-    if end < len(body):
-        end = max(body.rfind(" ", start, end), start + _SNIPPET_CHARS // 2)
-    return ("…" if start else "") + body[start:end].strip() + ("…" if end < len(body) else "")
+def _try_load(loader: EmbedderLoader | None) -> Embedder | None:
+    """Run `loader`; a missing model is one warning and BM25-only search, not a failure."""
+    if loader is None:
+        return None
+    try:
+        return loader()
+    except EmbeddingModelError as exc:
+        logger.warning("docs search uses BM25 only: {}", exc)
+        return None
 
 
 def _stored_marker(db_file: Path) -> str | None:

