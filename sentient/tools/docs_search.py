@@ -125,7 +125,7 @@ class DocsIndex:
 
     @property
     def default_retrieval(self) -> Retrieval:
-        """HYBRID when the embedding model is available, else BM25 (loads the model on first use)."""
+        """HYBRID when the index has an embedder that loads, else BM25 (loads it on first use)."""
         with self._lock:
             return Retrieval.HYBRID if self._embedder_now() is not None else Retrieval.BM25
 
@@ -137,7 +137,7 @@ class DocsIndex:
         *,
         embeddings: EmbedderLoader | None = None,
     ) -> DocsIndex:
-        """Index every .md, .txt, .rst, .html/.htm and .py file under `folder`, vectors included.
+        """Index every .md, .txt, .rst, .html/.htm and .py file under `folder` (and embed it, given `embeddings`).
 
         Raises:
             DocsFolderError: the folder is missing, not a directory, or has nothing to index.
