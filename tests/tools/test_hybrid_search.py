@@ -131,3 +131,20 @@ def test_installed_wheels_provide_the_model_and_tokenizer(minilm: Embedder) -> N
     assert all(abs(n - 1) < 1e-4 for n in norms)
     similar, unrelated = float(vectors[0] @ vectors[1]), float(vectors[0] @ vectors[2])
     assert similar > 0.5 > unrelated
+
+
+def test_hybrid_search_from_worker_threads_while_documents_arrive() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    index = village(DocsIndex(embeddings=HashingEmbedder))
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        adds = [
+            pool.submit(index.add_document, f"/kb/extra{i}.md", "extra", f"Extra note {i} about dogs.")
+            for i in range(5)
+        ]
+        results = list(pool.map(lambda q: index.search(q, retrieval=Retrieval.HYBRID), ["dogs beach"] * 30))
+    for future in adds:
+        future.result()
+    assert all(hits and hits[0].source.startswith("/kb/") for hits in results)
+    index.search("dogs")  # the last additions get their vectors here
+    assert index.embedded_passages == len(VILLAGE) + 5  # each passage embedded exactly once
