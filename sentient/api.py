@@ -44,6 +44,7 @@ from sentient.store import (
 )
 from sentient.tools.base import CircuitBreaker, ToolSettings
 from sentient.tools.docs_search import DocsIndex
+from sentient.tools.embeddings import default_embedder
 from sentient.tools.toolbox import ToolBox
 from sentient.trace import TraceRecorder, write_json, write_text
 
@@ -235,11 +236,18 @@ class ProfiledSentientAgent:
             return None
         if self._docs is None:
             source = self._docs_source
-            if isinstance(source, Path):
-                self._docs = await asyncio.to_thread(DocsIndex.from_folder, source)
-            else:
-                self._docs = await asyncio.to_thread(DocsIndex.python_docs, self.settings.cache_dir)
+            folder = source if isinstance(source, Path) else None
+            self._docs = await asyncio.to_thread(open_docs_index, folder, self.settings)
         return self._docs
+
+
+def open_docs_index(folder: Path | None, settings: Settings) -> DocsIndex:
+    """The index a run researches: ``folder``, or Python's own documentation; hybrid (BM25 and
+    MiniLM vectors) when ``settings.retrieval`` says so. Blocking: call it from a thread."""
+    embeddings = default_embedder if settings.retrieval == "hybrid" else None
+    if folder is not None:
+        return DocsIndex.from_folder(folder, embeddings=embeddings)
+    return DocsIndex.python_docs(settings.cache_dir, embeddings=embeddings)
 
 
 class _Run:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -74,3 +75,7 @@ class Settings(BaseSettings):
         None, description="Cache model responses (default: on for the embedded model, off for hosted ones)."
     )
     offline: bool = Field(False, description="Never use the network (web tools refuse at once).")
+    retrieval: Literal["bm25", "hybrid"] = Field(
+        "bm25",
+        description="Docs search ranking: BM25, or BM25 fused with MiniLM vectors (slower to index; see bench/README.md).",
+    )

@@ -20,6 +20,7 @@ from agno.models.base import Model
 from loguru import logger
 
 from sentient.agents.models.factory import ModelFactory
+from sentient.api import open_docs_index
 from sentient.eval.dataset import SPLITS, EvalQuestion, load_dataset, select
 from sentient.eval.judge import Grade, judge
 from sentient.eval.records import QuestionRecord, ResultsFile, grade
@@ -238,8 +239,7 @@ async def _docs_index(options: EvalOptions, settings: Settings) -> DocsIndex:
     folder = options.docs or default_docs(options.dataset)
     if folder is not None:
         logger.info("eval: researching {}", folder)
-        return await asyncio.to_thread(DocsIndex.from_folder, folder)
-    return await asyncio.to_thread(DocsIndex.python_docs, settings.cache_dir)
+    return await asyncio.to_thread(open_docs_index, folder, settings)
 
 
 def _summary(options: EvalOptions, model_name: str, run_dir: Path, questions: list[EvalQuestion]) -> EvalSummary:

@@ -148,3 +148,16 @@ def test_hybrid_search_from_worker_threads_while_documents_arrive() -> None:
     assert all(hits and hits[0].source.startswith("/kb/") for hits in results)
     index.search("dogs")  # the last additions get their vectors here
     assert index.embedded_passages == len(VILLAGE) + 5  # each passage embedded exactly once
+
+
+def test_the_retrieval_setting_chooses_hybrid_search(tmp_path: Path) -> None:
+    from sentient.api import open_docs_index
+    from sentient.settings import Settings
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text("# Tides\n\nThe harbour tide gauge reports every six minutes.\n")
+    plain = open_docs_index(folder, Settings(cache_dir=tmp_path / "c"))
+    hybrid = open_docs_index(folder, Settings(cache_dir=tmp_path / "c", retrieval="hybrid"))
+    assert plain.embedded_passages == 0
+    assert hybrid.embedded_passages == len(hybrid) > 0
