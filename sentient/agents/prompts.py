@@ -19,6 +19,10 @@ def plan_task(node: TaskNode, max_subtasks: int) -> str:
         "that X), it lists the earlier subtask's index in depends_on_indices.\n"
         "- THINK compares, combines or calculates results of earlier subtasks (list them as dependencies).\n"
         "- Do not add a subtask that writes the final answer: the results are combined automatically.\n"
+        "Example. Goal: What is the timeout of the service that failed in incident X?\n"
+        '{"subtasks": [{"goal": "Which service failed in incident X?", "task_type": "SEARCH", '
+        '"depends_on_indices": []}, {"goal": "What is the timeout of the service that failed in incident X?", '
+        '"task_type": "SEARCH", "depends_on_indices": [0]}]}\n'
         'Answer with JSON: {"subtasks": [{"goal": "...", "task_type": "SEARCH", "depends_on_indices": []}]}'
     )
 
