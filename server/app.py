@@ -15,6 +15,7 @@ from server.bridge import EngineLoop
 from server.config import ServerSettings
 from server.errors import register_error_handlers
 from server.events import Broadcaster
+from server.guard import HandshakeGuard, IdleSessionReaper
 from server.reviews import ReviewBroker
 from server.routes import meta, projects, reviews
 from server.routes.dashboard import dashboard_blueprint
@@ -32,6 +33,8 @@ class Services:
     broadcaster: Broadcaster
     reviews: ReviewBroker
     runs: RunManager
+    guard: HandshakeGuard
+    reaper: IdleSessionReaper
     closed: bool = False
 
     def close(self) -> None:
@@ -39,6 +42,7 @@ class Services:
         if self.closed:
             return
         self.closed = True
+        self.reaper.stop()
         self.runs.shutdown()
         self.broadcaster.flush()
         self.engine.stop()
@@ -76,7 +80,11 @@ def create_app(config: ServerSettings | None = None, *, store: ProjectStore | No
     broadcaster = Broadcaster(socketio.server)
     review_broker = ReviewBroker(store, engine, broadcaster)
     runs = RunManager(config, store, engine, broadcaster, review_broker)
-    services = Services(config, store, engine, socketio, broadcaster, review_broker, runs)
+    # In front of Socket.IO's own WSGI app: refused handshakes never open an engine.io session.
+    guard = HandshakeGuard(app.wsgi_app, config)
+    app.wsgi_app = guard  # type: ignore[method-assign]
+    reaper = IdleSessionReaper(socketio.server, config.connect_timeout_s)
+    services = Services(config, store, engine, socketio, broadcaster, review_broker, runs, guard, reaper)
     app.extensions["sentient"] = services
 
     register_error_handlers(app)

@@ -31,7 +31,11 @@ def token_ok(config: ServerSettings, presented: object) -> bool:
         return True
     if not isinstance(presented, str):
         return False
-    return hmac.compare_digest(presented.encode(), config.api_token.encode())
+    try:
+        candidate = presented.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: never the token, and never an exception
+        return False
+    return hmac.compare_digest(candidate, config.api_token.encode("utf-8"))
 
 
 def bearer(header: str | None) -> str | None:

@@ -12,6 +12,7 @@ from sentient.exceptions import ConfigError
 from sentient.settings import Settings
 
 TOKEN_ENV = "SENTIENT_API_TOKEN"
+DOCS_ROOTS_ENV = "SENTIENT_DOCS_ROOTS"
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
@@ -43,6 +44,18 @@ class ServerSettings:
         max_request_bytes: request bodies above this size get 413.
         threads: worker threads of the production server (each WebSocket holds one).
         dashboard_dir: the built dashboard, served at ``/`` when it exists.
+        docs_roots: the folders under which a REST or Socket.IO client may name a ``docs`` folder
+            (``SENTIENT_DOCS_ROOTS``, separated by ``os.pathsep``); none by default, so clients
+            cannot make the server read its files.
+        docs_max_files: most documents one docs folder may hold.
+        docs_max_bytes: most bytes of documents one docs folder may hold.
+        connect_timeout_s: an engine.io session that has not connected to the Socket.IO
+            namespace after this long is closed.
+        header_timeout_s: the production server drops a connection whose request headers have
+            not all arrived after this long (slowloris).
+        reserved_threads: threads never given to live connections (WebSockets, long polls), so
+            REST and ``/api/health`` always have some.
+        max_sockets_per_client: most live connections from one client address.
     """
 
     host: str = "127.0.0.1"
@@ -57,6 +70,13 @@ class ServerSettings:
     max_request_bytes: int = 1 << 20
     threads: int = 128
     dashboard_dir: Path = field(default_factory=lambda: Path(__file__).resolve().parent.parent / "dashboard" / "dist")
+    docs_roots: tuple[Path, ...] = ()
+    docs_max_files: int = 5_000
+    docs_max_bytes: int = 200 * 1024 * 1024
+    connect_timeout_s: float = 5.0
+    header_timeout_s: float = 10.0
+    reserved_threads: int = 16
+    max_sockets_per_client: int = 64
 
     @classmethod
     def from_env(cls, **overrides: Any) -> ServerSettings:
@@ -64,8 +84,14 @@ class ServerSettings:
         values: dict[str, Any] = {"api_token": os.environ.get(TOKEN_ENV) or None}
         origins = os.environ.get("SENTIENT_CORS_ORIGINS", "")
         values["cors_origins"] = tuple(o.strip().rstrip("/") for o in origins.split(",") if o.strip())
+        roots = os.environ.get(DOCS_ROOTS_ENV, "")
+        values["docs_roots"] = tuple(Path(r).expanduser() for r in roots.split(os.pathsep) if r.strip())
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
+
+    def socket_capacity(self) -> int:
+        """How many live connections (WebSockets, long polls) may be served at once."""
+        return max(1, self.threads - self.reserved_threads)
 
     def check(self) -> None:
         """Refuse settings that would expose an unauthenticated server."""
@@ -77,6 +103,13 @@ class ServerSettings:
             )
         if self.api_token is not None and len(self.api_token) < 16:
             raise ConfigError("the API token is too short.", field=TOKEN_ENV, fix="use at least 16 random characters.")
+        for root in self.docs_roots:
+            if not Path(root).expanduser().is_dir():
+                raise ConfigError(
+                    f"docs root '{root}' is not a folder.",
+                    field=DOCS_ROOTS_ENV,
+                    fix=f"list existing folders separated by '{os.pathsep}'.",
+                )
         for origin in self.cors_origins:
             if origin == "*" or "://" not in origin:
                 raise ConfigError(

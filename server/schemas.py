@@ -9,10 +9,11 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from sentient.agents.schemas import PlanOutput
 from sentient.hitl.protocol import Approve, Modify, Reject, ReviewDecision, plan_problems
+from sentient.text import goal_problem
 
 PROJECT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
 NODE_ID_PATTERN = r"^root(\.[0-9]{1,4}){0,16}$"
@@ -21,7 +22,18 @@ PROFILE_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 
 ProjectId = Annotated[str, StringConstraints(pattern=PROJECT_ID_PATTERN)]
 ProfileName = Annotated[str, StringConstraints(pattern=PROFILE_PATTERN)]
-Goal = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4000)]
+
+
+def _researchable(goal: str) -> str:
+    problem = goal_problem(goal)
+    if problem is not None:
+        raise ValueError(problem)
+    return goal.strip()
+
+
+Goal = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4000), AfterValidator(_researchable)
+]
 
 
 def valid_project_id(value: str) -> bool:

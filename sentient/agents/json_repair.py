@@ -6,6 +6,7 @@ import json
 import re
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+_WHOLE_FENCE = re.compile(r"```(?:json)?\s*(.*)```", re.DOTALL)
 # A key with no value at the end of a cut-off object: `{"a": 1, "ke` or `{"a": 1, "key":`
 _DANGLING_KEY = re.compile(r'([{,])\s*"(?:[^"\\]|\\.)*"\s*:?\s*$')
 
@@ -16,7 +17,17 @@ def extract_json(raw: str) -> tuple[str, bool]:
     ``repaired`` is True when brackets or a string had to be closed, i.e. the output was cut off.
     The caller still validates the result against its schema.
     """
+    # The whole reply (or its outermost braces) first: a valid JSON answer may quote a Markdown
+    # fence inside a string, which the fence search below would cut.
+    first, last = raw.find("{"), raw.rfind("}")
+    if 0 <= first < last and (whole := _normalised(raw[first : last + 1])) is not None:
+        return whole, False
     fenced = _FENCE.search(raw)
+    if fenced and (whole_fence := _WHOLE_FENCE.search(raw)) is not None:
+        # A fence inside a JSON string ends the shortest match early; the longest may be whole.
+        inner = whole_fence.group(1).strip()
+        if inner.startswith("{") and (whole := _normalised(inner)) is not None:
+            return whole, False
     text = fenced.group(1) if fenced else raw
     start = text.find("{")
     if start < 0:

@@ -30,6 +30,7 @@ from sentient.events import Subscriber
 from sentient.exceptions import SentientError
 from sentient.settings import Settings
 from sentient.store import ProjectStore
+from sentient.text import goal_problem
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -106,10 +107,8 @@ def _run(args: argparse.Namespace, settings: Settings, err: Console) -> int:
     resuming = args.command == "resume"
     if args.offline:
         settings = settings.model_copy(update={"offline": True})
-    if not resuming and not args.goal.strip():
-        err.print(
-            '[red]error:[/] the goal is empty: describe what to research, e.g. sentient run "..."', soft_wrap=True
-        )
+    if not resuming and (problem := goal_problem(args.goal)) is not None:
+        err.print(f'[red]error:[/] {escape(problem)} e.g. sentient run "..."', soft_wrap=True)
         return EXIT_USAGE
     if args.docs is not None and not args.docs.is_dir():
         err.print(f"[red]error:[/] docs folder '{args.docs}' does not exist or is not a folder", soft_wrap=True)

@@ -94,9 +94,15 @@ async def check_url(url: str, settings: ToolSettings) -> httpx.URL:
 
 
 def blocked_reason(address: IPAddress) -> str | None:
-    """Why `address` must not be fetched ('loopback', 'private'...), or None if it is public."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped  # ::ffff:127.0.0.1 is 127.0.0.1
+    """Why `address` must not be fetched ('loopback', 'private'...), or None if it is public.
+
+    An IPv6 address that embeds an IPv4 one (IPv4-mapped or -compatible, 6to4, NAT64, Teredo)
+    may reach that IPv4 host through a relay or the host's own stack, so the embedded address
+    is checked too: ``2002:7f00:1::`` is as much loopback as ``127.0.0.1``.
+    """
+    if isinstance(address, ipaddress.IPv6Address) and (embedded := _embedded_ipv4(address)):
+        # The packet ends up at the IPv4 host(s): their addresses decide.
+        return next((reason for ipv4 in embedded if (reason := blocked_reason(ipv4))), None)
     for attribute, label in (
         ("is_loopback", "loopback"),
         ("is_link_local", "link-local"),
@@ -108,6 +114,27 @@ def blocked_reason(address: IPAddress) -> str | None:
         if getattr(address, attribute):
             return label
     return None if address.is_global else "non-public"
+
+
+_NAT64_PREFIXES = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("64:ff9b:1::/48"))
+_IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
+
+
+def _embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address carries by a standard embedding (none for most)."""
+    found: list[ipaddress.IPv4Address] = []
+    if address.ipv4_mapped is not None:
+        found.append(address.ipv4_mapped)
+    if address.sixtofour is not None:
+        found.append(address.sixtofour)
+    if address.teredo is not None:
+        found.extend(address.teredo)  # (server, client): the client is the obfuscated one
+    low32 = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    if any(address in prefix for prefix in _NAT64_PREFIXES):
+        found.append(low32)
+    if address in _IPV4_COMPATIBLE and int(address) > 1:  # ::a.b.c.d, deprecated; not :: or ::1
+        found.append(low32)
+    return found
 
 
 async def _resolve(host: str, port: int) -> list[IPAddress]:

@@ -43,3 +43,17 @@ def test_text_without_json_is_returned_unrepaired_for_the_validator_to_reject() 
 
 def test_brackets_inside_strings_do_not_count_as_structure() -> None:
     assert json.loads(close_truncated('{"a": "has } and ] inside')) == {"a": "has } and ] inside"}
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"answer": "Run it:\\n```python\\nprint(1)\\n```\\ndone"}',
+        'Here it is: {"answer": "```sh\\nls\\n```"} — enjoy.',
+        '```json\n{"answer": "quote ```inner``` fence"}\n```',
+    ],
+)
+def test_a_valid_answer_quoting_a_code_fence_parses_whole(raw: str) -> None:
+    text, repaired = extract_json(raw)
+    assert "```" in json.loads(text)["answer"]
+    assert repaired is False

@@ -177,6 +177,12 @@ def test_empty_goal_is_refused_with_one_line(sandbox: Sandbox) -> None:
     assert not sandbox.results.exists()
 
 
+def test_a_goal_of_separator_characters_is_refused_with_one_line(sandbox: Sandbox) -> None:
+    line = one_line_error(sandbox.run("run", "\x1c\x1d\x1e\x1f"))
+    assert "control character U+001C" in line
+    assert not sandbox.results.exists()
+
+
 def test_unknown_profile_is_refused_listing_the_valid_profiles(sandbox: Sandbox) -> None:
     line = one_line_error(sandbox.run("run", GOAL, "--profile", "nope", "--docs", str(sandbox.docs)))
     assert "unknown profile 'nope'" in line

@@ -139,7 +139,14 @@ def connect(live: Callable[..., LiveServer]) -> Iterator[Callable[..., SocketCli
         sio = socketio.Client(reconnection=False)
         received = Recorder()
         sio.on("*", received)
-        sio.connect(url, auth={"token": token} if token else None, transports=transports or ["websocket"])
+        # The token goes with the engine.io handshake (checked before a session opens) and with
+        # the namespace connect.
+        sio.connect(
+            url,
+            headers={"Authorization": f"Bearer {token}"} if token else {},
+            auth={"token": token} if token else None,
+            transports=transports or ["websocket"],
+        )
         clients.append(sio)
         return SocketClient(sio, received)
 

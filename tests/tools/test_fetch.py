@@ -173,6 +173,34 @@ def test_public_addresses_are_not_blocked() -> None:
     assert blocked_reason(ipaddress.ip_address("100.64.0.1")) is not None  # carrier-grade NAT
 
 
+@pytest.mark.parametrize(
+    "address",
+    [
+        "2002:7f00:1::1",  # 6to4 of 127.0.0.1
+        "2002:a00:1::",  # 6to4 of 10.0.0.1
+        "64:ff9b::7f00:1",  # NAT64 of 127.0.0.1
+        "64:ff9b::a9fe:a9fe",  # NAT64 of 169.254.169.254 (cloud metadata)
+        "64:ff9b:1::c0a8:1",  # local-use NAT64 of 192.168.0.1
+        "::7f00:1",  # IPv4-compatible 127.0.0.1
+        "::ffff:10.0.0.1",  # IPv4-mapped
+        "2001:0:4136:e378:8000:63bf:80ff:fffe",  # Teredo
+    ],
+)
+async def test_ipv6_forms_embedding_an_internal_ipv4_address_are_refused(address: str) -> None:
+    import ipaddress
+
+    assert blocked_reason(ipaddress.ip_address(address)) is not None
+    with pytest.raises(FetchRefusedError):
+        await check_url(f"http://[{address}]/", STRICT)
+
+
+def test_ipv6_forms_embedding_a_public_ipv4_address_stay_allowed() -> None:
+    import ipaddress
+
+    assert blocked_reason(ipaddress.ip_address("2002:5db8:d822::1")) is None  # 6to4 of 93.184.216.34
+    assert blocked_reason(ipaddress.ip_address("64:ff9b::5db8:d822")) is None  # NAT64 of 93.184.216.34
+
+
 # -- the tool ------------------------------------------------------------------------------
 
 
