@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import re
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -43,7 +45,7 @@ from sentient.store import (
     owner_alive,
 )
 from sentient.tools.base import CircuitBreaker, ToolSettings
-from sentient.tools.docs_search import DocsIndex
+from sentient.tools.docs_search import DocsFolder, DocsIndex
 from sentient.tools.embeddings import default_embedder
 from sentient.tools.toolbox import ToolBox
 from sentient.trace import TraceRecorder, write_json, write_text
@@ -96,7 +98,7 @@ class ProfiledSentientAgent:
         model: Model | None = None,
         model_string: str | None = None,
         reviewer: PlanReviewer | None = None,
-        docs: Path | DocsIndex | None = None,
+        docs: Path | DocsFolder | DocsIndex | None = None,
         engine_settings: EngineSettings | None = None,
     ) -> None:
         self.profile = profile
@@ -214,11 +216,14 @@ class ProfiledSentientAgent:
         stored = EngineSettings.model_validate(record.settings)
         settings = _override(stored, engine_overrides)
         graph = store.load_graph(project_id)
-        if not len(graph):
-            graph.add_root(record.goal, TaskType.SEARCH, NodeType.PLAN)  # stopped before its first event
+        fresh = not len(graph)
+        if fresh:
+            # Stopped before its first event: nothing was stored, so it starts over, and the
+            # engine announces (and the writer stores) the root as in a new run.
+            graph.add_root(record.goal, TaskType.SEARCH, NodeType.PLAN)
         run = _Run(self, project_id, graph, settings, store, output_dir, write_files, subscribers, on_graph)
         run.trace.restore(store.calls(project_id))
-        return await run.execute(resume=True)
+        return await run.execute(resume=not fresh)
 
     async def _toolboxes(self) -> dict[str, ToolBox]:
         """Each agent's tools for one run; web tools share one breaker (offline: one warning per run)."""
@@ -236,17 +241,27 @@ class ProfiledSentientAgent:
             return None
         if self._docs is None:
             source = self._docs_source
-            folder = source if isinstance(source, Path) else None
-            self._docs = await asyncio.to_thread(open_docs_index, folder, self.settings)
+            folder = source if isinstance(source, Path | DocsFolder) else None  # else: Python's docs
+            # Indexing runs in a thread, which a cancelled run cannot interrupt: it is told to stop.
+            cancel = threading.Event()
+            try:
+                self._docs = await asyncio.to_thread(open_docs_index, folder, self.settings, cancel)
+            except asyncio.CancelledError:
+                cancel.set()
+                raise
         return self._docs
 
 
-def open_docs_index(folder: Path | None, settings: Settings) -> DocsIndex:
+def open_docs_index(
+    folder: Path | DocsFolder | None, settings: Settings, cancel: threading.Event | None = None
+) -> DocsIndex:
     """The index a run researches: ``folder``, or Python's own documentation; hybrid (BM25 and
-    MiniLM vectors) when ``settings.retrieval`` says so. Blocking: call it from a thread."""
+    MiniLM vectors) when ``settings.retrieval`` says so. Blocking: call it from a thread;
+    setting ``cancel`` stops a folder's indexing."""
     embeddings = default_embedder if settings.retrieval == "hybrid" else None
     if folder is not None:
-        return DocsIndex.from_folder(folder, embeddings=embeddings)
+        docs = folder if isinstance(folder, DocsFolder) else DocsFolder(folder)
+        return dataclasses.replace(docs, embeddings=embeddings).build(cancel)
     return DocsIndex.python_docs(settings.cache_dir, embeddings=embeddings)
 
 

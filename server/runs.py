@@ -23,12 +23,13 @@ from pydantic import ValidationError
 
 from sentient.agents.registry import AgentRegistry
 from sentient.api import ProfiledSentientAgent, new_project_id
-from sentient.exceptions import ConfigError
+from sentient.exceptions import ConfigError, GraphError
 from sentient.settings import EngineSettings
 from sentient.store import ProjectNotFoundError, ProjectStore
+from sentient.tools.docs_search import DocsFolder
 from sentient.trace import write_json
 from server.bridge import EngineLoop
-from server.config import ServerSettings
+from server.config import DOCS_ROOTS_ENV, ServerSettings
 from server.errors import ApiError, bad_request, conflict, describe_validation, not_found
 from server.events import Broadcaster, ProjectFeed, graph_json, room_of
 from server.reviews import ReviewBroker
@@ -78,6 +79,9 @@ class RunManager:
         self._reviews = reviews
         self._runs: dict[str, Run] = {}
         self._lock = threading.Lock()
+        # Execute, resume, cancel and delete of one project run one at a time: each reads the
+        # project's state and acts on it, and two interleaved could reset a graph under a run.
+        self._project_locks: dict[str, threading.Lock] = {}
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -123,7 +127,12 @@ class RunManager:
         return self.stored_graph(project_id)
 
     def stored_graph(self, project_id: str) -> dict[str, Any]:
-        graph = self.store.load_graph(project_id)
+        try:
+            graph = self.store.load_graph(project_id)
+        except GraphError as exc:  # a store written by an older version could lack its root
+            raise conflict(
+                f"the stored graph of project '{project_id}' is incomplete ({exc}); execute it again."
+            ) from exc
         return graph_json(graph)
 
     # -- creating and starting ----------------------------------------------------------------
@@ -146,64 +155,72 @@ class RunManager:
 
     def execute(self, project_id: str, goal: str | None = None, profile: str | None = None) -> dict[str, Any]:
         """Start the project from scratch (a finished one is reset); 409 while it runs."""
-        self._wait_if_finishing(project_id)
-        record = self.project(project_id)
-        with self._lock:
-            if project_id in self._runs:
-                raise conflict(f"project '{project_id}' is already running.")
-            new_goal = goal or record["goal"]
-            new_profile = profile or record["profile"]
-            settings = dict(record.get("settings") or {})
-            if new_profile != record["profile"]:
-                settings, _ = self._project_settings(new_profile, {})  # the new profile's defaults
-            if new_goal != record["goal"] or new_profile != record["profile"]:
-                # A different project under the same id: nodes, calls and reviews of the old one go.
-                self.store.delete_project(project_id)
-                self.store.create_project(project_id, new_goal, new_profile, settings)
-            elif record["status"] != "created":
-                self.store.reset_project(project_id)
-            self._start(project_id, "execute")
-        return self.project(project_id)
+        self.record(project_id)
+        with self._project_lock(project_id):
+            self._wait_if_finishing(project_id)
+            record = self.project(project_id)
+            with self._lock:
+                if project_id in self._runs:
+                    raise conflict(f"project '{project_id}' is already running.")
+                new_goal = goal or record["goal"]
+                new_profile = profile or record["profile"]
+                settings = dict(record.get("settings") or {})
+                if new_profile != record["profile"]:
+                    settings, _ = self._project_settings(new_profile, {})  # the new profile's defaults
+                if new_goal != record["goal"] or new_profile != record["profile"]:
+                    # A different project under the same id: nodes, calls and reviews of the old one go.
+                    self.store.delete_project(project_id)
+                    self.store.create_project(project_id, new_goal, new_profile, settings)
+                elif record["status"] != "created":
+                    self.store.reset_project(project_id)
+                self._start(project_id, "execute")
+            return self.project(project_id)
 
     def resume(self, project_id: str) -> dict[str, Any]:
         """Continue a stopped project, keeping its finished nodes; 409 if it runs or completed."""
-        self._wait_if_finishing(project_id)
-        record = self.project(project_id)
-        with self._lock:
-            if project_id in self._runs:
-                raise conflict(f"project '{project_id}' is already running.")
-            if record["status"] == "completed":
-                raise conflict(f"project '{project_id}' already completed; execute it to run it again.")
-            self._start(project_id, "execute" if record["status"] == "created" else "resume")
-        return self.project(project_id)
+        self.record(project_id)
+        with self._project_lock(project_id):
+            self._wait_if_finishing(project_id)
+            record = self.project(project_id)
+            with self._lock:
+                if project_id in self._runs:
+                    raise conflict(f"project '{project_id}' is already running.")
+                if record["status"] == "completed":
+                    raise conflict(f"project '{project_id}' already completed; execute it to run it again.")
+                self._start(project_id, "execute" if record["status"] == "created" else "resume")
+            return self.project(project_id)
 
     def cancel(self, project_id: str) -> dict[str, Any]:
         """Ask the run to stop; the project ends ``cancelled`` (announced by ``project_completed``)."""
         self.record(project_id)
-        with self._lock:
-            run = self._runs.get(project_id)
-            if run is None:
-                raise conflict(f"project '{project_id}' is not running.")
-            run.stopping = run.stopping or "cancel"
-            if run.future is not None:
-                run.future.cancel()
-        return self.project(project_id)
+        with self._project_lock(project_id):
+            with self._lock:
+                run = self._runs.get(project_id)
+                if run is None:
+                    raise conflict(f"project '{project_id}' is not running.")
+                run.stopping = run.stopping or "cancel"
+                if run.future is not None:
+                    run.future.cancel()
+            return self.project(project_id)
 
     def delete(self, project_id: str, timeout: float = 30.0) -> None:
         """Cancel the project if it runs, wait for its run to end, then delete it."""
         self.record(project_id)
+        with self._project_lock(project_id):
+            with self._lock:
+                run = self._runs.get(project_id)
+                if run is not None:
+                    run.stopping = "delete"
+                    if run.future is not None:
+                        run.future.cancel()
+            if run is not None and not run.done.wait(timeout):
+                raise ApiError(409, "conflict", f"project '{project_id}' did not stop within {timeout:g}s; try again.")
+            self.store.delete_project(project_id)
+            folder = self.store.project_dir(project_id).resolve()
+            if folder.parent == self.store.path.parent.resolve() and folder.is_dir():
+                shutil.rmtree(folder, ignore_errors=True)
         with self._lock:
-            run = self._runs.get(project_id)
-            if run is not None:
-                run.stopping = "delete"
-                if run.future is not None:
-                    run.future.cancel()
-        if run is not None and not run.done.wait(timeout):
-            raise ApiError(409, "conflict", f"project '{project_id}' did not stop within {timeout:g}s; try again.")
-        self.store.delete_project(project_id)
-        folder = self.store.project_dir(project_id).resolve()
-        if folder.parent == self.store.path.parent.resolve() and folder.is_dir():
-            shutil.rmtree(folder, ignore_errors=True)
+            self._project_locks.pop(project_id, None)
 
     def resume_interrupted(self) -> list[str]:
         """Resume the projects that were running when the server (or another process) stopped."""
@@ -242,6 +259,10 @@ class RunManager:
 
     # -- internals ----------------------------------------------------------------------------
 
+    def _project_lock(self, project_id: str) -> threading.Lock:
+        with self._lock:
+            return self._project_locks.setdefault(project_id, threading.Lock())
+
     def exists(self, project_id: str) -> bool:
         try:
             self.store.get_project(project_id)
@@ -273,24 +294,58 @@ class RunManager:
         except ValidationError as exc:
             raise bad_request(f"invalid config: {describe_validation(exc)}", "invalid_config") from exc
         if docs is not None:
-            if not isinstance(docs, str) or not docs.strip() or "\x00" in docs:
-                raise bad_request("config.docs must be the path of a folder on the server.", "invalid_config")
-            folder = Path(docs).expanduser()
-            if not folder.is_dir():
-                raise bad_request(f"config.docs: '{docs}' is not a folder on the server.", "invalid_config")
-            docs = str(folder.resolve())
+            docs = self._allowed_docs(docs)
         return merged.model_dump(mode="json"), docs
+
+    def _allowed_docs(self, docs: object) -> str:
+        """``config.docs`` as a real folder inside one of the configured docs roots.
+
+        The path is resolved (symlinks followed) before the check, so a link out of a root is
+        refused like the path it points to; the answer for a path outside every root does not
+        depend on whether it exists.
+        """
+        if not isinstance(docs, str) or not docs.strip() or "\x00" in docs:
+            raise bad_request("config.docs must be the path of a folder on the server.", "invalid_config")
+        roots = [Path(root).expanduser().resolve() for root in self.config.docs_roots]
+        if not roots:
+            raise ApiError(
+                403,
+                "forbidden",
+                "config.docs is off on this server: its operator lists the folders clients may use "
+                f"in {DOCS_ROOTS_ENV}.",
+            )
+        folder = Path(docs).expanduser()
+        if not folder.is_absolute():
+            folder = roots[0] / folder
+        try:
+            resolved = folder.resolve()
+        except (OSError, RuntimeError) as exc:  # a symlink loop
+            raise bad_request(f"config.docs: '{docs}' cannot be resolved.", "invalid_config") from exc
+        if not any(resolved.is_relative_to(root) for root in roots):
+            raise ApiError(403, "forbidden", f"config.docs: '{docs}' is not inside a docs root of this server.")
+        if not resolved.is_dir():
+            raise bad_request(f"config.docs: '{docs}' is not a folder on the server.", "invalid_config")
+        return str(resolved)
 
     def _docs_file(self, project_id: str) -> Path:
         # Beside the database rather than in the settings: the engine validates those strictly.
         return self.store.project_dir(project_id) / "server.json"
 
-    def _docs_of(self, project_id: str) -> Path | None:
+    def _docs_of(self, project_id: str) -> DocsFolder | None:
+        """The project's docs folder, indexed within the server's limits, with sources relative to it."""
         try:
             docs = json.loads(self._docs_file(project_id).read_text()).get("docs")
         except (OSError, ValueError, AttributeError):
-            return self.config.docs
-        return Path(docs) if isinstance(docs, str) else self.config.docs
+            docs = None
+        folder = Path(docs) if isinstance(docs, str) else self.config.docs
+        if folder is None:
+            return None
+        return DocsFolder(
+            folder,
+            max_files=self.config.docs_max_files,
+            max_bytes=self.config.docs_max_bytes,
+            relative_sources=True,
+        )
 
     def _agent(self, project_id: str, record: dict[str, Any]) -> ProfiledSentientAgent:
         stored = dict(record.get("settings") or {})

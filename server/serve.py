@@ -2,7 +2,8 @@
 
 Flask-SocketIO in ``threading`` mode keeps its rooms and the engine loop in one process, so
 there is exactly one worker; WebSocket connections (simple-websocket on gunicorn's socket) each
-hold a thread, hence ``threads``. The app is built inside the worker, after gunicorn forks,
+hold a thread, hence ``threads``. The worker is gthread with request deadlines
+(:mod:`server.worker`): a client that sends its headers slowly is dropped, not waited for. The app is built inside the worker, after gunicorn forks,
 so the engine thread lives where the requests are served. When the worker stops, running
 projects are marked ``interrupted`` and resumed by the next start.
 
@@ -24,15 +25,20 @@ from loguru import logger
 from sentient.exceptions import ConfigError
 from server.app import create_app, shutdown
 from server.config import ServerSettings
+from server.worker import RequestDeadlines, with_deadlines
 
 
 class SentientGunicorn(BaseApplication):
     """gunicorn, configured in code, serving :func:`server.create_app`."""
 
+    request_timeout_s = 60.0  # an ordinary request (not a socket) once its headers are in
+
     def __init__(self, config: ServerSettings, *, log_level: str = "info") -> None:
         self._config = config
         self._log_level = log_level
         self.app: Flask | None = None
+        self.deadlines: RequestDeadlines | None = None
+        self.header_timeout_s = config.header_timeout_s
         super().__init__()
 
     def load_config(self) -> None:
@@ -52,13 +58,15 @@ class SentientGunicorn(BaseApplication):
             signal.signal(signal.SIGTERM, handle_exit)
 
         def worker_exit(server: Any, worker: Any) -> None:
+            if self.deadlines is not None:
+                self.deadlines.stop()
             if self.app is not None:
                 shutdown(self.app)
 
         options = {
             "bind": f"{bind_host}:{self._config.port}",
             "workers": 1,  # Socket.IO rooms and the engine loop live in one process
-            "worker_class": "gthread",
+            "worker_class": "server.worker.SentientThreadWorker",
             "threads": self._config.threads,
             "timeout": 60,
             "graceful_timeout": 20,
@@ -75,9 +83,10 @@ class SentientGunicorn(BaseApplication):
             if key in self.cfg.settings:
                 self.cfg.set(key, value)
 
-    def load(self) -> Flask:
+    def load(self) -> Any:
         self.app = create_app(self._config)
-        return self.app
+        self.deadlines = RequestDeadlines()
+        return with_deadlines(self.app, self.deadlines, self.request_timeout_s)
 
 
 def close_connections(app: Flask) -> None:
@@ -101,11 +110,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m server.serve", description="Run the Sentient server.")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=5000)
+    parser.add_argument("--threads", type=int, default=128, help="server threads; each WebSocket holds one")
     args = parser.parse_args(argv)
     logger.remove()  # the library never configures sinks; the server does
     logger.add(sys.stderr, level="INFO")
     try:
-        return serve(ServerSettings.from_env(host=args.host, port=args.port))
+        return serve(ServerSettings.from_env(host=args.host, port=args.port, threads=args.threads))
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

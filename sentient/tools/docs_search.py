@@ -91,6 +91,27 @@ class SearchHit:
 EmbedderLoader = Callable[[], Embedder]
 
 
+@dataclass(frozen=True)
+class DocsFolder:
+    """A documents folder to index when a run starts, with limits (see :meth:`DocsIndex.from_folder`)."""
+
+    path: Path
+    max_files: int | None = None
+    max_bytes: int | None = None
+    relative_sources: bool = False
+    embeddings: EmbedderLoader | None = None
+
+    def build(self, cancel: threading.Event | None = None) -> DocsIndex:
+        return DocsIndex.from_folder(
+            self.path,
+            embeddings=self.embeddings,
+            max_files=self.max_files,
+            max_bytes=self.max_bytes,
+            relative_sources=self.relative_sources,
+            cancel=cancel,
+        )
+
+
 class DocsIndex:
     """Index of documents in one SQLite database file (or ':memory:'): FTS5 text plus passage vectors.
 
@@ -136,36 +157,59 @@ class DocsIndex:
         db_path: Path | str = ":memory:",
         *,
         embeddings: EmbedderLoader | None = None,
+        max_files: int | None = None,
+        max_bytes: int | None = None,
+        relative_sources: bool = False,
+        cancel: threading.Event | None = None,
     ) -> DocsIndex:
         """Index every .md, .txt, .rst, .html/.htm and .py file under `folder` (and embed it, given `embeddings`).
 
+        Files whose real path leaves the folder (symlinks pointing elsewhere) are skipped.
+
+        Args:
+            folder: the documents folder.
+            db_path: where the index lives.
+            max_files: most documents the folder may hold (None: no limit).
+            max_bytes: most bytes of documents the folder may hold (None: no limit).
+            relative_sources: sources are paths relative to the folder (``guide/intro.md``)
+                instead of absolute paths, and errors name the folder only by its name.
+            cancel: indexing stops (DocsFolderError) soon after this event is set.
+
         Raises:
-            DocsFolderError: the folder is missing, not a directory, or has nothing to index.
+            DocsFolderError: the folder is missing, not a directory, over a limit, has nothing
+                to index, or indexing was cancelled.
         """
         root = Path(folder).expanduser().resolve()
+        label = root.name if relative_sources else str(root)
         if not root.exists():
-            raise DocsFolderError(f"docs folder '{root}' does not exist")
+            raise DocsFolderError(f"docs folder '{label}' does not exist")
         if not root.is_dir():
-            raise DocsFolderError(f"docs folder '{root}' is not a directory")
-        files = list(_walk_documents(root))
+            raise DocsFolderError(f"docs folder '{label}' is not a directory")
+        files = _bounded_documents(root, label, max_files, max_bytes, cancel)
         if not files:
-            raise DocsFolderError(f"docs folder '{root}' has no .md, .txt, .rst, .html or .py files")
+            raise DocsFolderError(f"docs folder '{label}' has no .md, .txt, .rst, .html or .py files")
         index = cls(db_path, embeddings=embeddings)
-        with index._lock, index._conn:
-            index._conn.execute("DELETE FROM passages")  # the index mirrors the folder as it is now
-            index._vectors.forget()
-            for path in files:
-                try:
-                    text = path.read_text(encoding="utf-8", errors="replace")
-                except OSError as exc:  # one unreadable file should not sink the whole folder
-                    logger.warning("skipping {}: {}", path, exc)
-                    continue
-                for headings, body in _packed(_sections(path.suffix.lower(), text)):
-                    title = f"{path.name} - {' / '.join(headings)}" if headings else path.name
-                    index._insert(str(path), title, body)
+        try:
+            with index._lock, index._conn:
+                index._conn.execute("DELETE FROM passages")  # the index mirrors the folder as it is now
+                index._vectors.forget()
+                for path in files:
+                    _check_cancel(cancel, label)
+                    try:
+                        text = path.read_text(encoding="utf-8", errors="replace")
+                    except OSError as exc:  # one unreadable file should not sink the whole folder
+                        logger.warning("skipping {}: {}", path, exc)
+                        continue
+                    source = path.relative_to(root).as_posix() if relative_sources else str(path)
+                    for headings, body in _packed(_sections(path.suffix.lower(), text)):
+                        title = f"{path.name} - {' / '.join(headings)}" if headings else path.name
+                        index._insert(source, title, body)
+        except DocsFolderError:
+            index.close()
+            raise
         if not len(index):
             index.close()
-            raise DocsFolderError(f"docs folder '{root}' has only empty documents")
+            raise DocsFolderError(f"docs folder '{label}' has only empty documents")
         with index._lock, index._conn:
             index._update_vectors()
         logger.info("indexed {} passages from {} files in {}", len(index), len(files), root)
@@ -324,14 +368,46 @@ class DocsIndex:
 
 
 def _walk_documents(root: Path) -> Iterator[Path]:
+    """The documents under ``root`` (resolved), symlinks that leave it left out."""
+    # os.walk does not descend into symlinked folders; a symlinked file is checked by its target.
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in _SKIP_DIRS)
         for name in sorted(filenames):
             path = Path(dirpath) / name
             if name.startswith(".") or path.suffix.lower() not in _EXTENSIONS:
                 continue
+            if path.is_symlink() and not path.resolve().is_relative_to(root):
+                logger.warning("skipping {}: a link to a file outside the docs folder", path)
+                continue
             if path.is_file() and path.stat().st_size <= _MAX_FILE_BYTES:
                 yield path
+
+
+def _bounded_documents(
+    root: Path, label: str, max_files: int | None, max_bytes: int | None, cancel: threading.Event | None
+) -> list[Path]:
+    """The folder's documents, refusing a folder over the limits before any of it is read."""
+    files: list[Path] = []
+    total = 0
+    for path in _walk_documents(root):
+        _check_cancel(cancel, label)
+        files.append(path)
+        total += path.stat().st_size
+        if max_files is not None and len(files) > max_files:
+            raise DocsFolderError(
+                f"docs folder '{label}' holds more than {max_files} documents: choose a smaller folder"
+            )
+        if max_bytes is not None and total > max_bytes:
+            raise DocsFolderError(
+                f"docs folder '{label}' holds more than {max_bytes // (1024 * 1024)} MB of documents: "
+                "choose a smaller folder"
+            )
+    return files
+
+
+def _check_cancel(cancel: threading.Event | None, label: str) -> None:
+    if cancel is not None and cancel.is_set():
+        raise DocsFolderError(f"indexing docs folder '{label}' was cancelled")
 
 
 def _sections(suffix: str, text: str) -> list[tuple[str | None, str]]:

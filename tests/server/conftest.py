@@ -49,6 +49,7 @@ def server_settings(tmp_path: Path, docs_folder: Path) -> ServerSettings:
         ),
         model=ScriptedModel(latency=LATENCY_S),
         docs=docs_folder,
+        docs_roots=(tmp_path,),
         flush_interval_s=0.05,
     )
 

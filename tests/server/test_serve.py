@@ -32,6 +32,7 @@ def serve_env(tmp_path: Path, **extra: str) -> dict[str, str]:
         SENTIENT_RESULTS_DIR=str(tmp_path / "results"),
         SENTIENT_CACHE_DIR=str(tmp_path / "cache"),
         SENTIENT_OFFLINE="1",
+        SENTIENT_DOCS_ROOTS=str(tmp_path),
         PYTHONPATH=str(REPO),
         **extra,
     )
@@ -76,7 +77,7 @@ def test_serve_runs_gunicorn_with_websocket_transport_and_stops_cleanly(tmp_path
         proc.send_signal(signal.SIGTERM)  # before the client's close, which would wait for a close frame
         output, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0, output
-    assert "gthread" in output
+    assert "SentientThreadWorker" in output  # gthread with request deadlines
     wait_for(lambda: not sio.connected, what="the client to see the server go")
 
 
