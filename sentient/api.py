@@ -10,7 +10,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -304,6 +304,7 @@ class _Run:
             self.store.set_status(self.project_id, "running", owner_pid=os.getpid())
         knowledge = KnowledgeStore()
         engine: ExecutionEngine | None = None
+        crash: str | None = None
         try:
             if resume:
                 for change in prepare_resume(graph):
@@ -335,10 +336,15 @@ class _Run:
                 agent.profile.name,
             )
             await engine.run(resume=resume)
+        except Exception as exc:
+            crash = f"{type(exc).__name__}: {exc}"  # the stored error says why, not a node status
+            raise
         finally:
             knowledge.close()
             stop_reason = engine.stop_reason if engine is not None else None
             result = self._result(started, stop_reason)
+            if crash is not None and result.status == "failed":
+                result = replace(result, error=crash)
             self.bus.publish(RunFinished(result.status, result.error, stats=asdict(result.stats)))
             await asyncio.to_thread(self._save, result)
         logger.info("project {}: {} in {:.1f}s", self.project_id, result.status, result.stats.elapsed_s)
