@@ -124,6 +124,13 @@ def _error(start_response: StartResponse, status: int, code: str, message: str) 
     return [body]
 
 
+def _disconnect(eio: Any, eio_sid: str) -> None:
+    try:
+        eio.disconnect(eio_sid)
+    except Exception:  # already gone
+        logger.opt(exception=True).debug("closing session {} failed", eio_sid)
+
+
 class IdleSessionReaper:
     """Closes engine.io sessions that have not connected to the Socket.IO namespace in time.
 
@@ -168,10 +175,10 @@ class IdleSessionReaper:
                 continue
             logger.info("closing engine.io session {}: no Socket.IO connect within {:g}s", eio_sid, self._timeout_s)
             seen.pop(eio_sid, None)
-            try:
-                eio.disconnect(eio_sid)
-            except Exception:  # already gone
-                logger.opt(exception=True).debug("closing session {} failed", eio_sid)
+            # Closing waits for the session's writer to send the close packet: not on this thread.
+            threading.Thread(
+                target=_disconnect, args=(eio, eio_sid), name="sentient-session-close", daemon=True
+            ).start()
             closed += 1
         self.closed += closed
         return closed
