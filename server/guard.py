@@ -18,7 +18,9 @@ Slow request headers (slowloris) are the production server's part: see :mod:`ser
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -124,11 +126,23 @@ def _error(start_response: StartResponse, status: int, code: str, message: str) 
     return [body]
 
 
-def _disconnect(eio: Any, eio_sid: str) -> None:
+def _disconnect(eio: Any, eio_sid: str, sock: socket.socket | None, linger_s: float) -> None:
+    if sock is not None:
+        # A client that never reads the close would keep its thread (and this one, which waits
+        # for the close to be sent): end the TCP connection too. A socket closed by then raises,
+        # harmlessly: a closed Python socket no longer holds its fd.
+        timer = threading.Timer(linger_s, _shutdown, args=(sock,))
+        timer.daemon = True
+        timer.start()
     try:
         eio.disconnect(eio_sid)
     except Exception:  # already gone
         logger.opt(exception=True).debug("closing session {} failed", eio_sid)
+
+
+def _shutdown(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
 
 
 class IdleSessionReaper:
@@ -139,10 +153,13 @@ class IdleSessionReaper:
         timeout_s: how long a session may stay without a namespace connection.
         interval_s: how often sessions are checked (a session lives at most about
             ``timeout_s + interval_s`` without connecting).
+        linger_s: how long a closed session's client has to read the close before its TCP
+            connection is shut down.
     """
 
-    def __init__(self, server: Any, timeout_s: float, interval_s: float = 0.5) -> None:
+    def __init__(self, server: Any, timeout_s: float, interval_s: float = 0.5, linger_s: float = 1.0) -> None:
         self._server = server
+        self._linger_s = linger_s
         self._timeout_s = timeout_s
         self._interval_s = interval_s
         self._first_seen: dict[str, float] = {}
@@ -175,9 +192,14 @@ class IdleSessionReaper:
                 continue
             logger.info("closing engine.io session {}: no Socket.IO connect within {:g}s", eio_sid, self._timeout_s)
             seen.pop(eio_sid, None)
+            environ = self._server.environ.get(eio_sid) or {}
+            sock = environ.get("gunicorn.socket") or environ.get("werkzeug.socket")
             # Closing waits for the session's writer to send the close packet: not on this thread.
             threading.Thread(
-                target=_disconnect, args=(eio, eio_sid), name="sentient-session-close", daemon=True
+                target=_disconnect,
+                args=(eio, eio_sid, sock, self._linger_s),
+                name="sentient-session-close",
+                daemon=True,
             ).start()
             closed += 1
         self.closed += closed
