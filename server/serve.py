@@ -23,6 +23,7 @@ from gunicorn.app.base import BaseApplication
 from loguru import logger
 
 from sentient.exceptions import ConfigError
+from sentient.tools.sandbox import hide_process_memory
 from server.app import create_app, shutdown
 from server.config import ServerSettings
 from server.worker import RequestDeadlines, with_deadlines
@@ -46,6 +47,7 @@ class SentientGunicorn(BaseApplication):
         bind_host = f"[{host}]" if ":" in host and not host.startswith("[") else host
 
         def post_worker_init(worker: Any) -> None:
+            hide_process_memory()  # the worker holds the keys and runs the Python sandbox
             # On SIGTERM gunicorn waits (graceful_timeout) for open requests, and a WebSocket
             # never ends on its own: stop the runs and close the sockets so the worker exits now.
             graceful_exit = worker.handle_exit
@@ -101,6 +103,7 @@ def close_connections(app: Flask) -> None:
 def serve(config: ServerSettings, *, log_level: str = "info") -> int:
     """Check the settings, then serve until interrupted. Returns an exit code."""
     config.check()  # refuse an exposed bind without a token before gunicorn starts
+    hide_process_memory()  # sandboxed snippets must not read the keys from /proc/<pid>/environ
     logger.info("serving on http://{}:{}", config.host, config.port)
     SentientGunicorn(config, log_level=log_level).run()
     return 0

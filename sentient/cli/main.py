@@ -31,6 +31,7 @@ from sentient.exceptions import SentientError
 from sentient.settings import Settings
 from sentient.store import ProjectStore
 from sentient.text import goal_problem
+from sentient.tools.sandbox import hide_process_memory
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -82,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
             return _list_profiles(settings, out)
         if args.command == "projects":
             return run_projects(args, settings)
+        # Runs and the server hold API keys; a sandboxed snippet must not read them from /proc.
+        hide_process_memory()
         if args.command == "serve":
             return run_serve(args, settings)
         if args.command == "eval":

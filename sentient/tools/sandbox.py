@@ -2,15 +2,31 @@
 
 The snippet runs as ``python -I -u snippet.py`` (isolated mode: no user site-packages, no
 ``PYTHON*`` variables) in a fresh temporary directory that is deleted afterwards, in its own
-process group (killed as a whole on timeout), with ``RLIMIT_AS`` (memory), ``RLIMIT_CPU``,
-``RLIMIT_FSIZE`` and no core dumps, and an environment of only ``PATH``, ``LANG``, ``HOME`` and
-``TMPDIR`` (so no ``SENTIENT_*`` settings and no API keys; the relative results directory
-resolves inside the temp dir, away from the project database).
+process group, with ``RLIMIT_AS`` (memory), ``RLIMIT_CPU``, ``RLIMIT_FSIZE`` and no core dumps,
+and an environment of only ``PATH``, ``LANG``, ``HOME`` and ``TMPDIR`` (so no ``SENTIENT_*``
+settings and no API keys; the relative results directory resolves inside the temp dir, away
+from the project database).
 
-This is process isolation for well-meaning code a model wrote, NOT a security boundary:
-the child runs as the same user, can read any file that user can, can use the network, and
-can import what the interpreter can. Do not run it on hostile code; use a container or a VM
-for that. POSIX only.
+Where Linux lets this process create user namespaces (it does here as root and as a normal
+user; :func:`isolation_available` probes it once), the snippet also runs under
+``unshare --user --map-root-user --pid --fork --mount --mount-proc --kill-child``:
+
+- **No process outlives the run.** The snippet is PID 1 of its own PID namespace; when it ends,
+  or when it is killed at the timeout, the kernel kills every process in that namespace, so
+  ``setsid``, double forks and daemons do not escape.
+- **The parent's secrets stay unreadable.** Its ``/proc`` shows only the namespace's processes,
+  and its user namespace holds no capability over this process; with :func:`hide_process_memory`
+  called at start-up (``sentient serve`` and the CLI do), ``/proc/<pid>/environ`` and ``mem``
+  of this process are closed to same-user processes even by their host path.
+
+Without namespaces (other systems, or user namespaces disabled) only the process-group kill
+and :func:`hide_process_memory` apply: a snippet that calls ``setsid`` can outlive the run,
+and a snippet running as root can still read this process's environment.
+
+Either way this is process isolation for well-meaning code a model wrote, NOT a security
+boundary: the child can read any file this user can (no mount isolation beyond ``/proc``), can
+use the network, and can import what the interpreter can. Do not run it on hostile code; use a
+container or a VM for that. POSIX only.
 """
 
 from __future__ import annotations
@@ -18,9 +34,12 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
+import ctypes
+import functools
 import math
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -35,6 +54,44 @@ from sentient.tools.base import ToolOutput, ToolSettings
 _FILE_SIZE_LIMIT = 64 * 1024 * 1024  # largest file the snippet may write
 _DRAIN_S = 2.0  # after the process ends, how long to wait for the rest of its output
 _MEMORY_ERROR = re.compile(r"^MemoryError\b", re.MULTILINE)
+_UNSHARE_OPTIONS = ("--user", "--map-root-user", "--pid", "--fork", "--mount", "--mount-proc", "--kill-child")
+_PR_SET_DUMPABLE = 4
+
+
+def hide_process_memory() -> bool:
+    """Make this process non-dumpable (Linux ``prctl(PR_SET_DUMPABLE, 0)``).
+
+    Other processes of the same user (a sandboxed snippet) can then no longer read its
+    ``/proc/<pid>/environ`` or ``/proc/<pid>/mem`` nor ptrace it; it also writes no core dumps.
+    Returns whether it took effect (False on other systems).
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0)
+    except (OSError, AttributeError):
+        return False
+
+
+@functools.cache
+def isolation_available() -> bool:
+    """Whether snippets run in their own user, PID and mount namespaces (probed once)."""
+    return bool(_isolation_prefix())
+
+
+@functools.cache
+def _isolation_prefix() -> tuple[str, ...]:
+    unshare = shutil.which("unshare")
+    if not sys.platform.startswith("linux") or unshare is None:
+        return ()
+    try:
+        probe = subprocess.run(
+            [unshare, *_UNSHARE_OPTIONS, "true"], capture_output=True, timeout=10, env={"PATH": os.defpath}
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    return (unshare, *_UNSHARE_OPTIONS) if probe.returncode == 0 else ()
 
 
 @dataclass(frozen=True)
@@ -108,8 +165,10 @@ async def run_python(code: str, *, timeout_s: float, memory_mb: int, output_char
         Path(workdir, "snippet.py").write_text(code, encoding="utf-8")
         env = {"PATH": os.defpath, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": workdir, "TMPDIR": workdir}
         limits = (memory_mb * 1024 * 1024, math.ceil(timeout_s) + 1)
+        prefix = await asyncio.to_thread(_isolation_prefix)
         try:
             process = await asyncio.create_subprocess_exec(
+                *prefix,
                 sys.executable,
                 "-I",
                 "-u",  # unbuffered: stdout and stderr arrive in the order they were written

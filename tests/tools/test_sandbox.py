@@ -5,13 +5,16 @@ from __future__ import annotations
 import ast
 import json
 import os
+import subprocess
+import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 
 from sentient.tools.base import ToolSettings
-from sentient.tools.sandbox import PythonSandbox, SandboxResult, run_python
+from sentient.tools.sandbox import PythonSandbox, SandboxResult, isolation_available, run_python
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the sandbox needs POSIX process limits")
 
@@ -45,13 +48,94 @@ async def test_infinite_loop_is_killed_at_the_timeout_and_says_so() -> None:
 
 
 async def test_timeout_kills_the_whole_process_group() -> None:
-    code = "import subprocess\np = subprocess.Popen(['sleep', '60'])\nprint(p.pid, flush=True)\nwhile True: pass"
+    marker = f"sentient-test-{uuid.uuid4().hex}"
+    code = f"import subprocess\np = subprocess.Popen(['sleep', '60', '{marker}'])\nprint('spawned', flush=True)\nwhile True: pass"
 
-    result = await run(code, timeout_s=0.5)
+    result = await run(code, timeout_s=1)
 
-    assert result.timed_out
-    child = int(result.output.split()[0])
-    assert _is_gone(child)
+    assert result.timed_out and "spawned" in result.output
+    assert _all_gone(marker)
+
+
+@pytest.mark.skipif(not isolation_available(), reason="no user namespaces on this system")
+@pytest.mark.parametrize("snippet_ends", ["at once", "at the timeout"])
+async def test_a_process_that_leaves_the_group_with_setsid_is_killed_too(snippet_ends: str) -> None:
+    marker = f"sentient-test-{uuid.uuid4().hex}"
+    code = f"""
+import os, sys, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:  # a daemon: new session, reparented, stdio closed
+        for fd in (0, 1, 2):
+            os.close(fd)
+        os.execv("/bin/sleep", ["sleep", "60", "{marker}"])
+    os._exit(0)
+time.sleep(0.3)
+print("daemon started", flush=True)
+{"" if snippet_ends == "at once" else "time.sleep(60)"}
+"""
+    result = await run(code, timeout_s=2)
+
+    assert "daemon started" in result.output
+    assert result.timed_out is (snippet_ends == "at the timeout")
+    assert _all_gone(marker)
+
+
+async def test_the_snippet_cannot_read_the_parents_secrets(tmp_path: Path) -> None:
+    """A parent started with a secret in its environment runs a snippet that looks for it
+    everywhere in /proc, including under the parent's own pid."""
+    secret = f"sk-{uuid.uuid4().hex}"
+    snippet = f"""
+import os
+found, tried = [], 0
+for pid in [p for p in os.listdir("/proc") if p.isdigit()] + [str(os.getppid()), "{{parent}}"]:
+    for name in ("environ", "cmdline", "mem"):
+        tried += 1
+        try:
+            with open(f"/proc/{{pid}}/{{name}}", "rb") as f:
+                data = f.read(1 << 20)
+        except OSError:
+            continue
+        if b"{secret}" in data:
+            found.append((pid, name))
+print("tried", tried, "found", found)
+"""
+    parent = f"""
+import asyncio, os
+from sentient.tools.sandbox import hide_process_memory, run_python
+assert hide_process_memory()
+code = {snippet!r}.replace("{{parent}}", str(os.getpid()))
+result = asyncio.run(run_python(code, timeout_s=20, memory_mb=256, output_chars=5000))
+print(result.output)
+"""
+    env = {**os.environ, "OPENAI_API_KEY": secret, "SENTIENT_API_TOKEN": secret}
+    proc = subprocess.run([sys.executable, "-c", parent], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "tried" in proc.stdout and "found []" in proc.stdout, proc.stdout
+    assert secret not in proc.stdout
+
+
+def test_hide_process_memory_makes_the_process_non_dumpable() -> None:
+    """The flag itself, read back with prctl(PR_GET_DUMPABLE)."""
+    dumpable = subprocess.run(
+        [sys.executable, "-c", "import ctypes; print(ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert dumpable.stdout.strip() == "1"  # an ordinary process is dumpable...
+    flagged = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import ctypes; from sentient.tools.sandbox import hide_process_memory;"
+            " hide_process_memory(); print(ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert flagged.stdout.strip() == "0"  # ...one that called hide_process_memory is not
 
 
 async def test_memory_bomb_is_stopped_by_the_memory_limit() -> None:
@@ -95,6 +179,28 @@ async def test_tool_output_reports_exit_code_and_output() -> None:
 
     assert output.text == "Exit code 0.\nOutput:\n45\n"
     assert output.sources == []
+
+
+def _all_gone(marker: str) -> bool:
+    """Whether every process whose command line holds `marker` ends within a few seconds."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        alive = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                if (
+                    marker.encode() in (entry / "cmdline").read_bytes()
+                    and "State:\tZ" not in (entry / "status").read_text()
+                ):
+                    alive.append(entry.name)
+            except OSError:
+                continue
+        if not alive:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def _is_gone(pid: int) -> bool:
