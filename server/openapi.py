@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from sentient.settings import EngineSettings
 from server.schemas import PROJECT_ID_PATTERN, CreateProject, ExecuteProject, ReviewAnswer
 
 _REF = "#/components/schemas/{model}"
@@ -26,6 +27,15 @@ _ERROR = {
     },
 }
 _OBJECT = {"type": "object"}
+_REPORT = {
+    "type": "object",
+    "required": ["markdown", "references", "partial"],
+    "properties": {
+        "markdown": {"type": "string"},
+        "references": {"type": "array", "items": _OBJECT},
+        "partial": {"type": "boolean"},
+    },
+}
 
 
 def _schemas(*models: type[BaseModel]) -> dict[str, Any]:
@@ -44,18 +54,37 @@ def _json(schema: dict[str, Any]) -> dict[str, Any]:
 def _op(
     summary: str, ok: int = 200, body: str | None = None, optional_body: bool = False, **extra: Any
 ) -> dict[str, Any]:
-    responses: dict[str, Any] = {str(ok): {"description": "OK", **_json(extra.pop("result", _OBJECT))}}
-    for status, why in (("400", "invalid input"), ("401", "missing or wrong API token"), ("404", "unknown id")):
-        responses[status] = {"description": why, **_json({"$ref": _REF.format(model="Error")})}
+    content = extra.pop("content", None) or _json(extra.pop("result", _OBJECT))["content"]
+    responses: dict[str, Any] = {str(ok): {"description": "OK", "content": content}}
+    problems = [
+        ("400", "invalid input"),
+        ("401", "missing or wrong API token"),
+        ("403", "a foreign browser origin, or a Host that is not localhost on a loopback bind"),
+        ("404", "unknown id"),
+        ("405", "method not allowed on this path"),
+    ]
     if extra.pop("conflict", False):
-        responses["409"] = {"description": "conflicting state", **_json({"$ref": _REF.format(model="Error")})}
+        problems.append(("409", "conflicting state"))
+    if body:
+        problems += [("413", "body over the size limit"), ("415", "body not sent as JSON")]
+    for status, why in sorted(problems):
+        responses[status] = {"description": why, **_json({"$ref": _REF.format(model="Error")})}
     op: dict[str, Any] = {"summary": summary, "responses": responses, **extra}
     if body:
         op["requestBody"] = {"required": not optional_body, **_json({"$ref": _REF.format(model=body)})}
     return op
 
 
-def openapi_document(version: str) -> dict[str, Any]:
+def _config_schema() -> dict[str, Any]:
+    """``config`` of a new project: engine setting overrides, plus ``docs`` (a folder under a docs root)."""
+    settings = EngineSettings.model_json_schema(ref_template=_REF)
+    properties = dict(settings.get("properties", {}))
+    properties["docs"] = {"type": "string", "description": "a folder under one of SENTIENT_DOCS_ROOTS"}
+    return {"type": "object", "properties": properties, "additionalProperties": False}
+
+
+def openapi_document(version: str, profiles: list[str] | None = None) -> dict[str, Any]:
+    """The document; ``profiles`` (the server's profile names) makes profile fields an enum."""
     project_id = {
         "name": "project_id",
         "in": "path",
@@ -64,7 +93,7 @@ def openapi_document(version: str) -> dict[str, Any]:
     }
     project = {"$ref": _REF.format(model="Project")}
     with_id = {"parameters": [project_id]}
-    return {
+    document = {
         "openapi": "3.1.0",
         "info": {
             "title": "Sentient server",
@@ -92,7 +121,7 @@ def openapi_document(version: str) -> dict[str, Any]:
                         "pending_reviews": {"type": "integer"},
                     },
                 },
-                **_schemas(CreateProject, ExecuteProject, ReviewAnswer),
+                **_schemas(CreateProject, ExecuteProject, ReviewAnswer, EngineSettings),
             },
         },
         "security": [{"bearer": []}],
@@ -141,7 +170,14 @@ def openapi_document(version: str) -> dict[str, Any]:
                     project_id,
                     {"name": "format", "in": "query", "schema": {"enum": ["md", "html", "json"], "default": "md"}},
                 ],
-                "get": _op("The report as Markdown, sanitised HTML or JSON"),
+                "get": _op(
+                    "The report as Markdown, sanitised HTML or JSON",
+                    content={
+                        "text/markdown": {"schema": {"type": "string"}},
+                        "text/html": {"schema": {"type": "string"}},
+                        "application/json": {"schema": _REPORT},
+                    },
+                ),
             },
             "/api/projects/{project_id}/reviews": {**with_id, "get": _op("Pending plan reviews")},
             "/api/reviews/{review_id}": {
@@ -151,3 +187,9 @@ def openapi_document(version: str) -> dict[str, Any]:
             "/api/openapi.json": {"get": _op("This document")},
         },
     }
+    schemas = document["components"]["schemas"]
+    schemas["CreateProject"]["properties"]["config"] = _config_schema()
+    if profiles:
+        for model in ("CreateProject", "ExecuteProject"):
+            schemas[model]["properties"]["profile"] = {"anyOf": [{"enum": sorted(profiles)}, {"type": "null"}]}
+    return document

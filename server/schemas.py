@@ -31,8 +31,16 @@ def _researchable(goal: str) -> str:
     return goal.strip()
 
 
+# The document's view of a goal (for clients and fuzzers): no control characters but tab and
+# newlines, and at least one visible character. The validator below gives the clear message.
+GOAL_PATTERN = (
+    r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]*$"
+)
 Goal = Annotated[
-    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4000), AfterValidator(_researchable)
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=4000),
+    AfterValidator(_researchable),
+    Field(json_schema_extra={"pattern": GOAL_PATTERN}),
 ]
 
 

@@ -51,7 +51,7 @@ def profile(name: str) -> Any:
 def openapi() -> Any:
     from server import __version__
 
-    return jsonify(openapi_document(__version__))
+    return jsonify(openapi_document(__version__, services().runs.registry.profile_names()))
 
 
 def _summary(profile: Profile) -> dict[str, Any]:
