@@ -5,6 +5,7 @@ markdown-it renders with ``html=False`` (raw HTML in the Markdown comes out as v
 and nh3 then keeps only a fixed set of tags and attributes, with links limited to http(s),
 mailto and in-page anchors. The page itself has no script and a Content-Security-Policy that
 forbids scripts and remote loads; images become links, so opening a report fetches nothing.
+Bidirectional control characters are removed, so text reads in the order it is stored.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import nh3
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
+
+from sentient.text import neutralise_bidi
 
 _TAGS = frozenset(
     {
@@ -97,9 +100,9 @@ def _keep_attribute(tag: str, name: str, value: str) -> str | None:
 
 
 def markdown_to_html(markdown: str) -> str:
-    """A sanitised HTML fragment for untrusted Markdown (no raw HTML, safe links only)."""
+    """A sanitised HTML fragment for untrusted Markdown (no raw HTML, safe links only, no bidi controls)."""
     return nh3.clean(
-        _MD.render(markdown),
+        _MD.render(neutralise_bidi(markdown)),
         tags=set(_TAGS),
         attributes={tag: set(names) for tag, names in _ATTRIBUTES.items()},
         attribute_filter=_keep_attribute,
@@ -112,4 +115,5 @@ def markdown_to_html(markdown: str) -> str:
 
 def render_html(markdown: str, title: str) -> str:
     """A complete, standalone HTML page (inline CSS, no script) for a Markdown report."""
-    return _PAGE.format(title=html.escape(title, quote=True), css=_CSS.strip(), body=markdown_to_html(markdown))
+    title = html.escape(neutralise_bidi(title), quote=True)
+    return _PAGE.format(title=title, css=_CSS.strip(), body=markdown_to_html(markdown))

@@ -10,7 +10,7 @@ from flask_socketio import SocketIO
 from loguru import logger
 
 from sentient.store import ProjectStore
-from server import auth, sockets
+from server import auth, headers, sockets
 from server.bridge import EngineLoop
 from server.config import ServerSettings
 from server.errors import register_error_handlers
@@ -89,6 +89,7 @@ def create_app(config: ServerSettings | None = None, *, store: ProjectStore | No
 
     register_error_handlers(app)
     auth.install(app, config)
+    headers.install(app)
     for blueprint in (meta.bp, projects.bp, reviews.bp):
         app.register_blueprint(blueprint)
     if (config.dashboard_dir / "index.html").is_file():

@@ -136,3 +136,13 @@ See [the docs](https://docs.python.org/3/tutorial/datastructures.html) or <https
     assert "<pre><code>xs = [1, 2]\n</code></pre>" in page
     assert elements.hrefs() == ["https://docs.python.org/3/tutorial/datastructures.html", "https://python.org"]
     assert ("td", {"style": "text-align:center"}) in elements.tags
+
+
+def test_bidi_control_characters_are_removed_from_the_page_and_its_title() -> None:
+    from sentient.report_html import render_html
+    from sentient.text import BIDI_CONTROLS
+
+    spoof = "See [invoice\u202egpj.exe](https://example.com/\u202ex) and \u2066isolate\u2069 \u200ftext\u200e"
+    page = render_html(f"# Report\n\n{spoof}\n", title="Title \u202eevil")
+    assert not set(BIDI_CONTROLS) & set(page)
+    assert "invoicegpj.exe" in page and "Title evil" in page

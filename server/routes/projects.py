@@ -9,6 +9,7 @@ from flask import Blueprint, Response, jsonify, request
 
 from sentient.report import build_report
 from server.errors import ApiError, bad_request, not_found
+from server.headers import REPORT_CSP
 from server.routes import parse_body, services
 from server.schemas import CreateProject, ExecuteProject, valid_node_id
 
@@ -99,7 +100,8 @@ def report(project_id: str) -> Any:
     if fmt == "md":
         return Response(markdown, mimetype="text/markdown", headers=_download(project_id, "md"))
     if fmt == "html":
-        return Response(_html(markdown, project["goal"]), mimetype="text/html", headers=_download(project_id, "html"))
+        page_headers = {**_download(project_id, "html"), "Content-Security-Policy": REPORT_CSP}
+        return Response(_html(markdown, project["goal"]), mimetype="text/html", headers=page_headers)
     return jsonify(markdown=markdown, references=_references(markdown), partial=partial)
 
 

@@ -233,3 +233,16 @@ def _with_model(settings: ServerSettings, model: Any) -> ServerSettings:
     from dataclasses import replace
 
     return replace(settings, model=model)
+
+
+def test_every_answer_forbids_framing_and_html_has_a_strict_csp(client: FlaskClient) -> None:
+    pid = create(client, profile="general_agent")["project_id"]
+    run_to_end(client, pid)
+    for path in ("/api/health", "/api/projects", f"/api/projects/{pid}/report", "/api/nothing"):
+        response = client.get(path)
+        assert response.headers["X-Frame-Options"] == "DENY", path
+        assert "frame-ancestors 'none'" in response.headers["Content-Security-Policy"], path
+    report = client.get(f"/api/projects/{pid}/report?format=html")
+    csp = report.headers["Content-Security-Policy"]
+    assert report.mimetype == "text/html" and "frame-ancestors 'none'" in csp
+    assert "script-src" not in csp and "default-src 'none'" in csp  # no script of any kind

@@ -1,5 +1,6 @@
 // A small fetch wrapper: JSON in and out, the bearer token, and the contract's error shape.
 
+import { stripBidi } from "./bidi";
 import { getToken } from "./token";
 import type {
   Graph,
@@ -61,7 +62,7 @@ export async function request<T>(method: string, path: string, body?: unknown): 
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   if (!res.ok) throw await failure(res);
-  return (await res.json()) as T;
+  return stripBidi((await res.json()) as T);
 }
 
 /** Fetch a file with the token (plain links cannot carry an Authorization header). */

@@ -3,6 +3,7 @@
 
 import { io, type Socket } from "socket.io-client";
 import { useStore } from "../state/store";
+import { stripBidi } from "./bidi";
 import { getToken } from "./token";
 import type {
   ErrorEvent,
@@ -31,6 +32,12 @@ interface ClientEvents {
 let socket: Socket<ServerEvents, ClientEvents> | null = null;
 let joined: string | null = null;
 
+/** The token for the engine.io handshake: the server checks it before it opens a session. */
+function handshakeQuery(): Record<string, string> {
+  const token = getToken();
+  return token ? { token } : {};
+}
+
 function looksUnauthorized(message: string): boolean {
   return /unauthori[sz]ed|token|401|forbidden/i.test(message);
 }
@@ -41,6 +48,7 @@ export function connectSocket(onProjectDone: (projectId: string) => void): void 
   socket = io({
     path: "/socket.io",
     auth: (cb) => cb({ token: getToken() ?? "" }),
+    query: handshakeQuery(),
     reconnectionDelay: 500,
     reconnectionDelayMax: 4000,
   });
@@ -54,29 +62,36 @@ export function connectSocket(onProjectDone: (projectId: string) => void): void 
     store().setConnection("reconnecting");
     if (reason === "io server disconnect") socket?.connect();
   });
-  socket.io.on("reconnect_attempt", () => store().setConnection("reconnecting"));
+  socket.io.on("reconnect_attempt", () => {
+    if (socket) socket.io.opts.query = handshakeQuery();
+    store().setConnection("reconnecting");
+  });
   socket.on("connect_error", (err) => {
     if (looksUnauthorized(err.message)) store().askToken();
     store().setConnection(socket?.active ? "reconnecting" : "disconnected");
   });
-  socket.on("project_snapshot", (e) => store().snapshot(e));
-  socket.on("node_update", (e) => store().nodeUpdate(e.project_id, e.nodes, e.removed ?? []));
-  socket.on("project_status", (e) => store().projectChanged(e.project));
+  socket.on("project_snapshot", (e) => store().snapshot(stripBidi(e)));
+  socket.on("node_update", (e) => {
+    const clean = stripBidi(e);
+    store().nodeUpdate(clean.project_id, clean.nodes, clean.removed ?? []);
+  });
+  socket.on("project_status", (e) => store().projectChanged(stripBidi(e.project)));
   socket.on("project_completed", (e) => {
-    store().projectChanged(e.project);
+    store().projectChanged(stripBidi(e.project));
     onProjectDone(e.project.project_id);
   });
-  socket.on("hitl_request", (e) => store().reviewRequested({ ...e.review, project_id: e.project_id }));
+  socket.on("hitl_request", (e) => store().reviewRequested(stripBidi({ ...e.review, project_id: e.project_id })));
   socket.on("hitl_resolved", (e) => store().reviewResolved(e.review_id));
   socket.on("error", (e) => {
     if (e.code === "unauthorized") store().askToken();
-    store().notify("error", e.message);
+    store().notify("error", stripBidi(e.message));
   });
 }
 
 /** Reconnect with the current token (after the user gave one). */
 export function reconnectSocket(): void {
   if (!socket) return;
+  socket.io.opts.query = handshakeQuery();
   socket.disconnect();
   socket.connect();
 }
