@@ -86,6 +86,7 @@ def child_main(args: argparse.Namespace) -> int:
         model=model,
         docs=docs,
         threads=args.threads,
+        max_sockets_per_client=args.threads,  # every bench client connects from 127.0.0.1
         resume_on_start=False,
     )
     SentientGunicorn(config, log_level="warning").run()
@@ -100,6 +101,8 @@ class Client:
     sio: socketio.Client
     events: list[tuple[float, str, Any]] = field(default_factory=list)
     done: set[str] = field(default_factory=set)
+    dropped: bool = False  # the connection ended before the bench closed it
+    closing: bool = False
 
     def record(self, name: str, data: Any = None) -> None:
         self.events.append((time.time(), name, data))  # list.append is atomic
@@ -114,6 +117,11 @@ def connect_client(url: str) -> Client:
     sio = socketio.Client(reconnection=False)
     client = Client(sio)
     sio.on("*", client.record)
+
+    def disconnected(*_: Any) -> None:
+        client.dropped = client.dropped or not client.closing
+
+    sio.on("disconnect", disconnected)
     sio.connect(url, transports=["websocket"], wait_timeout=30)
     return client
 
@@ -176,8 +184,10 @@ def client_worker(url: str, count: int, project_ids: list[str], conn: Any, timeo
             for pid in project_ids
         }
     lost = sum(1 for c in clients for pid in project_ids if not c.completed(pid) or graph_view(c, pid) != stored[pid])
+    dropped = sum(1 for c in clients if c.dropped)
     conn.send(
         {
+            "dropped": dropped,
             "delivered": sum(len(c.events) for c in clients),
             "node_entries": sum(len(d["nodes"]) for c in clients for _, n, d in c.events if n == "node_update"),
             "latencies": [lat for c in clients for lat in status_latencies(c)],
@@ -187,6 +197,7 @@ def client_worker(url: str, count: int, project_ids: list[str], conn: Any, timeo
         }
     )
     for client in clients:
+        client.closing = True
         client.sio.disconnect()
     conn.close()
 
@@ -354,6 +365,7 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
         statuses = {pid: http.get(f"/api/projects/{pid}").json()["status"] for pid in project_ids}
         nodes_per_project = len(http.get(f"/api/projects/{project_ids[0]}/graph").json()["nodes"]) if project_ids else 0
         lost = sum(r["lost"] for r in reports)
+        dropped = sum(r["dropped"] for r in reports)
         delivered = sum(r["delivered"] for r in reports)
         node_entries = sum(r["node_entries"] for r in reports)
         latencies = [lat for r in reports for lat in r["latencies"]]
@@ -377,6 +389,7 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
             "status_latency_median_ms": round(statistics.median(latencies) * 1000, 1) if latencies else None,
             "status_latency_p99_ms": round(percentile(latencies, 0.99) * 1000, 1),
             "lost": lost,
+            "dropped_clients": dropped,
             "server_cpu_s": round(server_cpu, 2),
             "bench_clients_cpu_s": round(client_cpu, 2),
             "size_small_graph": small,
