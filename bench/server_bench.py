@@ -87,6 +87,7 @@ def child_main(args: argparse.Namespace) -> int:
         docs=docs,
         threads=args.threads,
         max_sockets_per_client=args.threads,  # every bench client connects from 127.0.0.1
+        flush_interval_s=args.flush_interval,
         resume_on_start=False,
     )
     SentientGunicorn(config, log_level="warning").run()
@@ -314,6 +315,8 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
             str(args.latency),
             "--threads",
             str(max(64, args.clients * 2 + 16)),
+            "--flush-interval",
+            str(args.flush_interval),
         ],
         cwd=REPO,
     )
@@ -381,6 +384,7 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
             "client_processes": procs,
             "nodes_per_project": nodes_per_project,
             "agent_latency_s": args.latency,
+            "flush_interval_s": args.flush_interval,
             "projects_completed": sum(1 for s in statuses.values() if s == "completed"),
             "elapsed_s": round(elapsed, 3),
             "events_delivered": delivered,
@@ -416,6 +420,7 @@ def main() -> int:
     parser.add_argument(
         "--client-procs", type=int, default=min(8, os.cpu_count() or 1), help="processes the clients are spread over"
     )
+    parser.add_argument("--flush-interval", type=float, default=0.1, help="the server's node_update batching, s")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)

@@ -71,6 +71,11 @@ def create_app(config: ServerSettings | None = None, *, store: ProjectStore | No
         async_mode="threading",
         cors_allowed_origins=auth.socket_origin_checker(config),
         max_http_buffer_size=config.max_request_bytes,
+        # A client busy decoding a burst of updates may answer a ping late; with the default
+        # 20 s it was dropped mid-run (and a client drops itself when no ping comes for
+        # max(interval, timeout) + 5 s). Dead clients are found within 85 s instead of 45 s.
+        ping_interval=25,
+        ping_timeout=60,
         manage_session=False,
         logger=False,
         engineio_logger=False,
