@@ -93,7 +93,7 @@ def openapi_document(version: str, profiles: list[str] | None = None) -> dict[st
     }
     project = {"$ref": _REF.format(model="Project")}
     with_id = {"parameters": [project_id]}
-    document = {
+    document: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {
             "title": "Sentient server",
