@@ -2,9 +2,17 @@
 
 An executor answers with, for each source it cites, a short quote copied from that source.
 The quote is checked in code against the text the model was shown (the source's snippet),
-ignoring case, accents, punctuation and spacing. A citation whose quote is not there is
-dropped from the answer and noted on the node; a verified one marks its source ``verified``
-with the quote, so the report can show the evidence behind every reference.
+ignoring case, accents, punctuation and spacing:
+
+1. the quote occurs in the cited source: verified;
+2. it occurs in another source the model was shown (small models mix up numbers): verified,
+   and the answer's marker is moved to that source;
+3. at least ``MIN_OVERLAP`` of the quote's words occur, in a window about the quote's length, in
+   one source (a lightly paraphrased quote, or table cells quoted as a line): verified, noted.
+
+A citation that passes none of these is dropped from the answer and noted on the node; a
+verified one marks its source ``verified`` with the quote, so the report can show the
+evidence behind every reference.
 """
 
 from __future__ import annotations
@@ -21,6 +29,8 @@ from sentient.graph.node import Source
 _NON_WORD = re.compile(r"[^0-9a-z]+")
 _ELLIPSIS = re.compile(r"\.\.\.|…")
 MIN_QUOTE_WORDS = 2  # one word ("30") proves nothing about the sentence it came from
+MIN_OVERLAP = 0.8  # share of a loosely matched quote's words found together in the source
+MIN_LOOSE_WORDS = 4  # a loose match needs a quote of at least this many words
 
 
 class Quoted(Protocol):
@@ -63,34 +73,75 @@ def quote_occurs(quote: str, text: str) -> bool:
     return True
 
 
+def loose_overlap(quote: str, text: str) -> float:
+    """The largest share of the quote's distinct words found in one window of ``text`` about
+    the quote's length (half again as long), in any order."""
+    wanted = set(normalize(quote).split())
+    words = normalize(text).split()
+    if not wanted or not words:
+        return 0.0
+    size = max(len(wanted), round(len(normalize(quote).split()) * 1.5))
+    best = 0
+    for start in range(max(1, len(words) - size + 1)):
+        best = max(best, len(wanted.intersection(words[start : start + size])))
+    return best / len(wanted)
+
+
 def ground(answer: str, citations: Sequence[Quoted], sources: Sequence[Source]) -> Grounded:
     """Keep the citations of ``answer`` that are verified, by a quote here or upstream.
 
-    A marker ``[n]`` stays when this call quoted source n correctly, or when source n was
+    A marker ``[n]`` stays when this call quoted source n (see the module docstring for how a
+    quote is matched, and moved to the source it really came from), or when source n was
     verified before (a dependency's or child's result carried it). A verified source the
     answer quotes but never marks is cited at the end, so a supported answer always cites.
     """
     notes: list[str] = []
     quotes: dict[int, str] = {}
+    moved: dict[int, int] = {}
     for citation in citations:
-        n = citation.source
-        if not 1 <= n <= len(sources):
-            notes.append(f"citation [{n}] dropped: there is no source {n}")
-        elif quote_occurs(citation.quote, sources[n - 1].snippet):
-            quotes.setdefault(n, citation.quote.strip())
-        else:
-            notes.append(f"citation [{n}] dropped: its quote does not occur in the source: {citation.quote[:80]!r}")
+        n, quote = citation.source, citation.quote.strip()
+        found = _locate(quote, n, sources)
+        if found is None:
+            where = (
+                f"there is no source {n}" if not 1 <= n <= len(sources) else "its quote does not occur in the source"
+            )
+            notes.append(f"citation [{n}] dropped: {where}: {quote[:80]!r}")
+            continue
+        m, how = found
+        quotes.setdefault(m, quote)
+        if m != n:
+            moved.setdefault(n, m)
+            notes.append(f"citation [{n}] moved to [{m}]: the quote is from source {m}")
+        if how:
+            notes.append(f"citation [{m}] verified loosely: {how}")
     grounded = [
         source.model_copy(update={"verified": True, "quote": quotes[n]}) if n in quotes else source
         for n, source in enumerate(sources, start=1)
     ]
-    keep = {n for n, source in enumerate(grounded, start=1) if source.verified}
+    keep = {n: n for n, source in enumerate(grounded, start=1) if source.verified}
+    keep.update(moved)
     marked = [n for n in cited_numbers(answer) if 1 <= n <= len(sources)]
     for n in marked:
         if n not in keep:
             notes.append(f"citation [{n}] dropped: no verified quote from that source")
-    text = renumber(answer, {n: n for n in keep}).strip()
-    unmarked = [n for n in quotes if n not in marked]
+    text = renumber(answer, keep).strip()
+    unmarked = [n for n in quotes if n not in {keep.get(m) for m in marked}]
     if unmarked:
         text += " " + "".join(f"[{n}]" for n in sorted(unmarked))
     return Grounded(text, grounded, list(dict.fromkeys(notes)))
+
+
+def _locate(quote: str, cited: int, sources: Sequence[Source]) -> tuple[int, str] | None:
+    """The source (1-based) that holds ``quote``, the cited one first, and how loosely; or None."""
+    order = [cited, *(n for n in range(1, len(sources) + 1) if n != cited)] if 1 <= cited <= len(sources) else []
+    order = order or list(range(1, len(sources) + 1))
+    for n in order:
+        if quote_occurs(quote, sources[n - 1].snippet):
+            return n, ""
+    if len(normalize(quote).split()) < MIN_LOOSE_WORDS:
+        return None
+    for n in order:
+        share = loose_overlap(quote, sources[n - 1].snippet)
+        if share >= MIN_OVERLAP:
+            return n, f"{share:.0%} of the quote's words"
+    return None

@@ -62,3 +62,24 @@ def test_a_source_verified_upstream_may_be_cited_without_a_new_quote():
 def test_a_quoted_but_unmarked_source_is_cited_at_the_end():
     grounded = ground("Lists grow with append.", [Cite(1, "lists grow with append")], [LISTS, TUPLES])
     assert grounded.text == "Lists grow with append. [1]"
+
+
+def test_a_quote_from_another_source_moves_the_citation_there():
+    grounded = ground("Tuples can be keys [1].", [Cite(1, "tuples can be keys")], [LISTS, TUPLES])
+    assert grounded.text == "Tuples can be keys [2]."
+    assert [s.verified for s in grounded.sources] == [None, True]
+    assert "citation [1] moved to [2]: the quote is from source 2" in grounded.notes
+
+
+def test_a_lightly_paraphrased_quote_is_verified_loosely_and_noted():
+    table = Source(
+        ref="/docs/limits.md", title="Limits", snippet="| Limit | Value | | Maximum message payload | 18 KiB |"
+    )
+    grounded = ground(
+        "The payload limit is 18 KiB [1].", [Cite(1, "Limit: maximum message payload, value 18 KiB")], [table]
+    )
+    assert grounded.text == "The payload limit is 18 KiB [1]."
+    assert grounded.sources[0].verified is True
+    assert any("verified loosely" in n for n in grounded.notes)
+    unrelated = ground("It is 18 KiB [1].", [Cite(1, "the maximum upload is 40 MiB per file")], [table])
+    assert unrelated.text == "It is 18 KiB."
