@@ -30,10 +30,11 @@ def plan_task(node: TaskNode, max_subtasks: int) -> str:
 def atomize_task(goal: str, task_type: str) -> str:
     return (
         f"Can this {task_type} task be done in one step, or must it be split into smaller steps first?\n{goal}\n\n"
-        "It is one step (atomic) when it asks for one fact or one thing that a single search can find, "
-        "even if the answer is long. It needs splitting when it asks several separate questions, or when "
-        "something must be found first and then looked up (for example: who leads the team that owns the "
-        "system that failed; which is larger, the limit of A or of B).\n"
+        "Most questions are one step (atomic): they ask for one fact or one thing that a single search can "
+        "find, even if the answer is long (for example: what is the timeout of service A; how does X work). "
+        "A task needs splitting only when it asks several separate questions, or when something must be "
+        "found first and then looked up (for example: who leads the team that owns the system that failed "
+        "in incident X; which is larger, the limit of A or the limit of B).\n"
         'Answer with JSON: {"is_atomic": true} if it is one step, otherwise {"is_atomic": false}.'
     )
 
@@ -43,11 +44,12 @@ def execute_task(node: TaskNode, has_sources: bool) -> str:
         return (
             f"Task: {node.goal}\n\n"
             "Use the numbered sources above. First, in citations, give for each source you use its number "
-            "and a short quote copied word for word from it (5 to 25 words) that supports the answer. Then, "
+            "and the sentence from it that supports the answer, copied word for word (5 to 25 words). Then, "
             "in answer, answer the task directly in one to three sentences, with the source number in "
             "brackets after each fact, like [2]. If the sources do not contain the answer, give the best "
             "answer you know without a citation and say that the sources do not confirm it.\n"
-            'Answer with JSON: {"citations": [{"source": 1, "quote": "..."}], "answer": "..."}'
+            'Answer with JSON: {"citations": [{"source": <n>, "quote": "<words copied from source n>"}], '
+            '"answer": "<the answer, citing [n]>"}'
         )
     return (
         f"Task: {node.goal}\n\n"

@@ -40,7 +40,13 @@ class Citation(BaseModel):
 
 class ExecutionOutput(BaseModel):
     """An executor's answer. ``citations`` come first so the model picks its evidence, then answers
-    from it; each quote is checked against its source in code (sentient.context.grounding)."""
+    from it; each quote is checked against its source in code (sentient.context.grounding).
+
+    The schema a model is given requires both fields: grammar-constrained decoding emits required
+    properties first, which would put the answer before its evidence.
+    """
+
+    model_config = ConfigDict(json_schema_extra={"required": ["citations", "answer"]})
 
     citations: list[Citation] = Field(default_factory=list, max_length=4)
     answer: str = Field(min_length=1)
