@@ -10,7 +10,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,12 +23,12 @@ from sentient.agents.registry import AgentRegistry, Profile
 from sentient.agents.runner import AgentRunner
 from sentient.context.builder import ContextBuilder
 from sentient.context.knowledge import KnowledgeStore
-from sentient.engine.budget import Budget
+from sentient.engine.budget import Budget, Spent
 from sentient.engine.processor import NodeProcessor
 from sentient.engine.resume import prepare_resume
 from sentient.engine.scheduler import ExecutionEngine
 from sentient.events import EventBus, RunFinished, Subscriber
-from sentient.exceptions import ConfigError, RunError
+from sentient.exceptions import ConfigError, InvalidGoalError, RunError
 from sentient.graph.node import NodeType, TaskType
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
@@ -42,15 +42,15 @@ from sentient.store import (
     StoreWriter,
     StoreWriterError,
     check_project_id,
-    owner_alive,
 )
+from sentient.text import goal_problem
 from sentient.tools.base import CircuitBreaker, ToolSettings
 from sentient.tools.docs_search import DocsFolder, DocsIndex
 from sentient.tools.embeddings import default_embedder
 from sentient.tools.toolbox import ToolBox
 from sentient.trace import TraceRecorder, write_json, write_text
 
-RunStatus = Literal["completed", "failed", "cancelled", "stopped"]
+RunStatus = Literal["completed", "completed_with_failures", "failed", "cancelled", "stopped"]
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,8 @@ class RunResult:
     """What a run produced. ``report_markdown`` is always set, even for failed or stopped runs.
 
     ``status`` is ``stopped`` when a budget (cost, calls, time) ended the run early; the report
-    then covers the finished work and says so.
+    then covers the finished work and says so. ``completed_with_failures``: the root finished
+    but some subtasks failed; the report lists what it does not cover.
     """
 
     project_id: str
@@ -109,8 +110,21 @@ class ProfiledSentientAgent:
         )
         self._models.check()
         self._reviewer = reviewer or AutoApprove()
+        if isinstance(docs, Path):
+            DocsIndex.check_folder(docs)  # an empty or missing folder fails now, before any project exists
         self._docs_source = docs
         self._docs: DocsIndex | None = docs if isinstance(docs, DocsIndex) else None
+        self._model_string = model_string
+
+    def options(self) -> dict[str, Any]:
+        """How this agent runs a project (stored with it, so a resume runs the same way)."""
+        docs = self._docs_source
+        return {
+            "model": self._model_string,
+            "default_model": self.settings.model,
+            "offline": self.settings.offline,
+            "docs": str(docs.expanduser().resolve()) if isinstance(docs, Path) else None,
+        }
 
     @classmethod
     def create_with_profile(
@@ -172,16 +186,16 @@ class ProfiledSentientAgent:
         can be resumed (:meth:`aresume`) after Ctrl-C or a crash. ``on_graph`` receives the
         run's live graph before the first event (the server reads full nodes from it).
         """
-        goal = goal.strip()
-        if not goal:
-            raise ConfigError("the goal is empty.", field="goal", fix="describe what to research.")
+        goal = check_goal(goal)
         settings = _override(self.engine_settings, engine_overrides)
         project_id = check_project_id(project_id) if project_id else new_project_id(goal)
         if store is not None:
             try:
                 store.get_project(project_id)  # created beforehand (e.g. by the server)
             except ProjectNotFoundError:
-                store.create_project(project_id, goal, self.profile.name, settings.model_dump(mode="json"))
+                store.create_project(
+                    project_id, goal, self.profile.name, settings.model_dump(mode="json"), self.options()
+                )
         graph = TaskGraph()
         graph.add_root(goal, TaskType.SEARCH, NodeType.PLAN)
         run = _Run(self, project_id, graph, settings, store, output_dir, write_files, subscribers, on_graph)
@@ -198,15 +212,16 @@ class ProfiledSentientAgent:
         on_graph: Callable[[TaskGraph], None] | None = None,
         **engine_overrides: Any,
     ) -> RunResult:
-        """Continue a stored project that did not finish: DONE nodes are kept, unfinished ones rerun.
+        """Continue a stored project that did not finish: DONE nodes are kept, the rest runs again.
 
-        ``engine_overrides`` can raise a budget that stopped the run (e.g. ``max_cost_usd``).
+        FAILED nodes run again too (a failed aggregation whose children are DONE only aggregates).
+        Budgets are cumulative: ``engine_overrides`` must raise a budget that stopped the run
+        (e.g. ``max_cost_usd``) above what the project has spent. Raises ProjectBusyError when
+        another live process runs the project.
         """
         record = store.get_project(project_id)
-        if record.status == "completed":
+        if record.status == "completed" and not record.failed_nodes:
             raise RunError(f"project '{project_id}' has already completed; there is nothing to resume.")
-        if record.status == "running" and owner_alive(record) and record.owner_pid != os.getpid():
-            raise RunError(f"project '{project_id}' is running in process {record.owner_pid}; stop it first.")
         if record.profile != self.profile.name:
             raise ConfigError(
                 f"project '{project_id}' was run with profile '{record.profile}', not '{self.profile.name}'.",
@@ -222,7 +237,9 @@ class ProfiledSentientAgent:
             # engine announces (and the writer stores) the root as in a new run.
             graph.add_root(record.goal, TaskType.SEARCH, NodeType.PLAN)
         run = _Run(self, project_id, graph, settings, store, output_dir, write_files, subscribers, on_graph)
-        run.trace.restore(store.calls(project_id))
+        calls = store.calls(project_id)
+        run.trace.restore(calls)
+        run.spent = _spent_before(record.spent, calls)
         return await run.execute(resume=not fresh)
 
     async def _toolboxes(self) -> dict[str, ToolBox]:
@@ -287,6 +304,8 @@ class _Run:
         self.store = store
         self.out_dir = (output_dir or agent.settings.results_dir / project_id) if write_files else None
         self.trace = TraceRecorder()
+        self.spent = Spent()  # what earlier runs of the project used (budgets are cumulative)
+        self.budget: Budget | None = None
         self.bus = EventBus()
         self.bus.subscribe(self.trace)
         self.writer = StoreWriter(store, project_id, graph) if store is not None else None
@@ -301,7 +320,7 @@ class _Run:
         agent, graph, settings = self.agent, self.graph, self.settings
         started = time.perf_counter()
         if self.store is not None:
-            self.store.set_status(self.project_id, "running", owner_pid=os.getpid())
+            self.store.claim(self.project_id, os.getpid())  # ProjectBusyError if another process has it
         knowledge = KnowledgeStore()
         engine: ExecutionEngine | None = None
         crash: str | None = None
@@ -314,7 +333,7 @@ class _Run:
                         knowledge.add(node.task_id, node.goal, node.result, [s.ref for s in node.sources])
             await asyncio.to_thread(agent._models.prepare)
             toolboxes = await agent._toolboxes()
-            budget = Budget(settings)
+            budget = self.budget = Budget(settings, spent=self.spent)
             runner = AgentRunner(
                 agent._models.for_agent,
                 self.bus,
@@ -322,6 +341,7 @@ class _Run:
                 timeout_s=settings.agent_timeout_s,
                 max_validation_retries=settings.max_validation_retries,
                 budget=budget,
+                deadline_s=settings.call_deadline_s,
             )
             context = ContextBuilder(graph, knowledge, settings.context_token_budget, settings.knowledge_results)
             processor = NodeProcessor(
@@ -336,26 +356,25 @@ class _Run:
                 agent.profile.name,
             )
             await engine.run(resume=resume)
-        except Exception as exc:
-            crash = f"{type(exc).__name__}: {exc}"  # the stored error says why, not a node status
+        except Exception as exc:  # recorded as the run's error (not the root's idle status), then raised
+            crash = f"{type(exc).__name__}: {exc}"
             raise
         finally:
             knowledge.close()
             stop_reason = engine.stop_reason if engine is not None else None
-            result = self._result(started, stop_reason)
-            if crash is not None and result.status == "failed":
-                result = replace(result, error=crash)
+            result = self._result(started, stop_reason, crash)
             self.bus.publish(RunFinished(result.status, result.error, stats=asdict(result.stats)))
             await asyncio.to_thread(self._save, result)
         logger.info("project {}: {} in {:.1f}s", self.project_id, result.status, result.stats.elapsed_s)
         return result
 
-    def _result(self, started: float, stop_reason: str | None) -> RunResult:
+    def _result(self, started: float, stop_reason: str | None, crash: str | None = None) -> RunResult:
         graph, trace = self.graph, self.trace
         root = graph.root
         status: RunStatus
+        failed = [n.task_id for n in graph if n.status is TaskStatus.FAILED]
         if root.status is TaskStatus.DONE:
-            status = "completed"
+            status = "completed_with_failures" if failed else "completed"
         elif stop_reason is not None:
             status = "stopped"
         elif root.status is TaskStatus.CANCELLED:
@@ -367,16 +386,21 @@ class _Run:
             agent_calls=trace.agent_calls,
             input_tokens=trace.input_tokens,
             output_tokens=trace.output_tokens,
-            failed_nodes=sum(1 for n in graph if n.status is TaskStatus.FAILED),
+            failed_nodes=len(failed),
             elapsed_s=time.perf_counter() - started,
             cost_usd=trace.cost_usd,
             model_calls=trace.model_calls,
         )
-        error = None if status == "completed" else (stop_reason or root.error or root.status.value.lower())
+        if status == "completed":
+            error = None
+        elif status == "completed_with_failures":
+            error = f"{len(failed)} subtask(s) failed: {', '.join(failed[:5])}" + (", …" if len(failed) > 5 else "")
+        else:
+            error = stop_reason or crash or root.error or root.status.value.lower()
         return RunResult(
             project_id=self.project_id,
             status=status,
-            final_answer=root.result if status == "completed" else None,
+            final_answer=root.result if root.status is TaskStatus.DONE else None,
             report_markdown=build_report(graph, stopped=stop_reason),
             error=error,
             stats=stats,
@@ -393,9 +417,41 @@ class _Run:
                 logger.error("project {}: {}", self.project_id, exc)
             self.store.set_stats(self.project_id, asdict(result.stats))
             self.store.set_report(self.project_id, result.report_markdown)
-            self.store.set_status(self.project_id, result.status, result.error)
+            if self.budget is not None:
+                self.store.set_spent(self.project_id, self.budget.spent().to_dict())
+            # The store knows "completed"; its error says which subtasks failed.
+            status = "completed" if result.status == "completed_with_failures" else result.status
+            self.store.set_status(self.project_id, status, result.error)
         if self.out_dir is not None:
             _write_outputs(self.out_dir, self.graph, self.trace, result.report_markdown)
+
+
+def check_goal(goal: object) -> str:
+    """The goal, stripped; InvalidGoalError (a ValueError) if it is empty, holds control characters or is not
+    valid Unicode text."""
+    if not isinstance(goal, str):
+        raise InvalidGoalError(f"the goal must be text, not {type(goal).__name__}.", fix="pass a string.")
+    try:
+        goal.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidGoalError(
+            f"the goal is not valid text: {goal[exc.start]!r} at position {exc.start} is a lone surrogate"
+            " (bytes that are not UTF-8)."
+        ) from None
+    problem = goal_problem(goal)
+    if problem is not None:
+        raise InvalidGoalError(problem)
+    return goal.strip()
+
+
+def _spent_before(stored: dict[str, Any], calls: list[dict[str, Any]]) -> Spent:
+    """What a project's earlier runs spent: as stored when a run ended, or (a run killed before
+    it could store it) at least what its recorded calls cost."""
+    spent = Spent.from_dict(stored)
+    paid = [c for c in calls if not c.get("cached")]
+    cost = sum(float(c.get("cost_usd") or 0.0) for c in paid)
+    requests = sum(int(c.get("attempts") or 1) for c in paid)
+    return Spent(max(spent.cost_usd, cost), max(spent.requests, requests), spent.elapsed_s)
 
 
 def new_project_id(goal: str) -> str:

@@ -92,7 +92,7 @@ class AgentCallFinished:
 
 @dataclass(frozen=True, slots=True)
 class RunFinished:
-    status: Literal["completed", "failed", "cancelled", "stopped"]
+    status: Literal["completed", "completed_with_failures", "failed", "cancelled", "stopped"]
     reason: str | None = None
     stats: dict[str, Any] = field(default_factory=dict)
 

@@ -4,12 +4,15 @@ The tree::
 
     SentientError
     ├── ConfigError               invalid YAML, unknown agent/profile, bad setting
-    │   └── ProfileNotFoundError  a profile name that does not exist (lists the valid ones)
+    │   ├── ProfileNotFoundError  a profile name that does not exist (lists the valid ones)
+    │   └── InvalidGoalError      a goal that is not valid text (also a ValueError)
     ├── AgentError                an agent call that did not produce a usable result
     │   ├── AgentOutputError      output still invalid after the validation retries
-    │   ├── AgentTimeoutError     the call ran past its timeout
+    │   ├── AgentTimeoutError     the call ran past its timeout (per attempt, or the call's deadline)
+    │   ├── BudgetExhaustedError  a request refused because a budget of the run is spent
     │   └── ModelError            the model itself failed (provider error, injected failure)
-    │       └── ModelWeightsError missing or corrupt GGUF weights
+    │       ├── ModelWeightsError missing or corrupt GGUF weights
+    │       └── MalformedResponseError  HTTP 200 without a usable completion (retried)
     ├── GraphError                a misuse of the task graph (a bug, not a run condition)
     │   └── IllegalTransitionError
     ├── ToolError                 a tool could not run
@@ -61,6 +64,13 @@ class ConfigError(SentientError):
         return text
 
 
+class InvalidGoalError(ConfigError, ValueError):
+    """A goal that cannot be researched as given (empty, or not valid Unicode text)."""
+
+    def __init__(self, message: str, *, fix: str = "pass the goal as valid UTF-8 text."):
+        super().__init__(message, field="goal", fix=fix)
+
+
 class ProfileNotFoundError(ConfigError):
     """A profile name that is not among the available profiles."""
 
@@ -92,11 +102,17 @@ class AgentOutputError(AgentError):
 
 
 class AgentTimeoutError(AgentError):
-    """The agent call ran longer than its timeout."""
+    """The agent call ran longer than its timeout (``detail`` says which one, when not the attempt's)."""
 
-    def __init__(self, timeout_s: float, *, agent: str | None = None, task_id: str | None = None):
+    def __init__(
+        self, timeout_s: float, *, agent: str | None = None, task_id: str | None = None, detail: str | None = None
+    ):
         self.timeout_s = timeout_s
-        super().__init__(f"agent call timed out after {timeout_s:g}s", agent=agent, task_id=task_id)
+        super().__init__(detail or f"agent call timed out after {timeout_s:g}s", agent=agent, task_id=task_id)
+
+
+class BudgetExhaustedError(AgentError):
+    """A model request was refused before it was sent: a cost or call budget of the run is spent."""
 
 
 class ModelError(AgentError):
@@ -105,6 +121,11 @@ class ModelError(AgentError):
 
 class ModelWeightsError(ModelError):
     """The GGUF weights are missing, incomplete or do not match their checksum."""
+
+
+class MalformedResponseError(ModelError):
+    """The provider answered (HTTP 200) without a usable completion: an empty or missing ``choices``
+    list, a choice without its message, or a body that is not JSON. Transient: it is retried."""
 
 
 class GraphError(SentientError):

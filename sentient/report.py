@@ -16,8 +16,8 @@ def build_report(graph: TaskGraph, stopped: str | None = None) -> str:
     root = graph.root
     consulted = [s for node in graph for s in node.sources]
     if root.status is TaskStatus.DONE and root.result:
-        return _with_references(root.result, root.sources, consulted)
-    return _partial_report(graph, root, stopped, consulted)
+        return _with_references(root.result, root.sources, consulted) + _not_covered(graph)
+    return _partial_report(graph, root, stopped, consulted) + _not_covered(graph)
 
 
 def _with_references(text: str, sources: list[Source], consulted: list[Source]) -> str:
@@ -76,3 +76,23 @@ def _topmost_done(graph: TaskGraph, node: TaskNode) -> list[TaskNode]:
         else:
             found += _topmost_done(graph, child)
     return found
+
+
+def _not_covered(graph: TaskGraph) -> str:
+    """A "Not covered" section naming the failed subtasks (the topmost of each failed branch)."""
+    failed: list[TaskNode] = []
+    stack = list(reversed(graph.children(graph.root.task_id)))
+    while stack:
+        node = stack.pop()
+        if node.status is TaskStatus.FAILED:
+            failed.append(node)
+        else:
+            stack.extend(reversed(graph.children(node.task_id)))
+    if not failed:
+        return ""
+    lines = ["", "## Not covered", "", "These subtasks failed, so this report does not cover them:", ""]
+    for node in failed:
+        error = " ".join((node.error or "failed").split())
+        error = error if len(error) <= 200 else error[:199] + "…"
+        lines.append(f"- {node.task_id}: {node.goal.strip()} — {error}")
+    return "\n".join(lines) + "\n"

@@ -41,7 +41,10 @@ class EngineSettings(BaseModel):
     failure_policy: FailurePolicy = FailurePolicy.REPLAN
     max_replans: int = Field(1, ge=0, le=5, description="Replans per node before the policy falls back.")
     max_concurrent_llm_calls: int = Field(4, ge=1, le=256)
-    agent_timeout_s: float = Field(300.0, gt=0, description="Timeout of each model call.")
+    agent_timeout_s: float = Field(120.0, gt=0, description="Timeout of each attempt of a model call (--call-timeout).")
+    call_deadline_s: float | None = Field(
+        None, gt=0, description="Bound on all attempts of one model call, backoff included (default: 3 x the timeout)."
+    )
     max_validation_retries: int = Field(2, ge=0, le=10, description="Retries of an output that fails its schema.")
     review: ReviewMode = ReviewMode.NONE
     review_timeout_s: float | None = Field(

@@ -89,7 +89,10 @@ def test_partial_report_of_a_failed_root_lists_finished_children_and_the_reason(
     assert "> Reason: aggregation failed: model crashed" in report
     assert "## Subtask 0" in report and "Lists grow in place [1]." in report
     assert "## Subtask 2" in report and "Tuples never change [1]." in report
-    assert "Subtask 1" not in report
+    assert "## Subtask 1" not in report, "a failed subtask has no result section"
+    not_covered = report.split("## Not covered", 1)[1]
+    assert "- root.1: Subtask 1 — agent call timed out after 300s" in not_covered, "but it is listed as missing"
+    assert "Subtask 0" not in not_covered
     assert "1. Lists — `/docs/list.md`" in report
     assert "1. Tuples — `/docs/tuple.md`" in report
     assert "- Never cited — `/docs/unused.md`" in report, "an uncited source is listed, unnumbered"

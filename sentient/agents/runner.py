@@ -12,8 +12,10 @@ content, and it logs to stdout. Sentient's agent is the ``AgentConfig`` plus thi
 
 Around each model call, in order: the response cache (a hit costs no call), the run's
 concurrency slots, then for hosted models the provider's gate (requests per minute, adaptive
-concurrency) with retries and exponential backoff on 429 / 5xx / connection errors; every
-attempt has the timeout. Tokens and cost are counted per call and charged to the run's budget.
+concurrency) with retries and exponential backoff on 429 / 5xx / connection errors / malformed
+answers; every attempt has the timeout and all attempts together the call's deadline. Every
+request reserves its estimated cost in the run's budget before it is sent and settles the real
+cost after, so a cost limit is overshot by at most one request's estimate.
 """
 
 from __future__ import annotations
@@ -40,15 +42,23 @@ from sentient.agents.json_repair import extract_json
 from sentient.agents.models.cache import CachedResponse, ResponseCache
 from sentient.agents.models.factory import ModelHandle
 from sentient.agents.models.providers import response_format_for
-from sentient.agents.models.resilience import call_with_retries
-from sentient.context.builder import AgentContext
+from sentient.agents.models.resilience import DeadlineExceeded, call_with_retries, describe
+from sentient.context.builder import AgentContext, estimate_tokens
 from sentient.engine.budget import Budget
 from sentient.events import AgentCallFinished, EventBus
-from sentient.exceptions import AgentError, AgentOutputError, AgentTimeoutError, ModelError
+from sentient.exceptions import (
+    AgentError,
+    AgentOutputError,
+    AgentTimeoutError,
+    BudgetExhaustedError,
+    MalformedResponseError,
+    ModelError,
+)
 from sentient.graph.node import Source
 from sentient.tools.toolbox import SourceSink, ToolBox, ToolCall
 
 T = TypeVar("T", bound=BaseModel)
+_MIN_OUTPUT_ESTIMATE = 1000  # output tokens reserved per request before any answer was seen
 
 
 @dataclass(frozen=True)
@@ -108,11 +118,15 @@ class AgentRunner:
         budget: Budget | None = None,
         max_transient_attempts: int = 4,
         backoff_s: tuple[float, float] = (1.0, 30.0),
+        deadline_s: float | None = None,
     ) -> None:
         self._model_for = model_for
         self._bus = bus
         self._slots = asyncio.Semaphore(max_concurrent)
         self._timeout_s = timeout_s
+        # All attempts of one model request together, backoff included (hosted models).
+        self._deadline_s = deadline_s if deadline_s is not None else 3 * timeout_s
+        self._expected_output_tokens = _MIN_OUTPUT_ESTIMATE  # grows to the largest answer seen
         self._retries = max_validation_retries
         self._budget = budget
         self._transient_attempts = max_transient_attempts
@@ -196,8 +210,6 @@ class AgentRunner:
             if handle.cache is not None and key is not None:
                 extra = _tool_record(call.sink, found_before) if tools is not None else {}
                 handle.cache.put(key, handle.name, CachedResponse(raw, used_in, used_out, extra))
-            if self._budget is not None:
-                self._budget.charge(cost, 1)
         text, repaired = extract_json(raw)
         try:
             output = schema.model_validate_json(text)
@@ -211,39 +223,58 @@ class AgentRunner:
         self, call: AgentCall, handle: ModelHandle, prompt: str, schema: type[T], attempt: int, tools: ToolBox | None
     ) -> tuple[str, int, int]:
         """One model call: (raw content, input tokens, output tokens). Raises AgentError."""
+        budget = self._budget
+        estimate = handle.price.cost(
+            estimate_tokens(call.agent.instructions) + estimate_tokens(prompt), self._expected_output_tokens
+        )
+        requests = 0
 
         async def request() -> tuple[ModelResponse, RunMetrics]:
-            # Fresh messages per try: agno appends the assistant's reply to the list it is given.
-            messages = [
-                Message(role="system", content=call.agent.instructions),
-                Message(role="user", content=prompt),
-            ]
-            # The run record carries who is calling to the model (the scripted fake answers by role).
-            # Its metrics sum the tokens of every request of a tool-call loop.
-            run = RunOutput(
-                metrics=RunMetrics(),
-                run_id=f"{call.task_id}:{call.role.value}:{attempt}",
-                agent_name=call.agent.name,
-                metadata={
-                    "task_id": call.task_id,
-                    "role": call.role.value,
-                    "agent": call.agent.name,
-                    "goal": call.goal,
-                    "layer": call.layer,
-                    "attempt": attempt,
-                },
-            )
-            functions: list[Function | dict[str, Any]] | None = None
-            if tools is not None and call.sink is not None:
-                functions = [*tools.agno_functions(call.sink)]
-            response = await handle.model.aresponse(
-                messages=messages,
-                response_format=response_format_for(handle.model, schema),
-                run_response=run,
-                tools=functions,
-            )
-            assert run.metrics is not None
-            return response, run.metrics
+            nonlocal requests
+            # Every request counts, retries included, and reserves its cost before it is sent.
+            if budget is not None and not budget.reserve(estimate):
+                await asyncio.sleep(0)  # the engine was told to stop: its cancellation lands here
+                raise BudgetExhaustedError(
+                    budget.exhausted or "budget reached", agent=call.agent.name, task_id=call.task_id
+                )
+            requests += 1
+            cost = 0.0
+            try:
+                # Fresh messages per try: agno appends the assistant's reply to the list it is given.
+                messages = [
+                    Message(role="system", content=call.agent.instructions),
+                    Message(role="user", content=prompt),
+                ]
+                # The run record carries who is calling to the model (the scripted fake answers by role).
+                # Its metrics sum the tokens of every request of a tool-call loop.
+                run = RunOutput(
+                    metrics=RunMetrics(),
+                    run_id=f"{call.task_id}:{call.role.value}:{attempt}",
+                    agent_name=call.agent.name,
+                    metadata={
+                        "task_id": call.task_id,
+                        "role": call.role.value,
+                        "agent": call.agent.name,
+                        "goal": call.goal,
+                        "layer": call.layer,
+                        "attempt": attempt,
+                    },
+                )
+                functions: list[Function | dict[str, Any]] | None = None
+                if tools is not None and call.sink is not None:
+                    functions = [*tools.agno_functions(call.sink)]
+                response = await handle.model.aresponse(
+                    messages=messages,
+                    response_format=response_format_for(handle.model, schema),
+                    run_response=run,
+                    tools=functions,
+                )
+                assert run.metrics is not None
+                cost = handle.price.cost(run.metrics.input_tokens or 0, run.metrics.output_tokens or 0)
+                return response, run.metrics
+            finally:
+                if budget is not None:
+                    budget.settle(estimate, cost)
 
         async with self._slots:
             try:
@@ -258,19 +289,41 @@ class AgentRunner:
                         base_delay_s=self._backoff_s[0],
                         max_delay_s=self._backoff_s[1],
                         attempt_timeout_s=self._timeout_s,
+                        deadline_s=self._deadline_s,
                         on_retry=lambda n, exc, delay: logger.warning(
-                            "{} {}: {} (attempt {}), retrying in {:.1f}s", call.task_id, handle.name, exc, n, delay
+                            "{} {}: {} (attempt {}), retrying in {:.1f}s",
+                            call.task_id,
+                            handle.name,
+                            describe(exc),
+                            n,
+                            delay,
                         ),
                     )
+            except DeadlineExceeded as exc:
+                raise AgentTimeoutError(
+                    exc.deadline_s, agent=call.agent.name, task_id=call.task_id, detail=str(exc)
+                ) from None
             except TimeoutError:
                 raise AgentTimeoutError(self._timeout_s, agent=call.agent.name, task_id=call.task_id) from None
-            except AgentError:
-                raise
+            except AgentError as exc:
+                if not isinstance(exc, MalformedResponseError):
+                    raise  # already says what happened (a budget refusal, the fake's injected failure)
+                raise ModelError(
+                    f"model call failed after {requests} attempt(s): {describe(exc)}",
+                    agent=call.agent.name,
+                    task_id=call.task_id,
+                ) from exc
             except Exception as exc:  # the provider boundary: any failure of the model is a ModelError
-                raise ModelError(f"model call failed: {exc}", agent=call.agent.name, task_id=call.task_id) from exc
+                tries = f" after {requests} attempts" if requests > 1 else ""
+                text = str(exc).strip() or type(exc).__name__  # some SDK errors have no message
+                raise ModelError(
+                    f"model call failed{tries}: {text}", agent=call.agent.name, task_id=call.task_id
+                ) from exc
         content = response.content
         raw = content if isinstance(content, str) else json.dumps(content, default=str)
-        return raw, metrics.input_tokens or 0, metrics.output_tokens or 0
+        used_out = metrics.output_tokens or 0
+        self._expected_output_tokens = max(self._expected_output_tokens, used_out)
+        return raw, metrics.input_tokens or 0, used_out
 
     def _publish(
         self,

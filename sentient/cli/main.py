@@ -1,8 +1,10 @@
 """``sentient``: run research goals from the command line.
 
 Exit codes: 0 success, 1 the run failed, was cancelled or was stopped by a budget (the partial
-report is written), 2 bad input or configuration, 130 interrupted (Ctrl-C; resume it with
-``sentient resume ID``).
+report is written), 2 bad input or configuration (checked before any model call; also a
+project another process is running), 3 completed with failures (the report lists the
+subtasks it does not cover; ``sentient resume ID`` runs them again), 130 interrupted (Ctrl-C)
+and 143 terminated (SIGTERM): the state is saved, resume it with ``sentient resume ID``.
 """
 
 from __future__ import annotations
@@ -11,16 +13,21 @@ import argparse
 import asyncio
 import json
 import logging
+import os
+import signal
 import sys
+import time
+from collections.abc import Coroutine
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any, TypeVar
 
 from loguru import logger
 from rich.console import Console
 from rich.markup import escape
 
 from sentient.agents.registry import AgentRegistry
-from sentient.api import ProfiledSentientAgent, RunResult, new_project_id
+from sentient.api import ProfiledSentientAgent, RunResult, check_goal, new_project_id
 from sentient.cli.progress import ProgressDisplay, ProgressLog
 from sentient.cli.projects import add_projects_parser, run_projects
 from sentient.cli.review import TerminalReviewer
@@ -29,11 +36,11 @@ from sentient.eval.cli import add_eval_parser, run_eval_command
 from sentient.events import Subscriber
 from sentient.exceptions import SentientError
 from sentient.settings import Settings
-from sentient.store import ProjectStore
-from sentient.text import goal_problem
+from sentient.store import ProjectRecord, ProjectStore
 from sentient.tools.sandbox import hide_process_memory
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PARTIAL, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 3, 130, 143
+T = TypeVar("T")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     resume = commands.add_parser("resume", help="continue a run that was interrupted, cancelled or stopped")
     resume.add_argument("project_id", help="the project to resume (see: sentient projects list)")
-    resume.add_argument("--docs", type=Path, help="folder of documents to research, as in the original run")
+    resume.add_argument("--docs", type=Path, help="folder of documents to research (default: the project's)")
     resume.add_argument("--review", action="store_true", help="approve, edit or reject each plan in the terminal")
     _add_run_options(resume)
 
@@ -64,11 +71,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_run_options(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--model", help="model for every agent, e.g. local, openai:gpt-4o-mini, ollama:llama3.1")
+    command.add_argument(
+        "--model",
+        help="model for every agent, e.g. local, openai:gpt-4o-mini, ollama:llama3.1 (resume: default the project's)",
+    )
+    command.add_argument(
+        "--call-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="timeout of each attempt of a model call (default 120); all attempts of a call get 3 times it",
+    )
     command.add_argument("--max-cost", type=float, metavar="USD", help="stop when model calls have cost this much")
     command.add_argument("--max-llm-calls", type=int, metavar="N", help="stop after N model calls")
     command.add_argument("--max-time", type=float, metavar="SECONDS", help="stop after this many seconds")
-    command.add_argument("--offline", action="store_true", help="never use the network (no web search or fetch)")
+    command.add_argument(
+        "--offline", action="store_true", help="never use the network (no web search or fetch; resume: kept)"
+    )
     command.add_argument("--json", action="store_true", help="print one JSON object instead of the live display")
 
 
@@ -106,22 +124,31 @@ def _list_profiles(settings: Settings, out: Console) -> int:
 
 
 def _run(args: argparse.Namespace, settings: Settings, err: Console) -> int:
-    """``sentient run`` and ``sentient resume``: one run with the live display, persisted as it goes."""
+    """``sentient run`` and ``sentient resume``: one run with the live display, persisted as it goes.
+
+    Everything the user gave is checked before the store or a model is touched.
+    """
     resuming = args.command == "resume"
     if args.offline:
         settings = settings.model_copy(update={"offline": True})
-    if not resuming and (problem := goal_problem(args.goal)) is not None:
-        err.print(f'[red]error:[/] {escape(problem)} e.g. sentient run "..."', soft_wrap=True)
-        return EXIT_USAGE
+    if not resuming:
+        check_goal(args.goal)  # InvalidGoalError: empty, control characters, or bytes that are not UTF-8
     if args.docs is not None and not args.docs.is_dir():
         err.print(f"[red]error:[/] docs folder '{args.docs}' does not exist or is not a folder", soft_wrap=True)
         return EXIT_USAGE
+    out_dir_arg: Path | None = getattr(args, "out", None)
+    if out_dir_arg is not None:
+        problem = _unusable_folder(out_dir_arg)
+        if problem:
+            err.print(f"[red]error:[/] --out {escape(str(out_dir_arg))}: {problem}", highlight=False, soft_wrap=True)
+            return EXIT_USAGE
     overrides = {
         "max_depth": getattr(args, "max_depth", None),
         "review": "all" if args.review else None,
         "max_cost_usd": args.max_cost,
         "max_llm_calls": args.max_llm_calls,
         "max_time_s": args.max_time,
+        "agent_timeout_s": args.call_timeout,
     }
     display: ProgressDisplay | ProgressLog | None = None
     if not args.json:
@@ -140,9 +167,7 @@ def _run(args: argparse.Namespace, settings: Settings, err: Console) -> int:
         if resuming:
             record = store.get_project(args.project_id)
             project_id, goal, profile = record.project_id, record.goal, record.profile
-            agent = ProfiledSentientAgent.create_with_profile(
-                profile, settings=settings, model=args.model, reviewer=reviewer, docs=args.docs
-            )
+            agent = _agent_for_resume(record, args, settings, reviewer, store)
             out_dir = settings.results_dir / project_id
             show = display.show if isinstance(display, ProgressDisplay) else None
             run = agent.aresume(
@@ -154,31 +179,120 @@ def _run(args: argparse.Namespace, settings: Settings, err: Console) -> int:
                 profile, settings=settings, model=args.model, reviewer=reviewer, docs=args.docs, **overrides
             )
             project_id = new_project_id(goal)
-            out_dir = args.out or settings.results_dir / project_id
+            out_dir = out_dir_arg or settings.results_dir / project_id
             run = agent.arun(goal, project_id=project_id, output_dir=out_dir, subscribers=_subs(display), store=store)
         try:
             if display is None:
-                result = asyncio.run(run)
+                result = _run_until_signal(run)
             else:
                 verb = "Resuming" if resuming else "Researching"
                 err.print(
-                    f"[bold]{verb}:[/] {goal}  [dim](profile {profile}, project {project_id})[/]",
+                    f"[bold]{verb}:[/] {escape(goal)}  [dim](profile {profile}, project {project_id})[/]",
                     highlight=False,
                     soft_wrap=True,
                 )
                 with display:
-                    result = asyncio.run(run)
-        except KeyboardInterrupt:
+                    result = _run_until_signal(run)
+        except (KeyboardInterrupt, _Terminated) as stop:
             # The engine cancelled every in-flight call and saved the state before we get here.
+            terminated = isinstance(stop, _Terminated)
+            what = "terminated (SIGTERM)" if terminated else "interrupted"
+            if args.json:
+                print(json.dumps({"project_id": project_id, "status": "interrupted", "error": what}))
             err.print(
-                f"[yellow]interrupted[/]: state saved, partial report in {out_dir}\n"
+                f"[yellow]{what}[/]: state saved, partial report in {out_dir}\n"
                 f"continue with: sentient resume {project_id}",
                 soft_wrap=True,
             )
-            return EXIT_INTERRUPTED
+            return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     finally:
         store.close()
     return _report(result, args.json, err)
+
+
+class _Terminated(Exception):
+    """SIGTERM arrived during a run (``timeout``, systemd and containers stop processes so)."""
+
+
+def _run_until_signal(coro: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(coro)``, with SIGTERM cancelling the run as Ctrl-C does (then _Terminated)."""
+
+    async def main() -> T:
+        task = asyncio.current_task()
+        assert task is not None
+        got: list[int] = []
+
+        def on_term() -> None:
+            got.append(signal.SIGTERM)
+            task.cancel()
+
+        loop = asyncio.get_running_loop()
+        try:
+            loop.add_signal_handler(signal.SIGTERM, on_term)
+        except (NotImplementedError, RuntimeError):  # not the main thread, or Windows
+            return await coro
+        try:
+            return await coro
+        except asyncio.CancelledError:
+            if got:
+                raise _Terminated() from None
+            raise
+        finally:
+            loop.remove_signal_handler(signal.SIGTERM)
+
+    return asyncio.run(main())
+
+
+def _agent_for_resume(
+    record: ProjectRecord,
+    args: argparse.Namespace,
+    settings: Settings,
+    reviewer: TerminalReviewer | None,
+    store: ProjectStore,
+) -> ProfiledSentientAgent:
+    """The agent that continues ``record``: the project's own model, offline and docs settings,
+    except what was given explicitly now (recorded with the project)."""
+    stored = record.options
+    model = args.model or stored.get("model")
+    if stored.get("default_model"):
+        settings = settings.model_copy(update={"model": stored["default_model"]})
+    if stored.get("offline"):
+        settings = settings.model_copy(update={"offline": True})
+    docs = args.docs or (Path(stored["docs"]) if stored.get("docs") else None)
+    agent = ProfiledSentientAgent.create_with_profile(
+        record.profile, settings=settings, model=model, reviewer=reviewer, docs=docs
+    )
+    given = {
+        "model": args.model if args.model and args.model != stored.get("model") else None,
+        "offline": True if args.offline and not stored.get("offline") else None,
+        "docs": str(args.docs.resolve()) if args.docs and str(args.docs.resolve()) != stored.get("docs") else None,
+    }
+    changed = {k: v for k, v in given.items() if v is not None}
+    if changed:
+        options = {**stored, **agent.options()}
+        options["overrides"] = [*stored.get("overrides", []), {"at": time.time(), **changed}]
+        store.set_options(record.project_id, options)
+    elif not stored:  # a project stored before options were: remember how it runs from now on
+        store.set_options(record.project_id, agent.options())
+    return agent
+
+
+def _unusable_folder(folder: Path) -> str | None:
+    """Why ``folder`` cannot take the run's files, or None (it is not created here)."""
+    if folder.exists():
+        if not folder.is_dir():
+            return "exists and is not a folder; give a folder (new or existing)"
+        if not os.access(folder, os.W_OK | os.X_OK):
+            return "this folder is not writable"
+        return None
+    parent = folder.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"'{parent}' is not a folder"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"cannot create it: '{parent}' is not writable"
+    return None
 
 
 def _subs(display: ProgressDisplay | ProgressLog | None) -> list[Subscriber]:
@@ -207,10 +321,19 @@ def _report(result: RunResult, as_json: bool, err: Console) -> int:
             + (f" ({cached} from cache)" if cached else "")
             + f", {stats.input_tokens + stats.output_tokens} tokens, ${stats.cost_usd:.4f}, {stats.elapsed_s:.1f}s"
         )
-        colour = "green" if result.status == "completed" else "red"
-        err.print(f"[{colour}]{result.status}[/] · {summary}", highlight=False)
+        colour = {"completed": "green", "completed_with_failures": "yellow"}.get(result.status, "red")
+        label = result.status.replace("_", " ")
+        err.print(f"[{colour}]{label}[/] · {summary}", highlight=False)
         if result.output_dir:
             err.print(f"report, graph and traces in {result.output_dir}", highlight=False, soft_wrap=True)
+    if result.status == "completed_with_failures":
+        err.print(
+            f"[yellow]completed with failures:[/] {escape(result.error or '')}\n"
+            f"run the failed subtasks again with: sentient resume {result.project_id}",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return EXIT_PARTIAL
     if result.status != "completed":
         err.print(f"[red]run {result.status}:[/] {escape(result.error or '')}", highlight=False, soft_wrap=True)
         if result.status in ("stopped", "cancelled"):

@@ -1,51 +1,125 @@
-"""Budget: the cost, call and time limits of one run (``--max-cost``, ``--max-llm-calls``, ``--max-time``)."""
+"""Budget: the cost, call and time limits of one project (``--max-cost``, ``--max-llm-calls``, ``--max-time``).
+
+Limits are cumulative over a project's runs: a resumed run starts from what the earlier runs
+spent (:class:`Spent`, stored with the project), so resuming never grants a fresh budget.
+Every request to a model counts, retries included; each one reserves its estimated cost
+before it is sent and settles the real cost after, and no request starts once the spent plus
+reserved cost reaches the limit. A cost limit is so overshot by at most one request's estimate
+(as long as a request costs no more than estimated).
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from sentient.settings import EngineSettings
 
 
+@dataclass(frozen=True)
+class Spent:
+    """What a project's earlier runs used: dollars, model requests and seconds of running."""
+
+    cost_usd: float = 0.0
+    requests: int = 0
+    elapsed_s: float = 0.0
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Spent:
+        return cls(
+            cost_usd=float(data.get("cost_usd", 0.0)),
+            requests=int(data.get("requests", 0)),
+            elapsed_s=float(data.get("elapsed_s", 0.0)),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 class Budget:
-    """Counts what a run spends and says when a limit is reached.
+    """Counts what a project spends and says when a limit is reached.
 
     ``on_exhausted`` is called once, with the reason, the first time a limit is passed; the
     engine then stops scheduling work and cancels what is in flight.
     """
 
-    def __init__(self, settings: EngineSettings, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, settings: EngineSettings, clock: Callable[[], float] = time.monotonic, spent: Spent | None = None
+    ) -> None:
+        before = spent or Spent()
         self.max_cost_usd = settings.max_cost_usd
         self.max_llm_calls = settings.max_llm_calls
         self.max_time_s = settings.max_time_s
         self._clock = clock
         self._started = clock()
-        self.cost_usd = 0.0
-        self.llm_calls = 0  # calls that reached a model; cache hits are free
+        self._elapsed_before = before.elapsed_s
+        self.cost_usd = before.cost_usd
+        self.llm_calls = before.requests  # requests sent to a model, retries included; cache hits are free
+        self.reserved_usd = 0.0  # estimates of the requests in flight
         self.on_exhausted: Callable[[str], None] | None = None
         self.exhausted: str | None = None
 
+    def reserve(self, estimate_usd: float) -> bool:
+        """Count one request and reserve its estimated cost; False (and the run stops) if a limit is spent."""
+        if self.check() is not None:
+            return False
+        if self.max_llm_calls is not None and self.llm_calls >= self.max_llm_calls:
+            return self._exhaust(f"call budget reached ({self.llm_calls} of {self.max_llm_calls} model requests)")
+        if self.max_cost_usd is not None and self.cost_usd + self.reserved_usd >= self.max_cost_usd:
+            return self._exhaust(self._cost_reason())
+        self.llm_calls += 1
+        self.reserved_usd += estimate_usd
+        return True
+
+    def settle(self, estimate_usd: float, cost_usd: float) -> None:
+        """Replace a request's reserved estimate by what it cost (0 for a request that failed)."""
+        self.reserved_usd = max(0.0, self.reserved_usd - estimate_usd)
+        self.cost_usd += cost_usd
+        self.check()
+
     def charge(self, cost_usd: float, model_calls: int) -> None:
+        """Count requests made outside :meth:`reserve` (nothing reserved for them)."""
         self.cost_usd += cost_usd
         self.llm_calls += model_calls
         self.check()
+
+    def spent(self) -> Spent:
+        """Everything spent so far, earlier runs included (to store with the project)."""
+        return Spent(self.cost_usd, self.llm_calls, self.elapsed_s)
+
+    @property
+    def elapsed_s(self) -> float:
+        return self._elapsed_before + self._clock() - self._started
+
+    def time_left_s(self) -> float | None:
+        """Seconds until the time limit (0 when already past), or None without one."""
+        if self.max_time_s is None:
+            return None
+        return max(0.0, self.max_time_s - self.elapsed_s)
 
     def check(self) -> str | None:
         """The reason the run must stop, or None; notifies ``on_exhausted`` the first time."""
         if self.exhausted is None:
             reason = self._reason()
             if reason is not None:
-                self.exhausted = reason
-                if self.on_exhausted is not None:
-                    self.on_exhausted(reason)
+                self._exhaust(reason)
         return self.exhausted
+
+    def _exhaust(self, reason: str) -> bool:
+        if self.exhausted is None:
+            self.exhausted = reason
+            if self.on_exhausted is not None:
+                self.on_exhausted(reason)
+        return False
+
+    def _cost_reason(self) -> str:
+        return f"cost budget reached (${self.cost_usd:.4f} of ${self.max_cost_usd:.4f})"
 
     def _reason(self) -> str | None:
         if self.max_cost_usd is not None and self.cost_usd >= self.max_cost_usd:
-            return f"cost budget reached (${self.cost_usd:.4f} of ${self.max_cost_usd:.4f})"
-        if self.max_llm_calls is not None and self.llm_calls >= self.max_llm_calls:
-            return f"call budget reached ({self.llm_calls} of {self.max_llm_calls} model calls)"
-        if self.max_time_s is not None and self._clock() - self._started >= self.max_time_s:
+            return self._cost_reason()
+        if self.max_time_s is not None and self.elapsed_s >= self.max_time_s:
             return f"time budget reached ({self.max_time_s:g} s)"
         return None

@@ -52,8 +52,9 @@ class ExecutionEngine:
         """
         root = self._graph.root
         deadline = None
-        if self._budget is not None and self._budget.max_time_s is not None:
-            deadline = asyncio.get_running_loop().call_later(self._budget.max_time_s, self._budget.check)
+        time_left = self._budget.time_left_s() if self._budget is not None else None
+        if self._budget is not None and time_left is not None:  # what earlier runs used counts too
+            deadline = asyncio.get_running_loop().call_later(time_left, self._budget.check)
         async with asyncio.TaskGroup() as group:
             self._group = group
             if resume:

@@ -63,6 +63,18 @@ class ProjectExistsError(StoreError):
         super().__init__(f"a project '{project_id}' already exists")
 
 
+class ProjectBusyError(StoreError):
+    """Another live process holds the project (it claimed it first)."""
+
+    def __init__(self, project_id: str, owner_pid: int | None) -> None:
+        self.project_id = project_id
+        self.owner_pid = owner_pid
+        super().__init__(
+            f"project '{project_id}' is already being run by process {owner_pid}: wait for it to finish,"
+            " or stop it (Ctrl-C in its terminal) and resume it then"
+        )
+
+
 class NodeNotFoundError(StoreError):
     def __init__(self, project_id: str, task_id: str) -> None:
         self.project_id = project_id
@@ -125,6 +137,8 @@ class ProjectRecord:
     cost_usd: float = 0.0
     failed_nodes: int = 0
     owner_start: str | None = field(default=None, repr=False)
+    options: dict[str, Any] = field(default_factory=dict)  # model, offline, docs; "overrides" on resume
+    spent: dict[str, Any] = field(default_factory=dict)  # what the runs spent: cost_usd, requests, elapsed_s
 
     def live_stats(self) -> dict[str, Any]:
         """Totals over the stored nodes, overridden by the stats the run stored when it ended."""
@@ -183,7 +197,7 @@ def check_project_id(project_id: object) -> str:
 
 _PROJECT_SELECT = """
 SELECT p.project_id, p.goal, p.profile, p.status, p.error, p.settings, p.stats, p.owner_pid, p.owner_start,
-       p.created_at, p.updated_at, p.report_markdown IS NOT NULL AS has_report,
+       p.options, p.spent, p.created_at, p.updated_at, p.report_markdown IS NOT NULL AS has_report,
        (SELECT COUNT(*) FROM reviews r WHERE r.project_id = p.project_id AND r.status = 'pending') AS pending_reviews,
        (SELECT json_array(COUNT(*), TOTAL(agent_calls), TOTAL(input_tokens), TOTAL(output_tokens), TOTAL(cost_usd),
                           TOTAL(status = 'FAILED'))
@@ -284,19 +298,72 @@ class ProjectStore:
 
     # -- projects --------------------------------------------------------------------------
 
-    def create_project(self, project_id: str, goal: str, profile: str, settings: Mapping[str, Any]) -> ProjectRecord:
-        """Store a new project with status ``created``."""
+    def create_project(
+        self,
+        project_id: str,
+        goal: str,
+        profile: str,
+        settings: Mapping[str, Any],
+        options: Mapping[str, Any] | None = None,
+    ) -> ProjectRecord:
+        """Store a new project with status ``created``; ``options`` say how it is run (model, docs…)."""
         check_project_id(project_id)
         now = time.time()
         with self.transaction() as conn:
             if _exists(conn, project_id):
                 raise ProjectExistsError(project_id)
             conn.execute(
-                "INSERT INTO projects (project_id, goal, profile, status, settings, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (project_id, goal, profile, ProjectStatus.CREATED.value, _dumps(dict(settings)), now, now),
+                "INSERT INTO projects (project_id, goal, profile, status, settings, options, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    project_id,
+                    goal,
+                    profile,
+                    ProjectStatus.CREATED.value,
+                    _dumps(dict(settings)),
+                    _dumps(dict(options or {})),
+                    now,
+                    now,
+                ),
             )
         return self.get_project(project_id)
+
+    def claim(self, project_id: str, owner_pid: int) -> ProjectRecord:
+        """Mark the project ``running`` by ``owner_pid``, unless another live process holds it.
+
+        The check and the claim are one conditional UPDATE: it changes the row only if the
+        owner is still the one read (compare-and-swap), so of two processes claiming at once
+        exactly one wins; the other gets :class:`ProjectBusyError`. A running project whose
+        owner is dead (killed) may be claimed.
+        """
+        record = self.get_project(project_id)
+        if record.status is ProjectStatus.RUNNING and record.owner_pid != owner_pid and owner_alive(record):
+            raise ProjectBusyError(project_id, record.owner_pid)
+        with self.transaction() as conn:
+            claimed = conn.execute(
+                "UPDATE projects SET status = ?, error = NULL, owner_pid = ?, owner_start = ?, updated_at = ?"
+                " WHERE project_id = ? AND status = ? AND owner_pid IS ? AND owner_start IS ?",
+                (
+                    ProjectStatus.RUNNING.value,
+                    owner_pid,
+                    _process_start(owner_pid),
+                    time.time(),
+                    project_id,
+                    record.status.value,
+                    record.owner_pid,
+                    record.owner_start,
+                ),
+            ).rowcount
+        if not claimed:
+            now = self.get_project(project_id)
+            raise ProjectBusyError(project_id, now.owner_pid)
+        return self.get_project(project_id)
+
+    def set_options(self, project_id: str, options: Mapping[str, Any]) -> None:
+        self._update(project_id, "UPDATE projects SET options = ?", [_dumps(dict(options))])
+
+    def set_spent(self, project_id: str, spent: Mapping[str, Any]) -> None:
+        self._update(project_id, "UPDATE projects SET spent = ?", [_dumps(dict(spent))])
 
     def get_project(self, project_id: str) -> ProjectRecord:
         check_project_id(project_id)
@@ -597,6 +664,8 @@ def _record(row: sqlite3.Row) -> ProjectRecord:
         stats=json.loads(row["stats"]),
         owner_pid=row["owner_pid"],
         owner_start=row["owner_start"],
+        options=json.loads(row["options"]),
+        spent=json.loads(row["spent"]),
         created_at=row["created_at"],
         updated_at=row["updated_at"],
         pending_reviews=row["pending_reviews"],

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 BUSY_TIMEOUT_MS = 5000  # another process (a CLI next to the server) holding the write lock
 
 _SCHEMA_V1 = """
@@ -119,7 +119,14 @@ CREATE INDEX reviews_by_project ON reviews (project_id, status);
 CREATE INDEX reviews_by_node ON reviews (project_id, task_id, round);
 """
 
-MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1}
+# v2: how the project was started (model, offline, docs; overrides given on resume) and what its
+# runs spent so far (budgets are cumulative over resumes).
+_SCHEMA_V2 = """
+ALTER TABLE projects ADD COLUMN options TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE projects ADD COLUMN spent TEXT NOT NULL DEFAULT '{}';
+"""
+
+MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
 
 
 class SchemaVersionError(sqlite3.DatabaseError):

@@ -179,15 +179,10 @@ class DocsIndex:
             DocsFolderError: the folder is missing, not a directory, over a limit, has nothing
                 to index, or indexing was cancelled.
         """
-        root = Path(folder).expanduser().resolve()
+        root, files = cls.check_folder(
+            folder, name_only=relative_sources, max_files=max_files, max_bytes=max_bytes, cancel=cancel
+        )
         label = root.name if relative_sources else str(root)
-        if not root.exists():
-            raise DocsFolderError(f"docs folder '{label}' does not exist")
-        if not root.is_dir():
-            raise DocsFolderError(f"docs folder '{label}' is not a directory")
-        files = _bounded_documents(root, label, max_files, max_bytes, cancel)
-        if not files:
-            raise DocsFolderError(f"docs folder '{label}' has no .md, .txt, .rst, .html or .py files")
         index = cls(db_path, embeddings=embeddings)
         try:
             with index._lock, index._conn:
@@ -214,6 +209,45 @@ class DocsIndex:
             index._update_vectors()
         logger.info("indexed {} passages from {} files in {}", len(index), len(files), root)
         return index
+
+    @staticmethod
+    def check_folder(
+        folder: Path | str,
+        *,
+        name_only: bool = False,
+        max_files: int | None = None,
+        max_bytes: int | None = None,
+        cancel: threading.Event | None = None,
+    ) -> tuple[Path, list[Path]]:
+        """The folder (resolved) and the files it would index; DocsFolderError if there are none.
+
+        Files over 2 MB are skipped with a warning naming them. ``name_only`` names the folder by
+        its name alone in errors (the server does not reveal its paths); the limits and ``cancel``
+        are as in :meth:`from_folder`.
+        """
+        root = Path(folder).expanduser().resolve()
+        label = root.name if name_only else str(root)
+        if not root.exists():
+            raise DocsFolderError(f"docs folder '{label}' does not exist")
+        if not root.is_dir():
+            raise DocsFolderError(f"docs folder '{label}' is not a directory")
+        files: list[Path] = []
+        too_big: list[Path] = []
+        for path in _bounded_documents(root, label, max_files, max_bytes, cancel):
+            (files if path.stat().st_size <= _MAX_FILE_BYTES else too_big).append(path)
+        if too_big:
+            names = ", ".join(str(p.relative_to(root)) for p in too_big[:5]) + (", …" if len(too_big) > 5 else "")
+            logger.warning("docs folder {}: skipping {} file(s) over 2 MB: {}", label, len(too_big), names)
+        if not files and too_big:
+            raise DocsFolderError(
+                f"docs folder '{label}' has nothing to index: its {len(too_big)} document file(s) are all over"
+                f" the 2 MB limit ({names}); split them or add smaller files"
+            )
+        if not files:
+            raise DocsFolderError(
+                f"docs folder '{label}' has no .md, .txt, .rst, .html or .py files: add some, or leave out --docs"
+            )
+        return root, files
 
     @classmethod
     def python_docs(cls, cache_dir: Path | str, *, embeddings: EmbedderLoader | None = None) -> DocsIndex:
@@ -379,7 +413,7 @@ def _walk_documents(root: Path) -> Iterator[Path]:
             if path.is_symlink() and not path.resolve().is_relative_to(root):
                 logger.warning("skipping {}: a link to a file outside the docs folder", path)
                 continue
-            if path.is_file() and path.stat().st_size <= _MAX_FILE_BYTES:
+            if path.is_file():
                 yield path
 
 

@@ -40,7 +40,7 @@ from sentient.agents.models.providers import (
     response_format_for,
 )
 from sentient.agents.models.resilience import ProviderGate, call_with_retries, is_rate_limit, retry_after_s
-from sentient.exceptions import ConfigError
+from sentient.exceptions import ConfigError, MalformedResponseError
 from sentient.settings import REPO_ROOT
 
 SHIPPED = REPO_ROOT / "agent_configs"
@@ -470,9 +470,10 @@ async def test_malformed_body_is_transient(server: FakeOpenAIServer, model: Mode
     assert len(server.requests) == 2
 
     server.script(malformed(), malformed())
-    with pytest.raises(ModelProviderError) as caught:
+    with pytest.raises(MalformedResponseError, match="not JSON") as caught:
         await retried(model, ProviderGate(None, 4), Sleeps(), attempts=2)
-    assert isinstance(caught.value.__cause__, json.JSONDecodeError)
+    assert isinstance(caught.value.__cause__, ModelProviderError), "agno's error stays in the chain"
+    assert isinstance(caught.value.__cause__.__cause__, json.JSONDecodeError)
     assert len(server.requests) == 4
 
 

@@ -7,6 +7,7 @@ The SDK clients are built with their own retries off (``max_retries=0``): the re
 from __future__ import annotations
 
 import functools
+import json
 import re
 from dataclasses import dataclass
 from enum import StrEnum
@@ -23,7 +24,7 @@ from agno.models.response import ModelResponse
 from pydantic import BaseModel
 
 from sentient.agents.models.weights import EMBEDDED_WEIGHTS
-from sentient.exceptions import ConfigError
+from sentient.exceptions import ConfigError, MalformedResponseError
 
 if TYPE_CHECKING:
     from sentient.agents.models.catalog import ModelCatalog
@@ -101,21 +102,51 @@ def _bad_model(text: str, why: str) -> ConfigError:
 
 
 class _KeepsSdkError(Model):
-    """Keeps the SDK error under agno's rate-limit error.
+    """Keeps the SDK error under agno's rate-limit error, and names malformed answers.
 
     agno's retry wrapper turns a 429 ``ModelProviderError`` into a new ``ModelRateLimitError``
     without a cause, which loses the HTTP response and its ``Retry-After`` header. Classifying
     here, with ``raise … from``, keeps the chain; agno passes an already classified error on.
+
+    An HTTP 200 that carries no usable completion (no ``choices``, a choice without its
+    message, a body that is not JSON) would otherwise surface as an ``IndexError`` or
+    ``AttributeError`` deep in agno's parsing; it becomes a :class:`MalformedResponseError`,
+    which the retry policy treats like a 502.
     """
 
     async def ainvoke(self, *args: Any, **kwargs: Any) -> ModelResponse:
         try:
             return await super().ainvoke(*args, **kwargs)  # type: ignore[safe-super]
         except ModelProviderError as exc:
+            malformed = _malformed(exc)
+            if malformed is not None:
+                raise malformed from exc
             classified = ModelProviderError.classify(exc)
             if classified is exc:
                 raise
             raise classified from exc
+
+    def _parse_provider_response(self, response: Any, *args: Any, **kwargs: Any) -> ModelResponse:
+        choices = getattr(response, "choices", None)
+        if not choices:
+            raise MalformedResponseError(f"the provider answered without choices (choices={choices!r})")
+        if getattr(choices[0], "message", None) is None:
+            raise MalformedResponseError("the provider's first choice has no message")
+        return super()._parse_provider_response(response, *args, **kwargs)  # type: ignore[safe-super]
+
+
+def _malformed(exc: BaseException) -> MalformedResponseError | None:
+    """The malformed-answer error under ``exc`` (agno wraps everything in ModelProviderError), if any."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        if isinstance(link, MalformedResponseError):
+            return link
+        if isinstance(link, json.JSONDecodeError):
+            return MalformedResponseError(f"the provider's response body is not JSON ({link.msg} at {link.pos})")
+        link = link.__cause__ or link.__context__
+    return None
 
 
 @dataclass

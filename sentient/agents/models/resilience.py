@@ -3,8 +3,9 @@
 One :class:`ProviderGate` per provider is shared by every node of a run. Each attempt of
 :func:`call_with_retries` takes a concurrency slot and a rate token, runs under a timeout, and
 tells the gate how it went: a 429 halves the provider's concurrency, successes grow it back.
-Transient failures (429, 5xx, connection errors, timeouts) are retried with exponential backoff
-and jitter, honouring ``Retry-After``; anything else propagates at once.
+Transient failures (429, 5xx, connection errors, timeouts, malformed answers) are retried with
+exponential backoff and jitter, honouring ``Retry-After``; anything else propagates at once. A
+total deadline bounds all the attempts of one call, backoff included.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from agno.exceptions import (
     ModelRateLimitError,
 )
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+
+from sentient.exceptions import MalformedResponseError
 
 T = TypeVar("T")
 
@@ -223,7 +226,7 @@ def _http_status(exc: BaseException) -> int | None:
 
 def _verdict(exc: BaseException) -> bool | None:
     """Whether one link of the chain says transient (True), permanent (False), or nothing (None)."""
-    if isinstance(exc, (*_CONNECTION_ERRORS, ModelRateLimitError)):
+    if isinstance(exc, (*_CONNECTION_ERRORS, ModelRateLimitError, MalformedResponseError)):
         return True
     if isinstance(exc, ContextWindowExceededError | ModelAuthenticationError):
         return False
@@ -237,6 +240,22 @@ def _verdict(exc: BaseException) -> bool | None:
             exc.status_code in TRANSIENT_STATUSES or exc.status_code >= 500
         )  # the provider's own error report, no SDK error below
     return None
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: message`` for logs and node errors (some SDK errors have an empty message)."""
+    text = str(exc).strip()
+    name = type(exc).__name__
+    return f"{name}: {text}" if text else name
+
+
+class DeadlineExceeded(TimeoutError):
+    """All the attempts of one call together ran past its deadline."""
+
+    def __init__(self, deadline_s: float, attempts: int) -> None:
+        self.deadline_s = deadline_s
+        self.attempts = attempts
+        super().__init__(f"no answer within the call's {deadline_s:g}s deadline ({attempts} attempt(s))")
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -321,6 +340,7 @@ async def call_with_retries(
     base_delay_s: float,
     max_delay_s: float,
     attempt_timeout_s: float,
+    deadline_s: float | None = None,
     sleep: Sleep = asyncio.sleep,
     rng: random.Random | None = None,
     on_retry: RetryHook | None = None,
@@ -331,7 +351,8 @@ async def call_with_retries(
     ``attempt_timeout_s``; a timeout raises ``TimeoutError`` and is retried like any transient
     error. The delay before attempt n+1 is ``base_delay_s * 2**(n-1)`` with jitter, at least the
     provider's ``Retry-After``, at most ``max_delay_s``. ``on_retry(attempt, error, delay_s)``
-    is called before each wait. The last error propagates unchanged.
+    is called before each wait. The last error propagates unchanged, except that running past
+    ``deadline_s`` (all attempts and waits together) raises :class:`DeadlineExceeded`.
     """
     backoff = _Backoff(base_delay_s, max_delay_s, rng or random.Random())
 
@@ -348,9 +369,17 @@ async def call_with_retries(
         before_sleep=before_sleep,
         reraise=True,
     )
-    async for attempt in retrying:
-        with attempt:
-            return await _attempt(call, gate, attempt_timeout_s)
+    attempts = 0
+    try:
+        async with asyncio.timeout(deadline_s) as scope:
+            async for attempt in retrying:
+                with attempt:
+                    attempts = attempt.retry_state.attempt_number
+                    return await _attempt(call, gate, attempt_timeout_s)
+    except TimeoutError as exc:
+        if deadline_s is not None and scope.expired():
+            raise DeadlineExceeded(deadline_s, attempts) from exc
+        raise
     raise AssertionError("unreachable: tenacity either returns or re-raises")
 
 
