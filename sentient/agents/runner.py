@@ -24,7 +24,7 @@ import asyncio
 import functools
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Generic, TypeVar
 
@@ -228,102 +228,107 @@ class AgentRunner:
             estimate_tokens(call.agent.instructions) + estimate_tokens(prompt), self._expected_output_tokens
         )
         requests = 0
+        cost = 0.0
+
+        async def refused() -> BudgetExhaustedError:
+            await asyncio.sleep(0)  # the engine was told to stop: its cancellation lands here
+            reason = budget.exhausted if budget is not None else None
+            return BudgetExhaustedError(reason or "budget reached", agent=call.agent.name, task_id=call.task_id)
 
         async def request() -> tuple[ModelResponse, RunMetrics]:
-            nonlocal requests
-            # Every request counts, retries included, and reserves its cost before it is sent.
-            if budget is not None and not budget.reserve(estimate):
-                await asyncio.sleep(0)  # the engine was told to stop: its cancellation lands here
-                raise BudgetExhaustedError(
-                    budget.exhausted or "budget reached", agent=call.agent.name, task_id=call.task_id
-                )
+            nonlocal requests, cost
+            if budget is not None and not budget.count_request():  # every request counts, retries too
+                raise await refused()
             requests += 1
-            cost = 0.0
-            try:
-                # Fresh messages per try: agno appends the assistant's reply to the list it is given.
-                messages = [
-                    Message(role="system", content=call.agent.instructions),
-                    Message(role="user", content=prompt),
-                ]
-                # The run record carries who is calling to the model (the scripted fake answers by role).
-                # Its metrics sum the tokens of every request of a tool-call loop.
-                run = RunOutput(
-                    metrics=RunMetrics(),
-                    run_id=f"{call.task_id}:{call.role.value}:{attempt}",
-                    agent_name=call.agent.name,
-                    metadata={
-                        "task_id": call.task_id,
-                        "role": call.role.value,
-                        "agent": call.agent.name,
-                        "goal": call.goal,
-                        "layer": call.layer,
-                        "attempt": attempt,
-                    },
-                )
-                functions: list[Function | dict[str, Any]] | None = None
-                if tools is not None and call.sink is not None:
-                    functions = [*tools.agno_functions(call.sink)]
-                response = await handle.model.aresponse(
-                    messages=messages,
-                    response_format=response_format_for(handle.model, schema),
-                    run_response=run,
-                    tools=functions,
-                )
-                assert run.metrics is not None
-                cost = handle.price.cost(run.metrics.input_tokens or 0, run.metrics.output_tokens or 0)
-                return response, run.metrics
-            finally:
-                if budget is not None:
-                    budget.settle(estimate, cost)
+            # Fresh messages per try: agno appends the assistant's reply to the list it is given.
+            messages = [
+                Message(role="system", content=call.agent.instructions),
+                Message(role="user", content=prompt),
+            ]
+            # The run record carries who is calling to the model (the scripted fake answers by role).
+            # Its metrics sum the tokens of every request of a tool-call loop.
+            run = RunOutput(
+                metrics=RunMetrics(),
+                run_id=f"{call.task_id}:{call.role.value}:{attempt}",
+                agent_name=call.agent.name,
+                metadata={
+                    "task_id": call.task_id,
+                    "role": call.role.value,
+                    "agent": call.agent.name,
+                    "goal": call.goal,
+                    "layer": call.layer,
+                    "attempt": attempt,
+                },
+            )
+            functions: list[Function | dict[str, Any]] | None = None
+            if tools is not None and call.sink is not None:
+                functions = [*tools.agno_functions(call.sink)]
+            response = await handle.model.aresponse(
+                messages=messages,
+                response_format=response_format_for(handle.model, schema),
+                run_response=run,
+                tools=functions,
+            )
+            assert run.metrics is not None
+            cost = handle.price.cost(run.metrics.input_tokens or 0, run.metrics.output_tokens or 0)
+            return response, run.metrics
 
-        async with self._slots:
-            try:
-                if handle.gate is None:
-                    async with asyncio.timeout(self._timeout_s):
-                        response, metrics = await request()
-                else:
-                    response, metrics = await call_with_retries(
-                        request,
-                        handle.gate,
-                        max_attempts=self._transient_attempts,
-                        base_delay_s=self._backoff_s[0],
-                        max_delay_s=self._backoff_s[1],
-                        attempt_timeout_s=self._timeout_s,
-                        deadline_s=self._deadline_s,
-                        on_retry=lambda n, exc, delay: logger.warning(
-                            "{} {}: {} (attempt {}), retrying in {:.1f}s",
-                            call.task_id,
-                            handle.name,
-                            describe(exc),
-                            n,
-                            delay,
-                        ),
-                    )
-            except DeadlineExceeded as exc:
-                raise AgentTimeoutError(
-                    exc.deadline_s, agent=call.agent.name, task_id=call.task_id, detail=str(exc)
-                ) from None
-            except TimeoutError:
-                raise AgentTimeoutError(self._timeout_s, agent=call.agent.name, task_id=call.task_id) from None
-            except AgentError as exc:
-                if not isinstance(exc, MalformedResponseError):
-                    raise  # already says what happened (a budget refusal, the fake's injected failure)
-                raise ModelError(
-                    f"model call failed after {requests} attempt(s): {describe(exc)}",
-                    agent=call.agent.name,
-                    task_id=call.task_id,
-                ) from exc
-            except Exception as exc:  # the provider boundary: any failure of the model is a ModelError
-                tries = f" after {requests} attempts" if requests > 1 else ""
-                text = str(exc).strip() or type(exc).__name__  # some SDK errors have no message
-                raise ModelError(
-                    f"model call failed{tries}: {text}", agent=call.agent.name, task_id=call.task_id
-                ) from exc
+        # The call reserves its estimated cost before it is sent, and settles the real cost after.
+        if budget is not None and not await budget.reserve(estimate):
+            raise await refused()
+        try:
+            async with self._slots:
+                response, metrics = await self._send(call, handle, request)
+        except DeadlineExceeded as exc:
+            raise AgentTimeoutError(
+                exc.deadline_s, agent=call.agent.name, task_id=call.task_id, detail=str(exc)
+            ) from None
+        except TimeoutError:
+            raise AgentTimeoutError(self._timeout_s, agent=call.agent.name, task_id=call.task_id) from None
+        except AgentError as exc:
+            if not isinstance(exc, MalformedResponseError):
+                raise  # already says what happened (a budget refusal, the fake's injected failure)
+            raise ModelError(
+                f"model call failed after {requests} attempt(s): {describe(exc)}",
+                agent=call.agent.name,
+                task_id=call.task_id,
+            ) from exc
+        except Exception as exc:  # the provider boundary: any failure of the model is a ModelError
+            tries = f" after {requests} attempts" if requests > 1 else ""
+            text = str(exc).strip() or type(exc).__name__  # some SDK errors have no message
+            raise ModelError(f"model call failed{tries}: {text}", agent=call.agent.name, task_id=call.task_id) from exc
+        finally:
+            if budget is not None:
+                budget.settle(estimate, cost)
         content = response.content
         raw = content if isinstance(content, str) else json.dumps(content, default=str)
         used_out = metrics.output_tokens or 0
         self._expected_output_tokens = max(self._expected_output_tokens, used_out)
         return raw, metrics.input_tokens or 0, used_out
+
+    async def _send(
+        self,
+        call: AgentCall,
+        handle: ModelHandle,
+        request: Callable[[], Awaitable[tuple[ModelResponse, RunMetrics]]],
+    ) -> tuple[ModelResponse, RunMetrics]:
+        """``request()`` under the attempt timeout; for hosted models through the provider's gate,
+        with retries of transient failures within the call's deadline."""
+        if handle.gate is None:
+            async with asyncio.timeout(self._timeout_s):
+                return await request()
+        return await call_with_retries(
+            request,
+            handle.gate,
+            max_attempts=self._transient_attempts,
+            base_delay_s=self._backoff_s[0],
+            max_delay_s=self._backoff_s[1],
+            attempt_timeout_s=self._timeout_s,
+            deadline_s=self._deadline_s,
+            on_retry=lambda n, exc, delay: logger.warning(
+                "{} {}: {} (attempt {}), retrying in {:.1f}s", call.task_id, handle.name, describe(exc), n, delay
+            ),
+        )
 
     def _publish(
         self,

@@ -2,14 +2,16 @@
 
 Limits are cumulative over a project's runs: a resumed run starts from what the earlier runs
 spent (:class:`Spent`, stored with the project), so resuming never grants a fresh budget.
-Every request to a model counts, retries included; each one reserves its estimated cost
-before it is sent and settles the real cost after, and no request starts once the spent plus
-reserved cost reaches the limit. A cost limit is so overshot by at most one request's estimate
-(as long as a request costs no more than estimated).
+Every request to a model counts, retries included. Each model call reserves its estimated cost
+before it is sent and settles the real cost after; a call waits while the spent plus reserved
+cost is at the limit and others are in flight, and none starts once the spent cost reaches it.
+A cost limit is so overshot by at most one call's estimate (as long as a call costs no more
+than estimated).
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -57,26 +59,45 @@ class Budget:
         self._elapsed_before = before.elapsed_s
         self.cost_usd = before.cost_usd
         self.llm_calls = before.requests  # requests sent to a model, retries included; cache hits are free
-        self.reserved_usd = 0.0  # estimates of the requests in flight
+        self.reserved_usd = 0.0  # estimates of the calls in flight
+        self._in_flight = 0
+        self._settled = asyncio.Event()  # pulsed when a call settles (waiting reservations look again)
         self.on_exhausted: Callable[[str], None] | None = None
         self.exhausted: str | None = None
 
-    def reserve(self, estimate_usd: float) -> bool:
-        """Count one request and reserve its estimated cost; False (and the run stops) if a limit is spent."""
+    async def reserve(self, estimate_usd: float) -> bool:
+        """Reserve a model call's estimated cost; False (and the run stops) once the cost limit is spent.
+
+        While the calls in flight could take the spending past the limit, wait for them to settle
+        first: near the limit, calls go one at a time.
+        """
+        while True:
+            if self.check() is not None:
+                return False
+            if self.max_cost_usd is None or self.cost_usd + self.reserved_usd < self.max_cost_usd:
+                self.reserved_usd += estimate_usd
+                self._in_flight += 1
+                return True
+            if not self._in_flight:
+                return self._exhaust(self._cost_reason())
+            self._settled.clear()
+            await self._settled.wait()
+
+    def count_request(self) -> bool:
+        """Count one request to a model (each retry too); False (and the run stops) past the call limit."""
         if self.check() is not None:
             return False
         if self.max_llm_calls is not None and self.llm_calls >= self.max_llm_calls:
             return self._exhaust(f"call budget reached ({self.llm_calls} of {self.max_llm_calls} model requests)")
-        if self.max_cost_usd is not None and self.cost_usd + self.reserved_usd >= self.max_cost_usd:
-            return self._exhaust(self._cost_reason())
         self.llm_calls += 1
-        self.reserved_usd += estimate_usd
         return True
 
     def settle(self, estimate_usd: float, cost_usd: float) -> None:
-        """Replace a request's reserved estimate by what it cost (0 for a request that failed)."""
+        """Replace a reserved estimate by what the call cost (0 for requests that failed)."""
         self.reserved_usd = max(0.0, self.reserved_usd - estimate_usd)
+        self._in_flight = max(0, self._in_flight - 1)
         self.cost_usd += cost_usd
+        self._settled.set()
         self.check()
 
     def charge(self, cost_usd: float, model_calls: int) -> None:
