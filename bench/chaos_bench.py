@@ -141,6 +141,8 @@ def summarise(rows: list[RunRow], args: argparse.Namespace) -> dict[str, Any]:
         "runs_by_status": {s: sum(r.status == s for r in rows) for s in sorted({r.status for r in rows})},
         "single_fault_failures": sum(r.single_fault_failures for r in rows),
         "nodes_failed": sum(r.nodes_failed for r in rows),
+        "agent_calls_failed": sum(len(r.errors) for r in rows),  # their nodes may have been replanned
+        "failed_call_errors": sorted({e[:120] for r in rows for e in r.errors}),
         "nodes": sum(r.nodes for r in rows),
         "faults_injected": sum(sum(r.faults.values()) for r in rows),
         "runs_with_hangs": len(hung),

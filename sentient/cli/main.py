@@ -164,6 +164,7 @@ def _run(args: argparse.Namespace, settings: Settings, err: Console) -> int:
         )
     store = ProjectStore.open(settings.results_dir)
     try:
+        store.check_integrity()  # a damaged store fails now, not after the model calls are paid for
         if resuming:
             record = store.get_project(args.project_id)
             project_id, goal, profile = record.project_id, record.goal, record.profile

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import shutil
 import sys
 import time
@@ -32,6 +34,8 @@ EXIT_OK, EXIT_DECLINED, EXIT_USAGE = 0, 1, 2
 _GOAL_WIDTH = 60
 _MIN_GOAL_WIDTH = 12
 _MAX_TREE_NODES = 300  # a 10,000-node tree is for export, not for the terminal
+# Terminal control characters (ANSI escapes, BEL, backspace…) stored in a goal are shown, not obeyed.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 _PROJECT_STYLE = {
     ProjectStatus.CREATED: "dim",
@@ -92,7 +96,7 @@ def _list(args: argparse.Namespace, store: ProjectStore, out: Console, err: Cons
     for project in projects:
         stats = project.live_stats()
         rows.append(
-            (
+            [
                 escape(project.project_id),
                 _status(project),
                 escape(_shorten(project.goal)),
@@ -100,21 +104,34 @@ def _list(args: argparse.Namespace, store: ProjectStore, out: Console, err: Cons
                 str(stats.get("agent_calls", 0)),
                 _cost(stats.get("cost_usd", 0.0)),
                 _age(now - project.created_at),
-            )
+            ]
         )
-    # Ids and numbers are never cut; the goal takes the room left, and goes on a narrow terminal.
-    fixed = [max(len(p.project_id) for p in projects), len("interrupted"), 5, 5, 7, 4]
-    room = out.width - sum(fixed) - 2 * len(fixed)
+    # The id (what `resume` needs) is never cut. The goal takes the room left; on a narrow
+    # terminal it goes, then the numbers, from the least useful.
+    columns = ["ID", "Status", "Goal", "Nodes", "Calls", "Cost", "Age"]
+    widths = [max(len(p.project_id) for p in projects), max(len(_status_text(p)[0]) for p in projects), 0, 5, 5, 7, 4]
+    for dropped in ("Goal", "Cost", "Calls", "Age", "Nodes"):
+        room = out.width - sum(widths) - 2 * (len(columns) - 1)
+        if dropped == "Goal" and room >= _MIN_GOAL_WIDTH:
+            widths[columns.index("Goal")] = min(room, _GOAL_WIDTH)
+            break
+        if room >= 0 and dropped != "Goal":
+            break
+        index = columns.index(dropped)
+        for row in rows:
+            del row[index]
+        del columns[index], widths[index]
     table = Table(box=None, header_style="bold", pad_edge=False)
-    table.add_column("ID", no_wrap=True)
-    table.add_column("Status", no_wrap=True)
-    if room >= _MIN_GOAL_WIDTH:
-        table.add_column("Goal", overflow="ellipsis", no_wrap=True, max_width=min(room, _GOAL_WIDTH))
-    for name in ("Nodes", "Calls", "Cost", "Age"):
-        table.add_column(name, justify="right", no_wrap=True)
+    for name, width in zip(columns, widths, strict=True):
+        if name == "Goal":
+            table.add_column(name, overflow="ellipsis", no_wrap=True, max_width=width)
+        elif name in ("ID", "Status"):
+            table.add_column(name, no_wrap=True, min_width=width if name == "ID" else None)
+        else:
+            table.add_column(name, justify="right", no_wrap=True)
     for row in rows:
-        table.add_row(*(row if room >= _MIN_GOAL_WIDTH else row[:2] + row[3:]))
-    out.print(table)
+        table.add_row(*row)
+    out.print(table, crop=False)
     return EXIT_OK
 
 
@@ -128,9 +145,9 @@ def _show(args: argparse.Namespace, store: ProjectStore, out: Console, err: Cons
     stats = project.live_stats()
     line = f"[bold]{escape(project.project_id)}[/]  {_status(project)}"
     if project.error:
-        line += f"  [red]{escape(project.error)}[/]"
+        line += f"  [red]{escape(_printable(project.error))}[/]"
     out.print(line, highlight=False, soft_wrap=True)
-    out.print(f"goal:     {escape(project.goal)}", highlight=False, soft_wrap=True)
+    out.print(f"goal:     {escape(_printable(project.goal))}", highlight=False, soft_wrap=True)
     out.print(
         f"profile:  {escape(project.profile)} · created {_when(project.created_at)}"
         f" · updated {_when(project.updated_at)}",
@@ -199,6 +216,11 @@ def _node_label(graph: TaskGraph, task_id: str) -> str:
 
 
 def _export(args: argparse.Namespace, store: ProjectStore, out: Console, err: Console) -> int:
+    if args.out is not None:
+        problem = _unwritable_file(args.out)
+        if problem:
+            err.print(f"[red]error:[/] --out {escape(str(args.out))}: {problem}", highlight=False, soft_wrap=True)
+            return EXIT_USAGE
     project = store.get_project(args.project_id)
     graph = store.load_graph(project.project_id)
     markdown = store.get_report(project.project_id)
@@ -226,9 +248,19 @@ def _export(args: argparse.Namespace, store: ProjectStore, out: Console, err: Co
     if args.out is None:
         sys.stdout.write(text)
         sys.stdout.flush()
-    else:
+        return EXIT_OK
+    try:
         write_text(args.out, text)
-        err.print(f"wrote {escape(str(args.out))}", highlight=False, soft_wrap=True)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        err.print(
+            f"[red]error:[/] cannot write {escape(str(args.out))}: {escape(reason)}; give a file in an existing,"
+            " writable folder",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return EXIT_USAGE
+    err.print(f"wrote {escape(str(args.out))}", highlight=False, soft_wrap=True)
     return EXIT_OK
 
 
@@ -267,12 +299,41 @@ def _delete(args: argparse.Namespace, store: ProjectStore, out: Console, err: Co
 
 
 def _status(project: ProjectRecord) -> str:
-    return f"[{_PROJECT_STYLE[project.status]}]{project.status.value}[/]"
+    text, style = _status_text(project)
+    return f"[{style}]{text}[/]"
+
+
+def _status_text(project: ProjectRecord) -> tuple[str, str]:
+    status = project.status
+    if status is ProjectStatus.RUNNING and not owner_alive(project):
+        status = ProjectStatus.INTERRUPTED  # its process died (kill -9, a crash): resume it
+    if status is ProjectStatus.COMPLETED and project.failed_nodes:
+        return "completed with failures", "yellow"
+    return status.value, _PROJECT_STYLE[status]
+
+
+def _printable(text: str) -> str:
+    """``text`` with terminal control characters shown as escapes (``\\x1b``), never sent raw."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def _shorten(text: str, width: int = _GOAL_WIDTH) -> str:
-    text = " ".join(text.split())
+    text = " ".join(_printable(text).split())
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _unwritable_file(path: Path) -> str | None:
+    """Why a file cannot be written at ``path``, or None."""
+    if path.is_dir():
+        return "is a folder; give a file name"
+    parent = path.absolute().parent
+    if not parent.is_dir():
+        return f"folder '{parent}' does not exist"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"folder '{parent}' is not writable"
+    if path.exists() and not os.access(path, os.W_OK):
+        return "the file is not writable"
+    return None
 
 
 def _cost(cost: float) -> str:

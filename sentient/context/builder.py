@@ -22,6 +22,7 @@ _CHARS_PER_TOKEN = 4
 _MIN_RESULT_CHARS = 400
 _QUERY_RESULT_CHARS = 300  # of each dependency's result, in a search query
 _QUERY_CHARS = 1_500
+_MIN_GOAL_CHARS = 2000  # a goal up to this long is never cut, whatever the budget
 
 
 def estimate_tokens(text: str) -> int:
@@ -135,10 +136,12 @@ class ContextBuilder:
 
     def _frame(self, node: TaskNode) -> list[Section]:
         ancestors = self._graph.ancestors(node.task_id)
-        overall = ancestors[0].goal if ancestors else node.goal
+        # A very long goal (a pasted document) would fill every prompt: it gets a share of the budget.
+        limit = max(_MIN_GOAL_CHARS, self._budget * _CHARS_PER_TOKEN // 4)
+        overall = _clip(ancestors[0].goal if ancestors else node.goal, limit)
         sections = [Section("Overall goal", overall, required=True)]
         if ancestors:
-            chain = "\n".join(f"{'  ' * i}- {a.goal}" for i, a in enumerate(ancestors))
+            chain = "\n".join(f"{'  ' * i}- {_clip(a.goal, min(limit, 500))}" for i, a in enumerate(ancestors))
             sections.append(Section("Where this task sits (from the overall goal down)", chain, required=True))
             parent = ancestors[-1]
             siblings = self._graph.children(parent.task_id)
@@ -200,6 +203,13 @@ class ContextBuilder:
         if excess > 0:
             context.cut.append(f"still over budget by about {excess // _CHARS_PER_TOKEN} tokens")
         return context
+
+
+def _clip(goal: str, limit: int) -> str:
+    """``goal`` cut to ``limit`` characters, with a marker saying how much was cut."""
+    if len(goal) <= limit:
+        return goal
+    return goal[:limit].rstrip() + f" [... {len(goal) - limit} characters of the goal cut ...]"
 
 
 def _outcome(node: TaskNode, sources: SourceList, done_title: str, unfinished_title: str) -> Section:

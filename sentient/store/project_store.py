@@ -11,10 +11,12 @@ the busy timeout.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -232,7 +234,9 @@ class ProjectStore:
             self._conn: sqlite3.Connection | None = connect(self.path)
         except SchemaVersionError as exc:
             raise StoreError(str(exc)) from exc
-        except (sqlite3.Error, OSError) as exc:
+        except sqlite3.Error as exc:
+            raise _store_error(self.path, exc) from exc
+        except OSError as exc:
             raise StoreError(f"cannot open the project store {self.path}: {exc}") from exc
         self._conn.row_factory = sqlite3.Row
 
@@ -270,9 +274,11 @@ class ProjectStore:
                 conn.execute("COMMIT")
             except BaseException as exc:
                 if conn.in_transaction:
-                    conn.execute("ROLLBACK")
+                    # A damaged file can refuse the rollback too; the first error is the one to report.
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
-                    raise StoreError(f"project store {self.path}: {exc}") from exc
+                    raise _store_error(self.path, exc) from exc
                 raise
 
     @contextmanager
@@ -286,10 +292,21 @@ class ProjectStore:
                     conn.execute("BEGIN")
                 yield conn
             except sqlite3.Error as exc:
-                raise StoreError(f"project store {self.path}: {exc}") from exc
+                raise _store_error(self.path, exc) from exc
             finally:
                 if began and conn.in_transaction:
-                    conn.execute("COMMIT")
+                    try:
+                        conn.execute("COMMIT")
+                    except sqlite3.Error as exc:
+                        if sys.exc_info()[0] is None:  # not already raising the read's own error
+                            raise _store_error(self.path, exc) from exc
+
+    def check_integrity(self) -> None:
+        """Raise StoreError if the database file is damaged (``PRAGMA quick_check``); cheap next to a run."""
+        with self._reading() as conn:
+            problems = [row[0] for row in conn.execute("PRAGMA quick_check(3)").fetchall()]
+        if problems != ["ok"]:
+            raise _store_error(self.path, sqlite3.DatabaseError(f"database disk image is malformed ({problems[0]})"))
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -633,6 +650,17 @@ def _process_start(pid: int) -> str | None:
 
 
 # -- rows ----------------------------------------------------------------------------------
+
+
+def _store_error(path: Path, exc: sqlite3.Error) -> StoreError:
+    """One line for a database error; a damaged file says what to do about it."""
+    text = str(exc)
+    if isinstance(exc, sqlite3.DatabaseError) and ("malformed" in text or "not a database" in text):
+        return StoreError(
+            f"the project store {path} is damaged ({text}): move it away (a new one is created) or restore"
+            " it from a backup; `sqlite3 FILE .recover` can save what is readable"
+        )
+    return StoreError(f"project store {path}: {text}")
 
 
 def _exists(conn: sqlite3.Connection, project_id: str) -> bool:
