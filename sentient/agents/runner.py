@@ -237,7 +237,8 @@ class AgentRunner:
 
         async def request() -> tuple[ModelResponse, RunMetrics]:
             nonlocal requests, cost
-            if budget is not None and not budget.count_request():  # every request counts, retries too
+            # Every request counts: the reservation counted the first, each retry counts again.
+            if requests and budget is not None and not budget.count_retry():
                 raise await refused()
             requests += 1
             # Fresh messages per try: agno appends the assistant's reply to the list it is given.

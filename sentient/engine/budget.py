@@ -66,29 +66,33 @@ class Budget:
         self.exhausted: str | None = None
 
     async def reserve(self, estimate_usd: float) -> bool:
-        """Reserve a model call's estimated cost; False (and the run stops) once the cost limit is spent.
+        """Reserve a model call: count its first request and its estimated cost.
 
-        While the calls in flight could take the spending past the limit, wait for them to settle
-        first: near the limit, calls go one at a time.
+        False (and the run stops) once a limit is spent. While the calls in flight could take the
+        spending past a limit, wait for them to settle first: near a limit, calls go one at a
+        time, and a call that was let through is never cancelled because another was refused.
         """
         while True:
             if self.check() is not None:
                 return False
-            if self.max_cost_usd is None or self.cost_usd + self.reserved_usd < self.max_cost_usd:
+            calls_full = self.max_llm_calls is not None and self.llm_calls >= self.max_llm_calls
+            cost_full = self.max_cost_usd is not None and self.cost_usd + self.reserved_usd >= self.max_cost_usd
+            if not calls_full and not cost_full:
+                self.llm_calls += 1
                 self.reserved_usd += estimate_usd
                 self._in_flight += 1
                 return True
             if not self._in_flight:
-                return self._exhaust(self._cost_reason())
+                return self._exhaust(self._calls_reason() if calls_full else self._cost_reason())
             self._settled.clear()
             await self._settled.wait()
 
-    def count_request(self) -> bool:
-        """Count one request to a model (each retry too); False (and the run stops) past the call limit."""
+    def count_retry(self) -> bool:
+        """Count one more request of a reserved call (a retry); False (and the run stops) past the call limit."""
         if self.check() is not None:
             return False
         if self.max_llm_calls is not None and self.llm_calls >= self.max_llm_calls:
-            return self._exhaust(f"call budget reached ({self.llm_calls} of {self.max_llm_calls} model requests)")
+            return self._exhaust(self._calls_reason())
         self.llm_calls += 1
         return True
 
@@ -134,6 +138,9 @@ class Budget:
             if self.on_exhausted is not None:
                 self.on_exhausted(reason)
         return False
+
+    def _calls_reason(self) -> str:
+        return f"call budget reached ({self.llm_calls} of {self.max_llm_calls} model requests)"
 
     def _cost_reason(self) -> str:
         return f"cost budget reached (${self.cost_usd:.4f} of ${self.max_cost_usd:.4f})"

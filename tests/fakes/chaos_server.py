@@ -2,7 +2,8 @@
 
 Every ``POST /v1/chat/completions`` is answered with a JSON instance of the request's
 ``response_format`` schema (so any agent of any profile gets a usable answer), unless a fault
-is injected. Faults come first from a scripted queue (:meth:`ChaosServer.script`), then at
+is injected. Faults come first from rules (:meth:`ChaosServer.fail_when`: every request that
+matches gets the fault), then from a scripted queue (:meth:`ChaosServer.script`), then at
 random with probability ``fault_rate`` from ``faults``, drawn from a seeded generator in
 arrival order: the same seed gives the same sequence of faults::
 
@@ -24,7 +25,7 @@ import random
 import socket
 import threading
 from collections import Counter, deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from enum import StrEnum
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -85,6 +86,7 @@ class ChaosServer:
         self.injected: list[Fault | None] = []
         self._rng = random.Random(seed)
         self._queue: deque[Fault | None] = deque()
+        self.rules: list[tuple[Callable[[dict[str, Any]], bool], Fault]] = []
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
@@ -113,6 +115,11 @@ class ChaosServer:
         with self._lock:
             self._queue.extend(faults)
 
+    def fail_when(self, predicate: Callable[[dict[str, Any]], bool], fault: Fault) -> None:
+        """Give ``fault`` to every request whose body matches ``predicate`` (clear ``rules`` to stop)."""
+        with self._lock:
+            self.rules.append((predicate, fault))
+
     def start(self) -> ChaosServer:
         self._thread.start()
         return self
@@ -126,7 +133,10 @@ class ChaosServer:
     def _draw(self, body: dict[str, Any]) -> tuple[Fault | None, random.Random]:
         with self._lock:
             self.requests.append(body)
-            if self._queue:
+            ruled = [fault for match, fault in self.rules if match(body)]
+            if ruled:
+                fault = ruled[0]
+            elif self._queue:
                 fault = self._queue.popleft()
             elif self.fault_rate and self._rng.random() < self.fault_rate:
                 fault = self._rng.choice(self.faults)
