@@ -39,6 +39,7 @@ from sentient.settings import EngineSettings, Settings
 from sentient.store import (
     ProjectNotFoundError,
     ProjectStore,
+    StoreError,
     StoreWriter,
     StoreWriterError,
     check_project_id,
@@ -320,7 +321,12 @@ class _Run:
         agent, graph, settings = self.agent, self.graph, self.settings
         started = time.perf_counter()
         if self.store is not None:
-            self.store.claim(self.project_id, os.getpid())  # ProjectBusyError if another process has it
+            try:
+                self.store.claim(self.project_id, os.getpid())  # ProjectBusyError if another process has it
+            except StoreError:
+                if self.writer is not None:
+                    self.writer.close()  # nothing was written: the project stays as its owner keeps it
+                raise
         knowledge = KnowledgeStore()
         engine: ExecutionEngine | None = None
         crash: str | None = None

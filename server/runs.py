@@ -25,7 +25,7 @@ from sentient.agents.registry import AgentRegistry
 from sentient.api import ProfiledSentientAgent, new_project_id
 from sentient.exceptions import ConfigError, GraphError
 from sentient.settings import EngineSettings
-from sentient.store import ProjectNotFoundError, ProjectStore
+from sentient.store import ProjectBusyError, ProjectNotFoundError, ProjectStore
 from sentient.tools.docs_search import DocsFolder
 from sentient.trace import write_json
 from server.bridge import EngineLoop
@@ -373,7 +373,10 @@ class RunManager:
             agent = self._agent(project_id, record)
         except (ConfigError, ValidationError) as exc:
             raise bad_request(f"project '{project_id}' cannot run: {exc}", "invalid_config") from exc
-        self.store.set_status(project_id, "running", owner_pid=os.getpid())
+        try:  # one conditional update: a CLI running the project at the same time keeps it
+            self.store.claim(project_id, os.getpid())
+        except ProjectBusyError as exc:
+            raise conflict(str(exc)) from exc
         run = Run(project_id)
         self._runs[project_id] = run
         run.future = self._engine.submit(self._drive(run, agent, record, mode))

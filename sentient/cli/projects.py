@@ -327,8 +327,10 @@ def _unwritable_file(path: Path) -> str | None:
     if path.is_dir():
         return "is a folder; give a file name"
     parent = path.absolute().parent
+    while not parent.exists():  # missing folders are created
+        parent = parent.parent
     if not parent.is_dir():
-        return f"folder '{parent}' does not exist"
+        return f"'{parent}' is not a folder"
     if not os.access(parent, os.W_OK | os.X_OK):
         return f"folder '{parent}' is not writable"
     if path.exists() and not os.access(path, os.W_OK):

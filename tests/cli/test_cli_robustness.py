@@ -117,9 +117,9 @@ def test_files_over_2_mb_are_named_and_a_folder_of_only_those_says_so(tmp_path: 
 def test_export_to_a_bad_path_is_one_line(sandbox: Sandbox) -> None:
     assert sandbox.run("run", GOAL, "--docs", str(sandbox.docs), "--json").returncode == 0
     [project] = stored(sandbox)
-    missing = sandbox.cwd / "no" / "such" / "folder" / "report.md"
-    line = one_line_error(sandbox.run("projects", "export", project.project_id, "--out", str(missing)))
-    assert "does not exist" in line
+    under_a_file = sandbox.docs / "lists.md" / "report.md"
+    line = one_line_error(sandbox.run("projects", "export", project.project_id, "--out", str(under_a_file)))
+    assert "lists.md' is not a folder" in line
     line = one_line_error(sandbox.run("projects", "export", project.project_id, "--out", str(sandbox.docs)))
     assert "is a folder" in line
 
