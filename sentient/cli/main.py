@@ -260,8 +260,10 @@ def _agent_for_resume(
     if stored.get("offline"):
         settings = settings.model_copy(update={"offline": True})
     docs = args.docs or (Path(stored["docs"]) if stored.get("docs") else None)
+    # The provider clients get the run's per-attempt timeout too (the stored one, or --call-timeout).
+    timeout = args.call_timeout or record.settings.get("agent_timeout_s")
     agent = ProfiledSentientAgent.create_with_profile(
-        record.profile, settings=settings, model=model, reviewer=reviewer, docs=docs
+        record.profile, settings=settings, model=model, reviewer=reviewer, docs=docs, agent_timeout_s=timeout
     )
     given = {
         "model": args.model if args.model and args.model != stored.get("model") else None,

@@ -205,7 +205,10 @@ def test_call_timeout_is_an_engine_setting_and_is_checked(sandbox: Sandbox) -> N
 # -- signals and owners -------------------------------------------------------------------------
 
 
-def test_sigterm_saves_the_state_prints_the_json_object_and_exits_143(sandbox: Sandbox, server: ChaosServer) -> None:
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["TERM", "INT"])
+def test_a_signal_saves_the_state_prints_the_json_object_and_exits_with_its_code(
+    sandbox: Sandbox, server: ChaosServer, signum: int, code: int
+) -> None:
     server.fail_when(lambda body: schema(body) == "ExecutionOutput", Fault.HANG)
     process = subprocess.Popen(
         [*COMMAND, "run", GOAL, "--docs", str(sandbox.docs), "--model", server.model(), "--json"],
@@ -222,12 +225,12 @@ def test_sigterm_saves_the_state_prints_the_json_object_and_exits_143(sandbox: S
             assert process.poll() is None, process.communicate()
             assert time.monotonic() < deadline, "no executor request within 60 s"
             time.sleep(0.05)
-        process.send_signal(signal.SIGTERM)
+        process.send_signal(signum)
         out, err = process.communicate(timeout=30)
     finally:
         if process.poll() is None:
             process.kill()
-    assert process.returncode == 143, err
+    assert process.returncode == code, err
     assert "Traceback" not in err
     assert "state saved" in err and "sentient resume" in err
     payload = json.loads(out)
