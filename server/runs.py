@@ -25,7 +25,7 @@ from sentient.agents.registry import AgentRegistry
 from sentient.api import ProfiledSentientAgent, new_project_id
 from sentient.exceptions import ConfigError, GraphError
 from sentient.settings import EngineSettings
-from sentient.store import ProjectBusyError, ProjectNotFoundError, ProjectStore
+from sentient.store import ProjectBusyError, ProjectNotFoundError, ProjectStatus, ProjectStore, owner_alive
 from sentient.tools.docs_search import DocsFolder
 from sentient.trace import write_json
 from server.bridge import EngineLoop
@@ -162,6 +162,9 @@ class RunManager:
             with self._lock:
                 if project_id in self._runs:
                     raise conflict(f"project '{project_id}' is already running.")
+                held = self.store.get_project(project_id)
+                if held.status is ProjectStatus.RUNNING and held.owner_pid != os.getpid() and owner_alive(held):
+                    raise conflict(str(ProjectBusyError(project_id, held.owner_pid)))  # do not reset its work
                 new_goal = goal or record["goal"]
                 new_profile = profile or record["profile"]
                 settings = dict(record.get("settings") or {})
