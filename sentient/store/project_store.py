@@ -16,7 +16,6 @@ import json
 import os
 import re
 import sqlite3
-import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -287,18 +286,22 @@ class ProjectStore:
         with self._lock:
             conn = self._connection()
             began = not conn.in_transaction  # inside a write transaction, read within it
+            failed = False
             try:
                 if began:
                     conn.execute("BEGIN")
                 yield conn
-            except sqlite3.Error as exc:
-                raise _store_error(self.path, exc) from exc
+            except BaseException as exc:
+                failed = True
+                if isinstance(exc, sqlite3.Error):
+                    raise _store_error(self.path, exc) from exc
+                raise
             finally:
                 if began and conn.in_transaction:
                     try:
                         conn.execute("COMMIT")
                     except sqlite3.Error as exc:
-                        if sys.exc_info()[0] is None:  # not already raising the read's own error
+                        if not failed:  # else the read's own error is the one to report
                             raise _store_error(self.path, exc) from exc
 
     def check_integrity(self) -> None:
