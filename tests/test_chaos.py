@@ -262,3 +262,19 @@ async def test_a_cost_limit_is_overshot_by_at_most_one_request(
         spent = store.get_project("p-cost").spent["cost_usd"]
         assert 0.2 <= spent < 0.2 + 0.08 + 1e-9, f"spent ${spent:.2f} of $0.20"
         assert len(wide.requests) == 3, "six executors were ready, but no request starts past the limit"
+
+
+async def test_every_request_of_a_tool_call_loop_counts(
+    tmp_path: Path, settings: Settings, store: ProjectStore
+) -> None:
+    from fakes.openai_server import fake_openai_server
+    from test_hosted_run import research_team  # a SEARCH executor that calls docs_search first
+
+    with fake_openai_server(default=research_team) as hosted:
+        model = f"openai-compatible:{hosted.base_url}:fake"
+        result = await agent(settings.model_copy(update={"model": model})).arun(
+            GOAL, project_id="p-tools", store=store, write_files=False
+        )
+        assert result.status == "completed"
+        assert any(b["messages"][-1]["role"] == "tool" for b in hosted.requests), "a tool loop ran"
+        assert store.get_project("p-tools").spent["requests"] == len(hosted.requests)

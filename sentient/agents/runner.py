@@ -272,6 +272,10 @@ class AgentRunner:
             )
             assert run.metrics is not None
             cost = handle.price.cost(run.metrics.input_tokens or 0, run.metrics.output_tokens or 0)
+            # A tool-call loop sent one request per assistant message; the first is counted already.
+            extra = sum(1 for m in messages if m.role == "assistant") - 1
+            if extra > 0 and budget is not None:
+                budget.charge(0.0, extra)
             return response, run.metrics
 
         # The call reserves its estimated cost before it is sent, and settles the real cost after.
