@@ -348,6 +348,7 @@ class _Run:
                 max_validation_retries=settings.max_validation_retries,
                 budget=budget,
                 deadline_s=settings.call_deadline_s,
+                local_timeout_s=settings.local_timeout_s,
             )
             context = ContextBuilder(graph, knowledge, settings.context_token_budget, settings.knowledge_results)
             processor = NodeProcessor(

@@ -42,6 +42,9 @@ class EngineSettings(BaseModel):
     max_replans: int = Field(1, ge=0, le=5, description="Replans per node before the policy falls back.")
     max_concurrent_llm_calls: int = Field(4, ge=1, le=256)
     agent_timeout_s: float = Field(120.0, gt=0, description="Timeout of each attempt of a model call (--call-timeout).")
+    local_timeout_s: float = Field(
+        300.0, gt=0, description="Timeout of one call to the embedded model (CPU-bound, slower than a hosted one)."
+    )
     call_deadline_s: float | None = Field(
         None, gt=0, description="Bound on all attempts of one model call, backoff included (default: 3 x the timeout)."
     )

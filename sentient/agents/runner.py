@@ -41,7 +41,7 @@ from sentient.agents.config import AgentConfig, Role
 from sentient.agents.json_repair import extract_json
 from sentient.agents.models.cache import CachedResponse, ResponseCache
 from sentient.agents.models.factory import ModelHandle
-from sentient.agents.models.providers import response_format_for
+from sentient.agents.models.providers import Provider, response_format_for
 from sentient.agents.models.resilience import DeadlineExceeded, call_with_retries, describe
 from sentient.context.builder import AgentContext, estimate_tokens
 from sentient.engine.budget import Budget
@@ -119,11 +119,14 @@ class AgentRunner:
         max_transient_attempts: int = 4,
         backoff_s: tuple[float, float] = (1.0, 30.0),
         deadline_s: float | None = None,
+        local_timeout_s: float | None = None,
     ) -> None:
         self._model_for = model_for
         self._bus = bus
         self._slots = asyncio.Semaphore(max_concurrent)
         self._timeout_s = timeout_s
+        # The embedded model is CPU-bound: on a busy machine one call can take minutes.
+        self._local_timeout_s = local_timeout_s if local_timeout_s is not None else timeout_s
         # All attempts of one model request together, backoff included (hosted models).
         self._deadline_s = deadline_s if deadline_s is not None else 3 * timeout_s
         self._expected_output_tokens = _MIN_OUTPUT_ESTIMATE  # grows to the largest answer seen
@@ -289,7 +292,7 @@ class AgentRunner:
                 exc.deadline_s, agent=call.agent.name, task_id=call.task_id, detail=str(exc)
             ) from None
         except TimeoutError:
-            raise AgentTimeoutError(self._timeout_s, agent=call.agent.name, task_id=call.task_id) from None
+            raise AgentTimeoutError(self._timeout_for(handle), agent=call.agent.name, task_id=call.task_id) from None
         except AgentError as exc:
             if not isinstance(exc, MalformedResponseError):
                 raise  # already says what happened (a budget refusal, the fake's injected failure)
@@ -311,6 +314,9 @@ class AgentRunner:
         self._expected_output_tokens = max(self._expected_output_tokens, used_out)
         return raw, metrics.input_tokens or 0, used_out
 
+    def _timeout_for(self, handle: ModelHandle) -> float:
+        return self._local_timeout_s if handle.name == Provider.LOCAL.value else self._timeout_s
+
     async def _send(
         self,
         call: AgentCall,
@@ -320,7 +326,7 @@ class AgentRunner:
         """``request()`` under the attempt timeout; for hosted models through the provider's gate,
         with retries of transient failures within the call's deadline."""
         if handle.gate is None:
-            async with asyncio.timeout(self._timeout_s):
+            async with asyncio.timeout(self._timeout_for(handle)):
                 return await request()
         return await call_with_retries(
             request,

@@ -79,7 +79,8 @@ def _add_run_options(command: argparse.ArgumentParser) -> None:
         "--call-timeout",
         type=float,
         metavar="SECONDS",
-        help="timeout of each attempt of a model call (default 120); all attempts of a call get 3 times it",
+        help="timeout of each attempt of a model call (default 120, the embedded model 300); a hosted"
+        " model's call gets 3 times it for all its attempts",
     )
     command.add_argument("--max-cost", type=float, metavar="USD", help="stop when model calls have cost this much")
     command.add_argument("--max-llm-calls", type=int, metavar="N", help="stop after N model calls")
@@ -149,6 +150,7 @@ def _run(args: argparse.Namespace, settings: Settings, err: Console) -> int:
         "max_llm_calls": args.max_llm_calls,
         "max_time_s": args.max_time,
         "agent_timeout_s": args.call_timeout,
+        "local_timeout_s": args.call_timeout,
     }
     display: ProgressDisplay | ProgressLog | None = None
     if not args.json:
