@@ -62,7 +62,8 @@ class ChaosServer:
             server ends it early).
         width: how many items an answer's arrays get (within the schema's bounds): the
             number of subtasks in a plan.
-        atomic: the value of every boolean (the atomizer's ``is_atomic``).
+        atomic: the value of every boolean (the atomizer's ``is_atomic``) but the root's: the
+            root is always planned.
     """
 
     def __init__(
@@ -152,7 +153,11 @@ class ChaosServer:
         schema = (fmt.get("json_schema") or {}).get("schema")
         if not schema:
             return {"text": "ok"}
-        return _Instance(schema, rng, self.width, self.atomic).of(schema)
+        # The root's own atomizer call (it has no plan yet) always answers "plan it", so runs build a
+        # tree; the subtasks' atomizer calls answer ``atomic``.
+        prompt = str(body.get("messages", [{}])[-1].get("content", ""))
+        atomic = self.atomic and "## The plan this subtask belongs to" in prompt
+        return _Instance(schema, rng, self.width, atomic).of(schema)
 
 
 class _Instance:
