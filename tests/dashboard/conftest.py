@@ -20,7 +20,7 @@ import pytest
 
 playwright_sync = pytest.importorskip("playwright.sync_api")
 
-from sentient.agents.models.fake import FakeRequest, ScriptedModel, default_response  # noqa: E402
+from sentient.agents.models.fake import FakeRequest, ScriptedModel, cite_sources, default_response  # noqa: E402
 from sentient.agents.schemas import AggregationOutput, ExecutionOutput  # noqa: E402
 from sentient.settings import Settings  # noqa: E402
 
@@ -46,10 +46,11 @@ XSS_PAYLOAD = (
 
 
 def scripted_answer(request: FakeRequest) -> Any:
-    """Default plans and atomizer answers; executor and aggregator answers that cite [1]."""
+    """Default plans and atomizer answers; executor (quoting its first source) and aggregator answers that cite [1]."""
     xss = "XSS" in request.goal or "XSS" in request.prompt
     if request.role == "executor":
-        return ExecutionOutput(answer=XSS_PAYLOAD if xss else f"Finding for {request.task_id}: see [1].")
+        answer = XSS_PAYLOAD if xss else f"Finding for {request.task_id}: see [1]."
+        return ExecutionOutput(answer=answer, citations=cite_sources(request.prompt, 1))
     if request.role == "aggregator":
         text = XSS_PAYLOAD if xss else f"Summary of {request.task_id}, drawing on the evidence [1]."
         return AggregationOutput(answer=text)
