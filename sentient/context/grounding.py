@@ -31,6 +31,9 @@ _ELLIPSIS = re.compile(r"\.\.\.|…")
 MIN_QUOTE_WORDS = 2  # one word ("30") proves nothing about the sentence it came from
 MIN_OVERLAP = 0.8  # share of a loosely matched quote's words found together in the source
 MIN_LOOSE_WORDS = 4  # a loose match needs a quote of at least this many words
+MIN_RESTATED = 0.6  # share of a cited sentence's words a restating sentence must hold
+_SENTENCE_BREAK = re.compile(r"((?<=[.!?])[ \t]+|\n+)")
+_TRAILING = re.compile(r"[.!?:;]*\s*$")
 
 
 class Quoted(Protocol):
@@ -145,3 +148,34 @@ def _locate(quote: str, cited: int, sources: Sequence[Source]) -> tuple[int, str
         if share >= MIN_OVERLAP:
             return n, f"{share:.0%} of the quote's words"
     return None
+
+
+def carry_citations(answer: str, cited_texts: Sequence[str]) -> tuple[str, int]:
+    """Give citations back to sentences of ``answer`` that restate a cited sentence.
+
+    Small models drop ``[n]`` when they combine results. A sentence of the answer that cites
+    nothing, but holds at least ``MIN_RESTATED`` of the words of a sentence of ``cited_texts``
+    (the results it was given, numbered as the answer's sources), gets that sentence's
+    citations. Returns the text and how many sentences were given citations.
+    """
+    evidence = []
+    for text in cited_texts:
+        for sentence in _SENTENCE_BREAK.split(text):
+            numbers = cited_numbers(sentence)
+            if numbers:
+                evidence.append((renumber(sentence, {}), numbers))
+    if not evidence:
+        return answer, 0
+    parts = _SENTENCE_BREAK.split(answer)
+    carried = 0
+    for i in range(0, len(parts), 2):  # even items are sentences, odd ones the breaks between them
+        sentence = parts[i]
+        if not sentence.strip() or cited_numbers(sentence) or len(normalize(sentence).split()) < MIN_QUOTE_WORDS:
+            continue
+        share, numbers = max((loose_overlap(cited, sentence), numbers) for cited, numbers in evidence)
+        if share >= MIN_RESTATED:
+            tail = _TRAILING.search(sentence)
+            at = tail.start() if tail else len(sentence)
+            parts[i] = sentence[:at] + " " + "".join(f"[{n}]" for n in numbers) + sentence[at:]
+            carried += 1
+    return "".join(parts), carried

@@ -18,7 +18,7 @@ from sentient.agents.runner import AgentCall, AgentRunner
 from sentient.agents.schemas import AggregationOutput, AtomizerOutput, ExecutionOutput, PlanOutput, SubTask
 from sentient.context.builder import AgentContext, ContextBuilder
 from sentient.context.citations import renumber
-from sentient.context.grounding import ground
+from sentient.context.grounding import carry_citations, ground
 from sentient.context.knowledge import KnowledgeStore
 from sentient.events import (
     EventBus,
@@ -191,7 +191,10 @@ class NodeProcessor:
         except AgentError as exc:
             self.fail(node, f"aggregation failed: {exc}")
             return
-        self._finish(node, output.answer, context.sources)
+        answer, carried = carry_citations(output.answer, [s.text for s in context.sections])
+        if carried:
+            node.warnings.append(f"citations carried over from the subtasks to {carried} sentence(s)")
+        self._finish(node, answer, context.sources)
 
     # -- helpers -------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 from dataclasses import dataclass
 
-from sentient.context.grounding import ground, quote_occurs
+from sentient.context.grounding import carry_citations, ground, quote_occurs
 from sentient.graph.node import Source
 
 LISTS = Source(ref="/docs/lists.md", title="Lists", snippet="A list is a mutable sequence: lists grow with append().")
@@ -83,3 +83,17 @@ def test_a_lightly_paraphrased_quote_is_verified_loosely_and_noted():
     assert any("verified loosely" in n for n in grounded.notes)
     unrelated = ground("It is 18 KiB [1].", [Cite(1, "the maximum upload is 40 MiB per file")], [table])
     assert unrelated.text == "It is 18 KiB."
+
+
+def test_an_aggregate_that_restates_a_cited_sentence_gets_its_citation_back():
+    results = ["Lists grow with append [1]. Tuples are immutable [2].", "Nothing cited here."]
+    answer = "Tuples are immutable, as stated. Lists grow with append!\nSomething new entirely."
+    text, carried = carry_citations(answer, results)
+    assert text == "Tuples are immutable, as stated [2]. Lists grow with append [1]!\nSomething new entirely."
+    assert carried == 2
+
+
+def test_sentences_that_already_cite_or_restate_nothing_are_left_alone():
+    assert carry_citations("Lists grow [3].", ["Lists grow with append [1]."]) == ("Lists grow [3].", 0)
+    assert carry_citations("Unrelated words here.", ["Lists grow with append [1]."]) == ("Unrelated words here.", 0)
+    assert carry_citations("Lists grow with append.", []) == ("Lists grow with append.", 0)
