@@ -160,11 +160,7 @@ class RunManager:
             self._wait_if_finishing(project_id)
             record = self.project(project_id)
             with self._lock:
-                if project_id in self._runs:
-                    raise conflict(f"project '{project_id}' is already running.")
-                held = self.store.get_project(project_id)
-                if held.status is ProjectStatus.RUNNING and held.owner_pid != os.getpid() and owner_alive(held):
-                    raise conflict(str(ProjectBusyError(project_id, held.owner_pid)))  # do not reset its work
+                self._refuse_if_running(project_id)
                 new_goal = goal or record["goal"]
                 new_profile = profile or record["profile"]
                 settings = dict(record.get("settings") or {})
@@ -179,6 +175,14 @@ class RunManager:
                 self._start(project_id, "execute")
             return self.project(project_id)
 
+    def _refuse_if_running(self, project_id: str) -> None:
+        """409 while this server or another live process runs the project (its work is not reset)."""
+        if project_id in self._runs:
+            raise conflict(f"project '{project_id}' is already running.")
+        held = self.store.get_project(project_id)
+        if held.status is ProjectStatus.RUNNING and held.owner_pid != os.getpid() and owner_alive(held):
+            raise conflict(str(ProjectBusyError(project_id, held.owner_pid)))
+
     def resume(self, project_id: str) -> dict[str, Any]:
         """Continue a stopped project, keeping its finished nodes; 409 if it runs or completed."""
         self.record(project_id)
@@ -186,8 +190,7 @@ class RunManager:
             self._wait_if_finishing(project_id)
             record = self.project(project_id)
             with self._lock:
-                if project_id in self._runs:
-                    raise conflict(f"project '{project_id}' is already running.")
+                self._refuse_if_running(project_id)
                 if record["status"] == "completed":
                     raise conflict(f"project '{project_id}' already completed; execute it to run it again.")
                 self._start(project_id, "execute" if record["status"] == "created" else "resume")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 from flask.testing import FlaskClient
 
 
@@ -59,6 +61,19 @@ class Recorder:
                 for task_id in data["removed"]:
                     nodes.pop(task_id, None)
         return nodes
+
+
+def wait_healthy(url: str, proc: subprocess.Popen[str]) -> None:
+    """Wait until a server subprocess answers /api/health; fail with its output if it exits first."""
+
+    def healthy() -> bool:
+        try:
+            return httpx.get(url + "/api/health", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+            return False
+
+    wait_for(healthy, timeout=30, what="the server to answer")
 
 
 def wait_status(client: FlaskClient, project_id: str, statuses: set[str], timeout: float = 15.0) -> dict[str, Any]:

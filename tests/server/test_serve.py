@@ -10,9 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import httpx
 import socketio
-from server_helpers import Recorder, wait_for
+from server_helpers import Recorder, wait_for, wait_healthy
 
 from server import ServerSettings
 
@@ -51,15 +50,7 @@ def test_serve_runs_gunicorn_with_websocket_transport_and_stops_cleanly(tmp_path
     )
     url = f"http://127.0.0.1:{port}"
     try:
-
-        def healthy() -> bool:
-            try:
-                return httpx.get(url + "/api/health", timeout=1).status_code == 200
-            except httpx.HTTPError:
-                assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
-                return False
-
-        wait_for(healthy, timeout=30, what="the server to answer")
+        wait_healthy(url, proc)
         sio = socketio.Client(reconnection=False)
         received = Recorder()
         sio.on("*", received)
