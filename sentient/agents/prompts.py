@@ -15,14 +15,10 @@ def plan_task(node: TaskNode, max_subtasks: int) -> str:
         "Each subtask has a goal (one specific question or instruction), a task_type and depends_on_indices.\n"
         "- SEARCH looks facts up in the documents. Write it as a question that keeps the exact names, "
         "numbers and terms of the goal; never state an answer in it.\n"
-        "- When a search needs what an earlier one finds (first find which X, then look up a fact about "
-        "that X), it lists the earlier subtask's index in depends_on_indices.\n"
+        "- When a search needs what an earlier one finds (first find which thing the goal means, then look "
+        "up the fact about that thing), it lists the earlier subtask's index in depends_on_indices.\n"
         "- THINK compares, combines or calculates results of earlier subtasks (list them as dependencies).\n"
         "- Do not add a subtask that writes the final answer: the results are combined automatically.\n"
-        "Example. Goal: What is the timeout of the service that failed in incident X?\n"
-        '{"subtasks": [{"goal": "Which service failed in incident X?", "task_type": "SEARCH", '
-        '"depends_on_indices": []}, {"goal": "What is the timeout of the service that failed in incident X?", '
-        '"task_type": "SEARCH", "depends_on_indices": [0]}]}\n'
         'Answer with JSON: {"subtasks": [{"goal": "...", "task_type": "SEARCH", "depends_on_indices": []}]}'
     )
 
@@ -55,7 +51,7 @@ def execute_task(node: TaskNode, has_sources: bool) -> str:
         f"Task: {node.goal}\n\n"
         "Use the results above and keep their citations [n] next to the facts they support; "
         "do not invent citation numbers. Be direct and concise.\n"
-        'Answer with JSON: {"citations": [], "answer": "<your answer in Markdown>"}'
+        'Answer with JSON: {"citations": [], "answer": "<your answer, citing [n]>"}'
     )
 
 
@@ -70,7 +66,7 @@ def aggregate_task(node: TaskNode, is_root: bool) -> str:
         f"The results above were gathered for this goal:\n{node.goal}\n\n{opening}"
         "Use only facts from the results, keep every fact that helps answer the goal, and keep each "
         "citation [n] next to the fact it supports; do not invent citation numbers. Do not repeat a point.\n"
-        'Answer with JSON: {"answer": "<Markdown>"}'
+        'Answer with JSON: {"answer": "<your answer, citing [n]>"}'
     )
 
 
