@@ -315,7 +315,9 @@ class AgentRunner:
         return raw, metrics.input_tokens or 0, used_out
 
     def _timeout_for(self, handle: ModelHandle) -> float:
-        return self._local_timeout_s if handle.name == Provider.LOCAL.value else self._timeout_s
+        # Embedded handles are named "local:<weights>" (the name keys the response cache).
+        is_local = handle.name.partition(":")[0] == Provider.LOCAL.value
+        return self._local_timeout_s if is_local else self._timeout_s
 
     async def _send(
         self,

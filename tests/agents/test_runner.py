@@ -120,3 +120,23 @@ async def test_json_inside_a_markdown_fence_is_accepted(make_agent) -> None:
     assert result.status == "completed"
     assert len(model.calls_for(role="planner")) == 1
     assert [c.goal for c in result.graph.children("root")] == ["read about the loop", "write it up"]
+
+
+def test_embedded_models_get_the_local_timeout_whatever_their_weights() -> None:
+    from sentient.agents.models.catalog import FREE
+    from sentient.agents.models.factory import ModelHandle
+    from sentient.agents.runner import AgentRunner
+    from sentient.events import EventBus
+
+    runner = AgentRunner(
+        lambda agent: None,  # type: ignore[arg-type,return-value]
+        EventBus(),
+        max_concurrent=1,
+        timeout_s=120.0,
+        max_validation_retries=0,
+        local_timeout_s=300.0,
+    )
+    model = ScriptedModel()
+    for name, expected in (("local:qwen2.5-coder-1.5b", 300.0), ("local", 300.0), ("openai:gpt-4o-mini", 120.0)):
+        handle = ModelHandle(name, model, FREE, None, None, native_tools=False)
+        assert runner._timeout_for(handle) == expected, name
