@@ -128,7 +128,8 @@ def ground(answer: str, citations: Sequence[Quoted], sources: Sequence[Source]) 
         if n not in keep:
             notes.append(f"citation [{n}] dropped: no verified quote from that source")
     text = renumber(answer, keep).strip()
-    unmarked = [n for n in quotes if n not in {keep.get(m) for m in marked}]
+    marked_now = {keep.get(m) for m in marked}
+    unmarked = [n for n in quotes if n not in marked_now]
     if unmarked:
         text += " " + "".join(f"[{n}]" for n in sorted(unmarked))
     return Grounded(text, grounded, list(dict.fromkeys(notes)))
@@ -136,8 +137,8 @@ def ground(answer: str, citations: Sequence[Quoted], sources: Sequence[Source]) 
 
 def _locate(quote: str, cited: int, sources: Sequence[Source]) -> tuple[int, str] | None:
     """The source (1-based) that holds ``quote``, the cited one first, and how loosely; or None."""
-    order = [cited, *(n for n in range(1, len(sources) + 1) if n != cited)] if 1 <= cited <= len(sources) else []
-    order = order or list(range(1, len(sources) + 1))
+    others = [n for n in range(1, len(sources) + 1) if n != cited]
+    order = [cited, *others] if 1 <= cited <= len(sources) else others
     for n in order:
         if quote_occurs(quote, sources[n - 1].snippet):
             return n, ""
