@@ -177,6 +177,8 @@ class ExecutionEngine:
     # -- reacting to a finished phase ----------------------------------------------------
 
     def _settle(self, node: TaskNode) -> None:
+        if node.task_id not in self._graph:
+            return  # a replan removed it while its phase was ending: nothing left to release or report
         if node.status is _S.PLAN_DONE:
             self._start_ready_children(node)
         if node.is_terminal:
