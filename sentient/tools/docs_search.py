@@ -41,9 +41,10 @@ from sentient.exceptions import DocsFolderError, EmbeddingModelError
 from sentient.tools.dense import Fusion, PassageVectors, Retrieval, fuse
 from sentient.tools.embeddings import Embedder
 from sentient.tools.snippets import best_window
+from sentient.tools.tables import tables_as_records
 
 # Bump when the table layout or the passage rules change, so old caches get rebuilt.
-_SCHEMA_VERSION = 2
+_SCHEMA_VERSION = 3
 _EXTENSIONS = frozenset({".md", ".txt", ".rst", ".html", ".htm", ".py"})
 _SKIP_DIRS = frozenset({"__pycache__", "node_modules", ".git"})
 _MAX_FILE_BYTES = 2 * 1024 * 1024
@@ -570,10 +571,11 @@ def _html_to_text(html: str) -> str:
 
 
 def _passages(text: str) -> list[str]:
-    """Pack paragraphs into passages of about `_PASSAGE_CHARS`, whitespace collapsed."""
+    """Pack paragraphs into passages of about `_PASSAGE_CHARS`, whitespace collapsed (tables as
+    one sentence per row, see :mod:`sentient.tools.tables`)."""
     passages: list[str] = []
     current = ""
-    for raw in _BLANK_LINES.split(text):
+    for raw in _BLANK_LINES.split(tables_as_records(text)):
         paragraph = " ".join(raw.split())
         while len(paragraph) > _PASSAGE_CHARS:  # one huge paragraph: cut at a space
             cut = paragraph.rfind(" ", 0, _PASSAGE_CHARS)
