@@ -43,6 +43,7 @@ from sentient.agents.models.cache import CachedResponse, ResponseCache
 from sentient.agents.models.factory import ModelHandle
 from sentient.agents.models.providers import Provider, response_format_for
 from sentient.agents.models.resilience import DeadlineExceeded, call_with_retries, describe
+from sentient.agents.schemas import ExecutionOutput, quoting_schema
 from sentient.context.builder import AgentContext, estimate_tokens
 from sentient.engine.budget import Budget
 from sentient.events import AgentCallFinished, EventBus
@@ -74,6 +75,7 @@ class AgentCall:
     tools: ToolBox | None = None  # offered to models that run a tool-call loop (hosted ones)
     sink: SourceSink | None = None  # numbers the sources tools return; the node cites them
     layer: int = 0  # depth of the task the call is about (an atomizer decides for the layer below)
+    quotes: tuple[str, ...] = ()  # the sentences an executor may quote (held to them under a grammar)
 
 
 @dataclass(frozen=True)
@@ -187,12 +189,13 @@ class AgentRunner:
         notes: list[str],
     ) -> tuple[str, T]:
         tools = call.tools if call.tools is not None and call.sink is not None and handle.native_tools else None
+        asked = _asked_schema(call, handle, schema)
         key = None
         if handle.cache is not None:
             key = ResponseCache.key(
                 handle.name,
                 [{"role": "system", "content": call.agent.instructions}, {"role": "user", "content": prompt}],
-                _schema_of(schema),
+                _schema_of(asked),
                 list(tools.names) if tools is not None else [],
             )
         cached = handle.cache.get(key) if handle.cache is not None and key is not None else None
@@ -204,7 +207,7 @@ class AgentRunner:
             _replay_tools(cached.extra, call.sink)
         else:
             found_before = len(call.sink) if call.sink is not None else 0
-            raw, used_in, used_out = await self._call_model(call, handle, prompt, schema, attempt, tools)
+            raw, used_in, used_out = await self._call_model(call, handle, prompt, asked, attempt, tools)
             cost = handle.price.cost(used_in, used_out)
             tally.input_tokens += used_in
             tally.output_tokens += used_out
@@ -223,9 +226,15 @@ class AgentRunner:
         return raw, output
 
     async def _call_model(
-        self, call: AgentCall, handle: ModelHandle, prompt: str, schema: type[T], attempt: int, tools: ToolBox | None
+        self,
+        call: AgentCall,
+        handle: ModelHandle,
+        prompt: str,
+        schema: type[BaseModel],
+        attempt: int,
+        tools: ToolBox | None,
     ) -> tuple[str, int, int]:
-        """One model call: (raw content, input tokens, output tokens). Raises AgentError."""
+        """One model call asking for ``schema``: (raw content, input tokens, output tokens). Raises AgentError."""
         budget = self._budget
         estimate = handle.price.cost(
             estimate_tokens(call.agent.instructions) + estimate_tokens(prompt), self._expected_output_tokens
@@ -390,7 +399,15 @@ class AgentRunner:
         )
 
 
-@functools.cache
+def _asked_schema(call: AgentCall, handle: ModelHandle, schema: type[T]) -> type[BaseModel]:
+    """The schema a model is asked for: an executor's quotes are held to the sentences it was
+    shown where the model decodes under a grammar; its output is validated as ``schema`` all the same."""
+    if call.quotes and handle.grammar and issubclass(schema, ExecutionOutput):
+        return quoting_schema(call.quotes)
+    return schema
+
+
+@functools.lru_cache(maxsize=64)  # executors' quoting schemas are made per call
 def _schema_of(schema: type[BaseModel]) -> dict[str, Any]:
     return schema.model_json_schema()
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from sentient.graph.node import TaskType
 
@@ -50,6 +53,25 @@ class ExecutionOutput(BaseModel):
 
     citations: list[Citation] = Field(default_factory=list, max_length=4)
     answer: str = Field(min_length=1)
+
+
+def quoting_schema(quotes: Sequence[str]) -> type[ExecutionOutput]:
+    """``ExecutionOutput`` whose quotes must be one of ``quotes`` (the sentences of the sources shown).
+
+    Given to a model decoded under a grammar (the embedded one), it can only copy a real
+    sentence: small models otherwise "quote" their own restatement of the answer, which no
+    source contains, and the citation is lost. Its answer is then written after the evidence
+    it picked. The model's output is still validated against plain ``ExecutionOutput``.
+    """
+    quote = Literal[tuple(quotes)]  # type: ignore[valid-type]
+    citation = create_model(
+        "Citation", __base__=Citation, quote=(quote, Field(description="A sentence copied from that source."))
+    )
+    return create_model(
+        "ExecutionOutput",
+        __base__=ExecutionOutput,
+        citations=(list[citation], Field(default_factory=list, max_length=4)),  # type: ignore[valid-type]
+    )
 
 
 class AggregationOutput(BaseModel):

@@ -33,6 +33,8 @@ MIN_OVERLAP = 0.8  # share of a loosely matched quote's words found together in 
 MIN_LOOSE_WORDS = 4  # a loose match needs a quote of at least this many words
 MIN_RESTATED = 0.6  # share of a cited sentence's words a restating sentence must hold
 _SENTENCE_BREAK = re.compile(r"((?<=[.!?])[ \t]+|\n+)")
+MAX_QUOTE_WORDS = 30  # a longer sentence is offered as quotes of QUOTE_PIECE_WORDS words
+QUOTE_PIECE_WORDS = 25
 _TRAILING = re.compile(r"[.!?:;]*\s*$")
 
 
@@ -133,6 +135,26 @@ def ground(answer: str, citations: Sequence[Quoted], sources: Sequence[Source]) 
     if unmarked:
         text += " " + "".join(f"[{n}]" for n in sorted(unmarked))
     return Grounded(text, grounded, list(dict.fromkeys(notes)))
+
+
+def quotable(sources: Sequence[Source]) -> tuple[str, ...]:
+    """The sentences of the sources' snippets, as quotes an executor may copy (in order, once each).
+
+    A sentence of more than ``MAX_QUOTE_WORDS`` words (a code listing, a run-on table line) is
+    offered in pieces, so a quote stays short; pieces of fewer than ``MIN_QUOTE_WORDS`` + 1
+    words are left out, since they could not verify anything.
+    """
+    quotes: dict[str, None] = {}
+    for source in sources:
+        text = _ELLIPSIS.sub(" ", source.snippet)
+        for sentence in _SENTENCE_BREAK.split(text)[::2]:
+            words = sentence.split()
+            step = len(words) if len(words) <= MAX_QUOTE_WORDS else QUOTE_PIECE_WORDS
+            for start in range(0, len(words), step):
+                piece = words[start : start + step]
+                if len(piece) > MIN_QUOTE_WORDS:
+                    quotes.setdefault(" ".join(piece))
+    return tuple(quotes)
 
 
 def _locate(quote: str, cited: int, sources: Sequence[Source]) -> tuple[int, str] | None:

@@ -18,7 +18,7 @@ from sentient.agents.runner import AgentCall, AgentRunner
 from sentient.agents.schemas import AggregationOutput, AtomizerOutput, ExecutionOutput, PlanOutput, SubTask
 from sentient.context.builder import AgentContext, ContextBuilder
 from sentient.context.citations import renumber
-from sentient.context.grounding import carry_citations, ground
+from sentient.context.grounding import carry_citations, ground, quotable
 from sentient.context.knowledge import KnowledgeStore
 from sentient.events import (
     EventBus,
@@ -165,7 +165,10 @@ class NodeProcessor:
             context = self._context.for_execution(node, found)
             sink = SourceSink(context.sources)
             task = execute_task(node, has_sources=bool(context.sources))
-            output = await self._ask(node, Role.EXECUTOR, agent, task, context, ExecutionOutput, tools, sink)
+            quotes = quotable(context.sources)
+            output = await self._ask(
+                node, Role.EXECUTOR, agent, task, context, ExecutionOutput, tools, sink, quotes=quotes
+            )
         except AgentError as exc:
             self.fail(node, str(exc))
             return
@@ -209,9 +212,10 @@ class NodeProcessor:
         tools: ToolBox | None = None,
         sink: SourceSink | None = None,
         layer: int | None = None,
+        quotes: tuple[str, ...] = (),
     ) -> T:
         layer = node.layer if layer is None else layer
-        call = AgentCall(node.task_id, node.goal, role, agent, task, context, tools, sink, layer)
+        call = AgentCall(node.task_id, node.goal, role, agent, task, context, tools, sink, layer, quotes)
         reply = await self._runner.run(call, schema)
         node.agent_calls += 1
         node.input_tokens += reply.input_tokens

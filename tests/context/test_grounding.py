@@ -1,6 +1,6 @@
 from dataclasses import dataclass
 
-from sentient.context.grounding import carry_citations, ground, quote_occurs
+from sentient.context.grounding import carry_citations, ground, quotable, quote_occurs
 from sentient.graph.node import Source
 
 LISTS = Source(ref="/docs/lists.md", title="Lists", snippet="A list is a mutable sequence: lists grow with append().")
@@ -97,3 +97,19 @@ def test_sentences_that_already_cite_or_restate_nothing_are_left_alone():
     assert carry_citations("Lists grow [3].", ["Lists grow with append [1]."]) == ("Lists grow [3].", 0)
     assert carry_citations("Unrelated words here.", ["Lists grow with append [1]."]) == ("Unrelated words here.", 0)
     assert carry_citations("Lists grow with append.", []) == ("Lists grow with append.", 0)
+
+
+def test_quotable_sentences_are_the_snippets_sentences_once_each_and_long_ones_in_pieces():
+    long = " ".join(f"w{i}" for i in range(60)) + "."
+    sources = [
+        Source(ref="a", title="A", snippet="…of one. Team: Cormorant; Lead: Palk. Ok then…"),
+        Source(ref="b", title="B", snippet=f"Team: Cormorant; Lead: Palk. {long}"),
+    ]
+
+    quotes = quotable(sources)
+
+    assert quotes[0] == "Team: Cormorant; Lead: Palk."
+    assert quotes.count("Team: Cormorant; Lead: Palk.") == 1
+    assert "Ok then" not in quotes and "of one." not in quotes  # too short to verify anything
+    assert [len(q.split()) for q in quotes[1:]] == [25, 25, 10]
+    assert all(quote_occurs(q, sources[1].snippet) for q in quotes)

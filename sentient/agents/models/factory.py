@@ -32,6 +32,7 @@ class ModelHandle:
     gate: ProviderGate | None  # rate limit and adaptive concurrency of a hosted provider
     cache: ResponseCache | None  # None when responses are not cached for this model
     native_tools: bool  # the provider runs a tool-call loop (hosted models); the embedded one does not
+    grammar: bool = False  # outputs are decoded under the schema's grammar (the embedded model)
 
 
 class ModelFactory:
@@ -118,7 +119,7 @@ class ModelFactory:
             embedded = load_embedded_model(path, self._settings.cache_dir, weights=weights)
             # The name keys the response cache, so it says which weights answered.
             name = f"local:{path.name}" if path is not None else f"local:{weights.name}"
-            return ModelHandle(name, embedded, FREE, None, self._response_cache(True), native_tools=False)
+            return ModelHandle(name, embedded, FREE, None, self._response_cache(True), native_tools=False, grammar=True)
         if spec.provider is Provider.SCRIPTED:
             # A dry run of the whole pipeline with canned answers: no weights, no network.
             return ModelHandle(text, ScriptedModel(), FREE, None, self._response_cache(False), native_tools=False)
