@@ -34,10 +34,11 @@ from typing import Any
 from loguru import logger
 
 from sentient.agents.models.fake import FakeCall, FakeRequest, ScriptedModel
-from sentient.agents.schemas import AggregationOutput, AtomizerOutput, ExecutionOutput, PlanOutput, SubTask
+from sentient.agents.schemas import AggregationOutput, AtomizerOutput, ExecutionOutput
 from sentient.api import ProfiledSentientAgent, RunResult
 from sentient.events import AgentCallFinished, Event
 from sentient.graph.node import NodeType, TaskType
+from sentient.graph.plan import PlanOutput, SubTask
 from sentient.graph.status import TaskStatus
 from sentient.settings import FailurePolicy, Settings
 from sentient.store import ProjectStore

@@ -55,8 +55,8 @@ def child_main(args: argparse.Namespace) -> int:
     from loguru import logger
 
     from sentient.agents.models.fake import FakeRequest, ScriptedModel, default_response
-    from sentient.agents.schemas import PlanOutput, SubTask
     from sentient.graph.node import TaskType
+    from sentient.graph.plan import PlanOutput, SubTask
     from sentient.settings import Settings
     from server.config import ServerSettings
     from server.serve import SentientGunicorn

@@ -54,9 +54,9 @@ from typing import Any
 
 from loguru import logger
 
-from sentient.agents.schemas import SubTask
 from sentient.events import AgentCallFinished, Event, NodeCreated, NodeStatusChanged
 from sentient.graph.node import NodeType, Source, TaskNode, TaskType
+from sentient.graph.plan import SubTask
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
 from sentient.store import ProjectStore, StoreWriter

@@ -6,11 +6,12 @@ aggregators combine the results bottom-up into a cited report.
 """
 
 from sentient.agents.models.fake import FakeRequest, ScriptedModel
-from sentient.agents.schemas import AggregationOutput, AtomizerOutput, ExecutionOutput, PlanOutput, SubTask
+from sentient.agents.schemas import AggregationOutput, AtomizerOutput, ExecutionOutput
 from sentient.api import ProfiledSentientAgent, RunResult, RunStats
 from sentient.events import EventBus
 from sentient.exceptions import ConfigError, SentientError
 from sentient.graph import NodeType, TaskGraph, TaskNode, TaskStatus, TaskType
+from sentient.graph.plan import PlanOutput, SubTask
 from sentient.hitl import Approve, AutoApprove, Modify, PlanReviewer, Reject, ReviewRequest
 from sentient.settings import EngineSettings, FailurePolicy, ReviewMode, Settings
 

@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 from loguru import logger
 
-from sentient.agents.schemas import PlanOutput
 from sentient.graph.node import NodeType, TaskType
+from sentient.graph.plan import PlanOutput
 from sentient.graph.status import TaskStatus
 
 

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from sentient.agents.schemas import PlanOutput
+from sentient.graph.plan import PlanOutput
 from sentient.hitl.protocol import Approve, Modify, Reject, ReviewDecision, plan_problems
 from sentient.text import goal_problem
 

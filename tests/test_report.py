@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from sentient.agents.schemas import SubTask
 from sentient.context.citations import cited_numbers
 from sentient.graph.node import NodeType, Source, TaskType
+from sentient.graph.plan import SubTask
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
 from sentient.report import build_report

@@ -16,10 +16,10 @@ import pytest
 
 from sentient import ProfiledSentientAgent
 from sentient.agents.models.fake import ScriptedModel
-from sentient.agents.schemas import PlanOutput, SubTask
 from sentient.events import Event, NodeStatusChanged
 from sentient.exceptions import RunError
 from sentient.graph.node import TaskType
+from sentient.graph.plan import PlanOutput, SubTask
 from sentient.graph.status import TaskStatus
 from sentient.settings import Settings
 from sentient.store import ProjectNotFoundError, ProjectStore

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sentient.agents.schemas import PlanOutput
 from sentient.graph.node import TaskNode
+from sentient.graph.plan import PlanOutput
 
 
 def plan_task(node: TaskNode, max_subtasks: int) -> str:

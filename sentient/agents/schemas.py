@@ -1,4 +1,7 @@
-"""Structured agent outputs. Every agent answers with one of these; anything else is retried."""
+"""Structured agent outputs. Every agent answers with one of these; anything else is retried.
+
+Planners and plan modifiers answer with a plan, whose vocabulary lives in :mod:`sentient.graph.plan`.
+"""
 
 from __future__ import annotations
 
@@ -6,26 +9,6 @@ from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
-
-from sentient.graph.node import TaskType
-
-
-class SubTask(BaseModel):
-    """One planned subtask. ``depends_on_indices`` point at earlier subtasks of the same plan."""
-
-    goal: str = Field(min_length=1, description="What this subtask must find out or produce.")
-    task_type: TaskType = Field(description="SEARCH to look things up, THINK to reason, WRITE to write.")
-    depends_on_indices: list[int] = Field(
-        default_factory=list, description="Indices (0-based) of earlier subtasks whose results this one needs."
-    )
-
-
-class PlanOutput(BaseModel):
-    """A plan: the subtasks that together achieve the parent goal."""
-
-    model_config = ConfigDict(title="PlanOutput")
-
-    subtasks: list[SubTask] = Field(min_length=2, max_length=12)
 
 
 class AtomizerOutput(BaseModel):

@@ -9,8 +9,8 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from sentient.agents.schemas import PlanOutput, SubTask
 from sentient.graph.node import TaskType
+from sentient.graph.plan import PlanOutput, SubTask
 from sentient.hitl.protocol import Approve, Modify, Reject, ReviewDecision, ReviewRequest, plan_problems
 
 EDIT_HELP = (

@@ -15,7 +15,7 @@ from sentient.agents.config import AgentConfig, Role
 from sentient.agents.prompts import aggregate_task, atomize_task, execute_task, modify_task, plan_task
 from sentient.agents.registry import Profile
 from sentient.agents.runner import AgentCall, AgentRunner
-from sentient.agents.schemas import AggregationOutput, AtomizerOutput, ExecutionOutput, PlanOutput, SubTask
+from sentient.agents.schemas import AggregationOutput, AtomizerOutput, ExecutionOutput
 from sentient.context.builder import AgentContext, ContextBuilder
 from sentient.context.citations import renumber
 from sentient.context.grounding import carry_citations, ground, quotable
@@ -31,6 +31,7 @@ from sentient.events import (
 )
 from sentient.exceptions import AgentError
 from sentient.graph.node import NodeType, Source, TaskNode
+from sentient.graph.plan import PlanOutput, SubTask
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
 from sentient.hitl.protocol import (

@@ -10,7 +10,7 @@ from sentient.graph.node import NodeType, TaskNode, TaskType
 from sentient.graph.status import TERMINAL, TaskStatus
 
 if TYPE_CHECKING:
-    from sentient.agents.schemas import SubTask
+    from sentient.graph.plan import SubTask
 
 ROOT_ID = "root"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from sentient.agents.schemas import PlanOutput
+from sentient.graph.plan import PlanOutput
 
 
 @dataclass(frozen=True)

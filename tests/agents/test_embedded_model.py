@@ -30,8 +30,9 @@ from sentient.agents.models.weights import (
     assemble_default_model,
     resolve_model_path,
 )
-from sentient.agents.schemas import ExecutionOutput, PlanOutput, quoting_schema
+from sentient.agents.schemas import ExecutionOutput, quoting_schema
 from sentient.exceptions import ModelError, ModelWeightsError
+from sentient.graph.plan import PlanOutput
 
 # --- plumbing that needs no weights -------------------------------------------------------
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from sentient.agents.models.fake import FakeRequest, ScriptedModel
-from sentient.agents.schemas import PlanOutput, SubTask
 from sentient.events import AgentCallFinished
 from sentient.graph.node import TaskType
+from sentient.graph.plan import PlanOutput, SubTask
 from sentient.graph.status import TaskStatus
 
 GOAL = "Summarise the asyncio event loop"

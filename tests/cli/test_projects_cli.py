@@ -77,7 +77,7 @@ def _announce(bus: EventBus, node: TaskNode) -> None:
 
 def _stored_run(cli: Cli, project_id: str = "lists-tuples", *, report: bool = True) -> None:
     """A finished project: root planned two subtasks, one done with a source, one failed."""
-    from sentient.agents.schemas import SubTask
+    from sentient.graph.plan import SubTask
 
     with cli.store() as store:
         store.create_project(project_id, GOAL, "general_agent", {"max_depth": 1})

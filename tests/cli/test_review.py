@@ -8,9 +8,9 @@ from collections.abc import Iterable
 import pytest
 from rich.console import Console
 
-from sentient.agents.schemas import PlanOutput, SubTask
 from sentient.cli.review import TerminalReviewer, parse_plan_lines
 from sentient.graph.node import TaskType
+from sentient.graph.plan import PlanOutput, SubTask
 from sentient.hitl.protocol import Approve, Modify, Reject, ReviewRequest
 
 PLAN = PlanOutput(

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from sentient.agents.schemas import SubTask
 from sentient.context.builder import AgentContext, ContextBuilder
 from sentient.context.knowledge import KnowledgeStore
 from sentient.graph.node import NodeType, Source, TaskNode, TaskType
+from sentient.graph.plan import SubTask
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from sentient.agents.schemas import SubTask
 from sentient.context.builder import ContextBuilder
 from sentient.context.knowledge import KnowledgeStore
 from sentient.graph.node import NodeType, TaskType
+from sentient.graph.plan import SubTask
 from sentient.graph.task_graph import TaskGraph
 
 

@@ -4,8 +4,9 @@ words, reasoning steps see the research, and citations are checked against their
 from __future__ import annotations
 
 from sentient.agents.models.fake import FakeRequest, ScriptedModel, cite_sources
-from sentient.agents.schemas import AtomizerOutput, ExecutionOutput, PlanOutput, SubTask
+from sentient.agents.schemas import AtomizerOutput, ExecutionOutput
 from sentient.graph.node import NodeType, TaskType
+from sentient.graph.plan import PlanOutput, SubTask
 from sentient.graph.status import TaskStatus
 
 GOAL = "How does the asyncio event loop run coroutines?"

@@ -7,9 +7,9 @@ import asyncio
 import pytest
 
 from sentient.agents.models.fake import FakeRequest, ScriptedModel, default_response
-from sentient.agents.schemas import PlanOutput, SubTask
 from sentient.events import NodesRemoved, NodeStatusChanged
 from sentient.graph.node import TaskType
+from sentient.graph.plan import PlanOutput, SubTask
 from sentient.graph.status import TERMINAL, TaskStatus
 
 GOAL = "Compare asyncio and threads"

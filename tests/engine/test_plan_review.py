@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from sentient.agents.models.fake import ScriptedModel
-from sentient.agents.schemas import PlanOutput, SubTask
 from sentient.events import ReviewAnswered
 from sentient.graph.node import NodeType, TaskType
+from sentient.graph.plan import PlanOutput, SubTask
 from sentient.graph.status import TaskStatus
 from sentient.hitl.protocol import Approve, Modify, Reject, ReviewDecision, ReviewRequest
 

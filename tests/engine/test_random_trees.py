@@ -19,10 +19,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sentient.agents.models.fake import FakeRequest, ScriptedModel
-from sentient.agents.schemas import AggregationOutput, AtomizerOutput, ExecutionOutput, PlanOutput, SubTask
+from sentient.agents.schemas import AggregationOutput, AtomizerOutput, ExecutionOutput
 from sentient.api import ProfiledSentientAgent, RunResult
 from sentient.events import Event
 from sentient.graph.node import NodeType, TaskType
+from sentient.graph.plan import PlanOutput, SubTask
 from sentient.graph.status import TERMINAL, TaskStatus
 from sentient.settings import FailurePolicy
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 import itertools
 
 from sentient.agents.models.fake import FakeCall, FakeRequest, ScriptedModel
-from sentient.agents.schemas import AtomizerOutput, PlanOutput, SubTask
+from sentient.agents.schemas import AtomizerOutput
 from sentient.events import NodeCreated, NodeStatusChanged
 from sentient.graph.node import TaskType
+from sentient.graph.plan import PlanOutput, SubTask
 from sentient.graph.status import TaskStatus
 
 GOAL = "How does asyncio schedule coroutines?"

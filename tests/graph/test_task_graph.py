@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from sentient.agents.schemas import SubTask
 from sentient.exceptions import GraphError
 from sentient.graph.node import NodeType, TaskType
+from sentient.graph.plan import SubTask
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
 

@@ -12,8 +12,8 @@ import socketio
 from server_helpers import wait_for
 
 from sentient.agents.models.fake import ScriptedModel
-from sentient.agents.schemas import PlanOutput, SubTask
 from sentient.graph.node import TaskType
+from sentient.graph.plan import PlanOutput, SubTask
 from server import ServerSettings
 
 GOAL = "How does asyncio schedule tasks?"

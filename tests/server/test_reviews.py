@@ -10,8 +10,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 from server_helpers import wait_for, wait_status
 
-from sentient.agents.schemas import PlanOutput, SubTask
 from sentient.graph.node import TaskType
+from sentient.graph.plan import PlanOutput, SubTask
 from sentient.hitl.protocol import Approve, Reject, ReviewRequest
 from sentient.settings import EngineSettings
 from sentient.store import ProjectStore

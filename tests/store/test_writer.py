@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from sentient.agents.schemas import SubTask
 from sentient.events import AgentCallFinished, EventBus, NodeCreated, NodesRemoved, NodeStatusChanged, RunFinished
 from sentient.graph.node import NodeType, Source, TaskNode, TaskType
+from sentient.graph.plan import SubTask
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
 from sentient.store import ProjectStore, StoreWriter, StoreWriterError

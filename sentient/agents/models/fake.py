@@ -23,15 +23,9 @@ from agno.models.message import Message
 from agno.models.response import ModelResponse
 from pydantic import BaseModel
 
-from sentient.agents.schemas import (
-    AggregationOutput,
-    AtomizerOutput,
-    Citation,
-    ExecutionOutput,
-    PlanOutput,
-    SubTask,
-)
+from sentient.agents.schemas import AggregationOutput, AtomizerOutput, Citation, ExecutionOutput
 from sentient.graph.node import TaskType
+from sentient.graph.plan import PlanOutput, SubTask
 
 
 @dataclass(frozen=True)
