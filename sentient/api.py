@@ -21,9 +21,9 @@ from pydantic import ValidationError
 from sentient.agents.models.factory import ModelFactory
 from sentient.agents.registry import AgentRegistry, Profile
 from sentient.agents.runner import AgentRunner
+from sentient.budget import Budget, Spent
 from sentient.context.builder import ContextBuilder
 from sentient.context.knowledge import KnowledgeStore
-from sentient.engine.budget import Budget, Spent
 from sentient.engine.processor import NodeProcessor
 from sentient.engine.resume import prepare_resume
 from sentient.engine.scheduler import ExecutionEngine

@@ -44,8 +44,8 @@ from sentient.agents.models.factory import ModelHandle
 from sentient.agents.models.providers import Provider, response_format_for
 from sentient.agents.models.resilience import DeadlineExceeded, call_with_retries, describe
 from sentient.agents.schemas import ExecutionOutput, quoting_schema
+from sentient.budget import Budget
 from sentient.context.builder import AgentContext, estimate_tokens
-from sentient.engine.budget import Budget
 from sentient.events import AgentCallFinished, EventBus
 from sentient.exceptions import (
     AgentError,

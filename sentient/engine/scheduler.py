@@ -14,7 +14,7 @@ from collections.abc import Coroutine
 
 from loguru import logger
 
-from sentient.engine.budget import Budget
+from sentient.budget import Budget
 from sentient.engine.processor import NodeProcessor
 from sentient.exceptions import RunError
 from sentient.graph.node import NodeType, TaskNode

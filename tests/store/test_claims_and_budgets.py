@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sentient.engine.budget import Budget, Spent
+from sentient.budget import Budget, Spent
 from sentient.settings import EngineSettings
 from sentient.store import ProjectBusyError, ProjectStatus, ProjectStore
 from sentient.store.schema import MIGRATIONS, SCHEMA_VERSION, _statements

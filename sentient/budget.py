@@ -7,6 +7,10 @@ before it is sent and settles the real cost after; a call waits while the spent 
 cost is at the limit and others are in flight, and none starts once the spent cost reaches it.
 A cost limit is so overshot by at most one call's estimate (as long as a call costs no more
 than estimated).
+
+Two layers use a budget: the agent runner counts every request and its cost against it, the
+engine stops scheduling when it runs out. It belongs to neither, so it sits at the top of the
+package beside the settings it reads, where both import it without an arrow between them.
 """
 
 from __future__ import annotations
