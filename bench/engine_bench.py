@@ -172,7 +172,7 @@ def _task_id(text: str) -> str:
 
 
 def _atomizer_calls(scenario: Scenario, layer: int) -> bool:
-    """Whether the engine asks the atomizer about a child at ``layer`` (NodeProcessor._node_type_for)."""
+    """Whether the engine asks the atomizer about a child at ``layer`` (AgentProcessor._node_type_for)."""
     return layer < scenario.max_depth and not scenario.skip_atomization
 
 

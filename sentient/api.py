@@ -19,12 +19,12 @@ from loguru import logger
 from pydantic import ValidationError
 
 from sentient.agents.models.factory import ModelFactory
+from sentient.agents.processor import AgentProcessor
 from sentient.agents.registry import AgentRegistry, Profile
 from sentient.agents.runner import AgentRunner
 from sentient.budget import Budget, Spent
 from sentient.context.builder import ContextBuilder
 from sentient.context.knowledge import KnowledgeStore
-from sentient.engine.processor import NodeProcessor
 from sentient.engine.resume import prepare_resume
 from sentient.engine.scheduler import ExecutionEngine
 from sentient.events import EventBus, RunFinished, Subscriber
@@ -351,7 +351,7 @@ class _Run:
                 local_timeout_s=settings.local_timeout_s,
             )
             context = ContextBuilder(graph, knowledge, settings.context_token_budget, settings.knowledge_results)
-            processor = NodeProcessor(
+            processor = AgentProcessor(
                 graph, agent.profile, settings, runner, context, knowledge, agent._reviewer, self.bus, toolboxes
             )
             engine = ExecutionEngine(processor, settings, budget)

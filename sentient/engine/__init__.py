@@ -1,1 +1,1 @@
-"""The engine: event-driven scheduling and the per-phase node processor."""
+"""The engine: event-driven scheduling of a task graph, and the processor protocol it drives."""

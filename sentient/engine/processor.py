@@ -1,338 +1,65 @@
-"""NodeProcessor: one handler per phase of a node's life (plan, review, atomize, execute,
-aggregate, replan). Each handler moves the node through the transition table and publishes
-what happened; the scheduler decides *when* handlers run."""
+"""NodeProcessor: what the scheduler needs from whoever runs the phases of a node.
+
+The engine decides *when* a phase runs; a processor decides *how*. The engine defines this
+protocol and never imports an implementation: the agent-driven one is
+:class:`sentient.agents.processor.AgentProcessor`, and the engine's tests drive the scheduler
+with a small processor of their own.
+
+A phase may take as long as it likes and may be cancelled at any await. When it returns, the
+node must be where the scheduler can take it on from:
+
+- :meth:`plan` and :meth:`replan` leave it PLAN_DONE with its children in the graph, or FAILED;
+- :meth:`execute` and :meth:`aggregate` leave it DONE or FAILED.
+
+Every status change goes through :meth:`move` (or :meth:`fail`), so that it follows the
+transition table and subscribers hear of it.
+"""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Mapping, Sequence
-from typing import TypeVar
+from typing import Protocol
 
-from loguru import logger
-from pydantic import BaseModel
-
-from sentient.agents.config import AgentConfig, Role
-from sentient.agents.prompts import aggregate_task, atomize_task, execute_task, modify_task, plan_task
-from sentient.agents.registry import Profile
-from sentient.agents.runner import AgentCall, AgentRunner
-from sentient.agents.schemas import AggregationOutput, AtomizerOutput, ExecutionOutput
-from sentient.context.builder import AgentContext, ContextBuilder
-from sentient.context.citations import renumber
-from sentient.context.grounding import carry_citations, ground, quotable
-from sentient.context.knowledge import KnowledgeStore
-from sentient.events import (
-    EventBus,
-    NodeCreated,
-    NodesRemoved,
-    NodeStatusChanged,
-    PlanProposed,
-    ReviewAnswered,
-    ReviewRequested,
-)
-from sentient.exceptions import AgentError
-from sentient.graph.node import NodeType, Source, TaskNode
-from sentient.graph.plan import PlanOutput, SubTask
+from sentient.graph.node import TaskNode
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
-from sentient.hitl.protocol import (
-    Approve,
-    Modify,
-    PlanReviewer,
-    Reject,
-    ReviewDecision,
-    ReviewRequest,
-    plan_problems,
-)
-from sentient.settings import EngineSettings, ReviewMode, ReviewTimeoutAction
-from sentient.tools.toolbox import SourceSink, ToolBox
-
-_S = TaskStatus
-T = TypeVar("T", bound=BaseModel)
-RETRIEVED_SOURCES = 5  # per retrieval tool, before each executor call
 
 
-class NodeProcessor:
-    """Runs the phases of nodes of one graph. Stateless between calls except for the graph."""
+class NodeProcessor(Protocol):
+    """Runs the phases of the nodes of one graph for :class:`sentient.engine.scheduler.ExecutionEngine`."""
 
-    def __init__(
-        self,
-        graph: TaskGraph,
-        profile: Profile,
-        settings: EngineSettings,
-        runner: AgentRunner,
-        context: ContextBuilder,
-        knowledge: KnowledgeStore,
-        reviewer: PlanReviewer,
-        bus: EventBus,
-        toolboxes: Mapping[str, ToolBox] | None = None,
-    ) -> None:
-        self.graph = graph
-        self._profile = profile
-        self._settings = settings
-        self._runner = runner
-        self._context = context
-        self._knowledge = knowledge
-        self._reviewer = reviewer
-        self._bus = bus
-        self._toolboxes = toolboxes or {}
-
-    # -- status --------------------------------------------------------------------------
+    @property
+    def graph(self) -> TaskGraph:
+        """The graph whose nodes this processor runs (the engine schedules the same one)."""
+        ...
 
     def move(self, node: TaskNode, target: TaskStatus, error: str | None = None) -> None:
-        """Change a node's status (through the table) and publish it."""
-        old = node.move_to(target)
-        if error is not None:
-            node.error = error
-        result = node.result if target is _S.DONE else None
-        self._bus.publish(NodeStatusChanged(node.task_id, old, target, node.history[-1].at, error, result))
+        """Change a node's status through the transition table (recording ``error``) and publish it."""
+        ...
 
     def announce(self, node: TaskNode) -> None:
-        self._bus.publish(
-            NodeCreated(
-                task_id=node.task_id,
-                parent_id=node.parent_id,
-                goal=node.goal,
-                task_type=node.task_type,
-                node_type=node.node_type,
-                layer=node.layer,
-                status=node.status,
-                depends_on=tuple(node.depends_on),
-                warnings=tuple(node.warnings),
-            )
-        )
+        """Publish that ``node`` exists (the engine announces the root; a processor its children)."""
+        ...
 
     def fail(self, node: TaskNode, error: str) -> None:
-        logger.debug("task {} failed: {}", node.task_id, error)
-        self.move(node, _S.FAILED, error)
-
-    # -- phases --------------------------------------------------------------------------
+        """Move ``node`` to FAILED with ``error``."""
+        ...
 
     async def decide_root_type(self, root: TaskNode) -> None:
-        """Unless root planning is forced, ask the atomizer whether the whole goal is atomic.
-
-        A simple question is then researched and answered in one step, as cheaply as a single
-        retrieve-then-answer call; only a compound goal is planned.
-        """
-        if self._settings.force_root_planning:
-            return
-        root.node_type = await self._node_type_for(root, root.goal, root.task_type.value, [], layer=0)
+        """Set the root's node type (PLAN or EXECUTE) before its first phase."""
+        ...
 
     async def plan(self, node: TaskNode) -> None:
-        """PLANNING -> (review) -> ATOMIZATION -> PLAN_DONE, or FAILED."""
-        self.move(node, _S.PLANNING)
-        try:
-            agent = self._profile.planner_for(node.parent_id is None)
-            plan = await self._ask(
-                node,
-                Role.PLANNER,
-                agent,
-                plan_task(node, self._settings.max_subtasks),
-                self._context.for_planning(node),
-                PlanOutput,
-            )
-            self._bus.publish(PlanProposed(node.task_id, plan, by="planner"))
-            approved = await self._review(node, plan)
-            if approved is not None:
-                await self._adopt_plan(node, approved.subtasks)
-        except AgentError as exc:
-            self.fail(node, f"planning failed: {exc}")
+        """READY -> ... -> PLAN_DONE with children added to the graph, or FAILED."""
+        ...
 
     async def replan(self, node: TaskNode, feedback: str) -> None:
-        """NEEDS_REPLAN -> PLAN_MODIFICATION -> ATOMIZATION -> PLAN_DONE, rebuilding unfinished work."""
-        node.replans += 1
-        self.move(node, _S.PLAN_MODIFICATION)
-        try:
-            plan = await self._modify(node, None, feedback, self._context.for_replanning(node, feedback))
-            approved = await self._review(node, plan)
-            if approved is None:
-                return
-            unfinished = [c for c in self.graph.children(node.task_id) if c.status is not _S.DONE]
-            removed: list[str] = []
-            for child in unfinished:
-                removed += self.graph.remove_subtree(child.task_id)
-            if removed:
-                self._bus.publish(NodesRemoved(node.task_id, tuple(removed)))
-            await self._adopt_plan(node, approved.subtasks)
-        except AgentError as exc:
-            self.fail(node, f"replanning failed: {exc}")
+        """NEEDS_REPLAN -> ... -> PLAN_DONE with the unfinished children rebuilt, or FAILED."""
+        ...
 
     async def execute(self, node: TaskNode) -> None:
-        """READY -> EXECUTING -> DONE (or FAILED)."""
-        self.move(node, _S.EXECUTING)
-        agent = self._profile.executor_for(node.task_type)
-        tools = self._toolboxes.get(agent.name)
-        try:
-            found = await self._retrieve(node, tools)
-            context = self._context.for_execution(node, found)
-            sink = SourceSink(context.sources)
-            task = execute_task(node, has_sources=bool(context.sources))
-            quotes = quotable(context.sources)
-            output = await self._ask(
-                node, Role.EXECUTOR, agent, task, context, ExecutionOutput, tools, sink, quotes=quotes
-            )
-        except AgentError as exc:
-            self.fail(node, str(exc))
-            return
-        grounded = ground(output.answer, output.citations, sink.sources)
-        node.warnings.extend(grounded.notes)
-        self._finish(node, grounded.text, grounded.sources)
+        """READY -> EXECUTING -> DONE, or FAILED."""
+        ...
 
     async def aggregate(self, node: TaskNode) -> None:
-        """PLAN_DONE -> AGGREGATING -> DONE; fails without a call if no child succeeded."""
-        children = self.graph.children(node.task_id)
-        done = [c for c in children if c.status is _S.DONE]
-        if not done:
-            first = next((c for c in children if c.error), None)
-            reason = f": {first.task_id}: {first.error}" if first else ""
-            self.fail(node, f"all {len(children)} subtasks failed or were cancelled{reason}")
-            return
-        self.move(node, _S.AGGREGATING)
-        agent = self._profile.aggregator_for(node.parent_id is None)
-        context = self._context.for_aggregation(node)
-        try:
-            task = aggregate_task(node, is_root=node.parent_id is None)
-            output = await self._ask(node, Role.AGGREGATOR, agent, task, context, AggregationOutput)
-        except AgentError as exc:
-            self.fail(node, f"aggregation failed: {exc}")
-            return
-        answer, carried = carry_citations(output.answer, [s.text for s in context.sections])
-        if carried:
-            node.warnings.append(f"citations carried over from the subtasks to {carried} sentence(s)")
-        self._finish(node, answer, context.sources)
-
-    # -- helpers -------------------------------------------------------------------------
-
-    async def _ask(
-        self,
-        node: TaskNode,
-        role: Role,
-        agent: AgentConfig,
-        task: str,
-        context: AgentContext,
-        schema: type[T],
-        tools: ToolBox | None = None,
-        sink: SourceSink | None = None,
-        layer: int | None = None,
-        quotes: tuple[str, ...] = (),
-    ) -> T:
-        layer = node.layer if layer is None else layer
-        call = AgentCall(node.task_id, node.goal, role, agent, task, context, tools, sink, layer, quotes)
-        reply = await self._runner.run(call, schema)
-        node.agent_calls += 1
-        node.input_tokens += reply.input_tokens
-        node.output_tokens += reply.output_tokens
-        node.cost_usd += reply.cost_usd
-        node.warnings.extend(reply.notes)
-        return reply.output
-
-    async def _review(self, node: TaskNode, plan: PlanOutput) -> PlanOutput | None:
-        """Ask the reviewer until the plan is approved; None if it was rejected (node failed)."""
-        mode = self._settings.review
-        if mode is ReviewMode.NONE or (mode is ReviewMode.ROOT and node.parent_id is not None):
-            return plan
-        round_ = 1
-        while True:
-            self._bus.publish(ReviewRequested(node.task_id, plan))
-            context = self._context.for_planning(node).render()
-            decision, note = await self._decide(
-                node, ReviewRequest(node.task_id, node.goal, node.layer, plan, round_, context)
-            )
-            if isinstance(decision, Approve):
-                self._bus.publish(ReviewAnswered(node.task_id, "approve", note))
-                return plan
-            if isinstance(decision, Reject):
-                self._bus.publish(ReviewAnswered(node.task_id, "reject", decision.reason))
-                self.fail(node, f"plan rejected by reviewer: {decision.reason}")
-                return None
-            assert isinstance(decision, Modify)
-            round_ += 1
-            if node.status is _S.PLANNING:
-                self.move(node, _S.PLAN_MODIFICATION)
-            if decision.plan is not None:
-                problems = plan_problems(decision.plan)
-                if problems:
-                    self._bus.publish(
-                        ReviewAnswered(node.task_id, "modify", "edited plan refused: " + "; ".join(problems))
-                    )
-                    continue
-                self._bus.publish(ReviewAnswered(node.task_id, "modify", "edited plan"))
-                self._bus.publish(PlanProposed(node.task_id, decision.plan, by="reviewer"))
-                return decision.plan
-            instructions = decision.instructions or ""
-            self._bus.publish(ReviewAnswered(node.task_id, "modify", instructions))
-            plan = await self._modify(node, plan, instructions, self._context.for_planning(node))
-
-    async def _decide(self, node: TaskNode, request: ReviewRequest) -> tuple[ReviewDecision, str]:
-        """The reviewer's decision, or the configured one when no answer came in time (noted)."""
-        timeout = self._settings.review_timeout_s
-        if timeout is None:
-            return await self._reviewer.review_plan(request), ""
-        try:
-            async with asyncio.timeout(timeout):
-                return await self._reviewer.review_plan(request), ""
-        except TimeoutError:
-            action = self._settings.review_timeout_action
-            note = f"no review within {timeout:g} s: {action.value}d by timeout"
-            node.warnings.append(note)
-            logger.warning("{}: {}", node.task_id, note)
-            return (Approve() if action is ReviewTimeoutAction.APPROVE else Reject(note)), note
-
-    async def _modify(
-        self, node: TaskNode, plan: PlanOutput | None, instructions: str, context: AgentContext
-    ) -> PlanOutput:
-        agent = self._profile.plan_modifier
-        task = modify_task(node, plan, instructions)
-        new_plan = await self._ask(node, Role.PLAN_MODIFIER, agent, task, context, PlanOutput)
-        self._bus.publish(PlanProposed(node.task_id, new_plan, by="plan_modifier"))
-        return new_plan
-
-    async def _adopt_plan(self, node: TaskNode, subtasks: Sequence[SubTask]) -> None:
-        self.move(node, _S.ATOMIZATION)
-        goals = [s.goal for s in subtasks]
-        layer = node.layer + 1
-        node_types = await asyncio.gather(
-            *(self._node_type_for(node, s.goal, s.task_type.value, goals, layer) for s in subtasks)
-        )
-        children = self.graph.add_children(node.task_id, subtasks, node_types)
-        for child in children:
-            self.announce(child)
-        self.move(node, _S.PLAN_DONE)
-
-    async def _node_type_for(
-        self, node: TaskNode, goal: str, task_type: str, plan_goals: list[str], layer: int
-    ) -> NodeType:
-        if layer >= self._settings.max_depth:
-            return NodeType.EXECUTE
-        if self._settings.skip_atomization:
-            return NodeType.PLAN
-        context = self._context.for_atomizing(node, goal, plan_goals)
-        try:
-            task = atomize_task(goal, task_type)
-            verdict = await self._ask(
-                node, Role.ATOMIZER, self._profile.atomizer, task, context, AtomizerOutput, layer=layer
-            )
-        except AgentError as exc:
-            node.warnings.append(f"atomizer failed for '{goal[:60]}', executing it directly: {exc}")
-            return NodeType.EXECUTE
-        return NodeType.EXECUTE if verdict.is_atomic else NodeType.PLAN
-
-    async def _retrieve(self, node: TaskNode, tools: ToolBox | None) -> list[Source]:
-        """Search with the executor's retrieval tools (documents, the web) before it is called.
-
-        The query keeps the words of the task, of the goals above it and of the results it
-        depends on (a second hop searches with what the first one found). Passages its
-        dependencies already cite are skipped: their results are in the context anyway.
-        """
-        if tools is None or not tools.retrieval_tools():
-            return []
-        seen = {s.ref for dep in self.graph.dependencies(node.task_id) for s in dep.sources if s.verified}
-        found = await tools.retrieve(self._context.search_query(node), RETRIEVED_SOURCES + len(seen))
-        node.warnings.extend(found.warnings)
-        return [s for s in found.sources if s.ref not in seen][:RETRIEVED_SOURCES]
-
-    def _finish(self, node: TaskNode, answer: str, sources: Sequence[Source]) -> None:
-        # A citation must resolve: numbers beyond the offered (or tool-found) sources are removed.
-        node.result = renumber(answer, {n: n for n in range(1, len(sources) + 1)}).strip()
-        node.sources = list(sources)
-        self._knowledge.add(node.task_id, node.goal, node.result, [s.ref for s in node.sources])
-        self.move(node, _S.DONE)
+        """PLAN_DONE (every child terminal) -> AGGREGATING -> DONE, or FAILED."""
+        ...
