@@ -19,7 +19,6 @@ The tree::
     │   ├── DocsFolderError       the documents folder is missing or has nothing to index
     │   └── EmbeddingModelError   the docs embedding model cannot be loaded (search falls back to BM25)
     ├── RunError                  the run as a whole could not finish
-    │   └── RunCancelledError
     └── EvalError                 an evaluation dataset that cannot be read (names file and line)
 
 Exceptions carry data and never log. Recoverable failures during a run (an agent error on one
@@ -156,10 +155,6 @@ class EmbeddingModelError(ToolError):
 
 class RunError(SentientError):
     """The run as a whole could not complete."""
-
-
-class RunCancelledError(RunError):
-    """The run was cancelled before it finished."""
 
 
 class EvalError(SentientError):
