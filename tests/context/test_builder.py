@@ -207,7 +207,7 @@ def test_when_dropping_knowledge_is_not_enough_long_results_are_shortened(tree: 
 
 
 def _tokens(tree: Tree, task_id: str) -> int:
-    [entry] = [e for e in tree.knowledge.search("tuples sequences change", limit=5) if e.task_id == task_id]
+    [entry] = tree.knowledge.related("tuples sequences change", {task_id})
     return len(entry.result) // 4 + 1
 
 
