@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import pytest
 
@@ -30,9 +31,8 @@ HANG = 5.0  # seconds before a test that would hang fails instead; nothing waits
 class DictProcessor:
     """A :class:`~sentient.engine.processor.NodeProcessor` that runs phases from dicts.
 
-    ``plans`` says which nodes plan, and the dependencies of their subtasks (all SEARCH).
-
-    Every other node is executed. A node in ``failing`` fails its phase; a node with a gate waits
+    ``plans`` says which nodes plan, and the dependencies of their subtasks (all SEARCH); every
+    other node is executed. A node in ``failing`` fails its phase; a node with a gate waits
     for it to open before its phase ends. ``log`` records ``(event, task_id)`` in order, where
     event is one of start, end, fail, replan.
     """
@@ -130,7 +130,7 @@ class DictProcessor:
             for i, deps in enumerate(plan)
         ]
         ids = [f"{node.task_id}.{i}" for i in range(len(subtasks))]
-        types = [NodeType.PLAN if not node.replans and i in self.plans else NodeType.EXECUTE for i in ids]
+        types = [NodeType.PLAN if not node.replans and task_id in self.plans else NodeType.EXECUTE for task_id in ids]
         for child in self._graph.add_children(node.task_id, subtasks, types):
             self.announce(child)
         self.move(node, _S.PLAN_DONE)
@@ -139,11 +139,11 @@ class DictProcessor:
         return self.log.index((event, task_id))
 
 
-def engine_for(processor: DictProcessor, budget: Budget | None = None, **settings: object) -> ExecutionEngine:
+def engine_for(processor: DictProcessor, *, budget: Budget | None = None, **settings: Any) -> ExecutionEngine:
     return ExecutionEngine(processor, EngineSettings.model_validate(settings), budget)
 
 
-async def run(processor: DictProcessor, **settings: object) -> TaskNode:
+async def run(processor: DictProcessor, **settings: Any) -> TaskNode:
     async with asyncio.timeout(HANG):
         return await engine_for(processor, **settings).run()
 
@@ -333,7 +333,7 @@ async def test_an_exhausted_budget_stops_the_run_and_starts_nothing_new() -> Non
     clock = [0.0]
     budget = Budget(EngineSettings(max_time_s=60), clock=lambda: clock[0])
     processor = DictProcessor({"root": [[], [0]]}, gates=["root.0"])
-    engine = engine_for(processor, budget)
+    engine = engine_for(processor, budget=budget)
     async with asyncio.timeout(HANG):
         running = asyncio.create_task(engine.run())
         await processor.started["root.0"].wait()
