@@ -6,7 +6,7 @@ Planners and plan modifiers answer with a plan, whose vocabulary lives in :mod:`
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -46,14 +46,14 @@ def quoting_schema(quotes: Sequence[str]) -> type[ExecutionOutput]:
     source contains, and the citation is lost. Its answer is then written after the evidence
     it picked. The model's output is still validated against plain ``ExecutionOutput``.
     """
-    quote = Literal[tuple(quotes)]  # type: ignore[valid-type]
+    quote: Any = Literal[tuple(quotes)]
     citation = create_model(
         "Citation", __base__=Citation, quote=(quote, Field(description="A sentence copied from that source."))
     )
     return create_model(
         "ExecutionOutput",
         __base__=ExecutionOutput,
-        citations=(list[citation], Field(default_factory=list, max_length=4)),  # type: ignore[valid-type]
+        citations=(list[citation], Field(default_factory=list, max_length=4)),
     )
 
 
