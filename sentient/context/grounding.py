@@ -149,6 +149,8 @@ def quotable(sources: Sequence[Source]) -> tuple[str, ...]:
         text = _ELLIPSIS.sub(" ", source.snippet)
         for sentence in _SENTENCE_BREAK.split(text)[::2]:
             words = sentence.split()
+            if not words:
+                continue
             step = len(words) if len(words) <= MAX_QUOTE_WORDS else QUOTE_PIECE_WORDS
             for start in range(0, len(words), step):
                 piece = words[start : start + step]

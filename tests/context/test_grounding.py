@@ -102,7 +102,8 @@ def test_sentences_that_already_cite_or_restate_nothing_are_left_alone():
 def test_quotable_sentences_are_the_snippets_sentences_once_each_and_long_ones_in_pieces():
     long = " ".join(f"w{i}" for i in range(60)) + "."
     sources = [
-        Source(ref="a", title="A", snippet="…of one. Team: Cormorant; Lead: Palk. Ok then…"),
+        Source(ref="a", title="A", snippet="…of one. Team: Cormorant; Lead: Palk.\n\n\nOk then…"),
+        Source(ref="c", title="C", snippet=""),
         Source(ref="b", title="B", snippet=f"Team: Cormorant; Lead: Palk. {long}"),
     ]
 
@@ -112,4 +113,4 @@ def test_quotable_sentences_are_the_snippets_sentences_once_each_and_long_ones_i
     assert quotes.count("Team: Cormorant; Lead: Palk.") == 1
     assert "Ok then" not in quotes and "of one." not in quotes  # too short to verify anything
     assert [len(q.split()) for q in quotes[1:]] == [25, 25, 10]
-    assert all(quote_occurs(q, sources[1].snippet) for q in quotes)
+    assert all(quote_occurs(q, sources[2].snippet) for q in quotes)
