@@ -46,7 +46,13 @@ def quoting_schema(quotes: Sequence[str]) -> type[ExecutionOutput]:
     source contains, and the citation is lost. Its answer is then written after the evidence
     it picked. The model's output is still validated against plain ``ExecutionOutput``.
     """
-    quote: Any = Literal[tuple(quotes)]
+    # llama-cpp-python's grammar converter does not escape backslashes, so a value holding '"' or
+    # '\\' breaks the grammar (and llama.cpp then decodes unconstrained): such sentences are offered
+    # with single quotes, or not at all. Quotes are compared without punctuation, so they still verify.
+    offered = tuple(dict.fromkeys(q.replace('"', "'") for q in quotes if "\\" not in q))
+    if not offered:
+        return ExecutionOutput
+    quote: Any = Literal[offered]
     citation = create_model(
         "Citation", __base__=Citation, quote=(quote, Field(description="A sentence copied from that source."))
     )

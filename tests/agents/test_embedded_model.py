@@ -218,7 +218,7 @@ def test_under_the_quoting_grammar_every_quote_is_a_sentence_it_was_shown(assemb
     shown = (
         "Limit: Maximum message payload; Value: 18 KiB.",
         "Limit: Maximum open connections per buoy; Value: 3.",
-        "Messages above the payload limit are rejected with error code S-413.",
+        'Messages above the payload limit are rejected with error code "S-413".',
     )
     runtime = LlamaRuntime(assembled)
     sources = "\n".join(f"[{n}] {text}" for n, text in enumerate(shown, start=1))
@@ -227,8 +227,18 @@ def test_under_the_quoting_grammar_every_quote_is_a_sentence_it_was_shown(assemb
         {"role": "user", "content": f"{sources}\n\nTask: What is the maximum message payload? Answer with JSON."},
     ]
 
-    completion = runtime.complete(messages, quoting_schema(shown).model_json_schema(), max_tokens=160)
+    schema = quoting_schema(shown).model_json_schema()
+    completion = runtime.complete(messages, schema, max_tokens=160)
 
     output = ExecutionOutput.model_validate_json(completion.text)
     assert output.citations
-    assert all(c.quote in shown for c in output.citations)
+    assert all(c.quote in schema["$defs"]["Citation"]["properties"]["quote"]["enum"] for c in output.citations)
+
+
+@pytest.mark.embedded
+def test_a_schema_whose_grammar_llama_cpp_cannot_parse_fails_instead_of_decoding_unconstrained(assembled: Path):
+    # llama-cpp-python's converter leaves the backslash of '\"' unescaped in an enum literal.
+    schema = {"type": "object", "properties": {"q": {"enum": ['say "hi"']}}, "required": ["q"]}
+
+    with pytest.raises(ModelError, match="does not parse"):
+        LlamaRuntime(assembled).complete([{"role": "user", "content": "hi"}], schema, max_tokens=16)

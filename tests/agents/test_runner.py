@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from sentient.agents.models.fake import FakeRequest, ScriptedModel
 from sentient.events import AgentCallFinished
 from sentient.graph.node import TaskType
@@ -161,3 +163,16 @@ def test_only_a_grammar_decoded_model_is_held_to_the_quotes_an_executor_was_show
     assert asked["required"] == ["citations", "answer"]  # the evidence still comes first
     assert _asked_schema(call, hosted, ExecutionOutput) is ExecutionOutput
     assert _asked_schema(call, embedded, PlanOutput) is PlanOutput
+
+
+def test_quotes_the_grammar_converter_cannot_escape_are_offered_with_single_quotes_or_not_at_all() -> None:
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    from sentient.agents.schemas import ExecutionOutput, quoting_schema
+
+    schema = quoting_schema(['The code is "S-413" here.', r"Use C:\temp for it.", "Plain words stay."])
+
+    enum = schema.model_json_schema()["$defs"]["Citation"]["properties"]["quote"]["enum"]
+    assert enum == ["The code is 'S-413' here.", "Plain words stay."]
+    assert quoting_schema([r"only C:\temp here."]) is ExecutionOutput
+    LlamaGrammar.from_json_schema(json.dumps(schema.model_json_schema()), verbose=False)

@@ -45,6 +45,7 @@ _PER_MESSAGE_OVERHEAD = 8
 _TEMPLATE_MARGIN = 64
 # Below this many kept tokens a truncated message says nothing useful; fail instead.
 _MIN_KEPT_TOKENS = 64
+_CHECKED_SCHEMAS = 256  # schemas known to compile, remembered
 _ROLE_MAP = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "user"}
 GENERIC_JSON_SCHEMA: dict[str, Any] = {"type": "object"}
 
@@ -168,7 +169,7 @@ class LlamaRuntime:
         with self._lock:
             llm = self._ensure_loaded()
             if json_schema is not None:
-                self._check_schema(json_schema)
+                self._check_schema(json_schema, llm)
             # Reserve the whole output budget: a reply cut short by the context is broken JSON.
             fitted = fit_to_context(
                 messages,
@@ -237,18 +238,29 @@ class LlamaRuntime:
         self._llama = llama
         return llama
 
-    def _check_schema(self, schema: dict[str, Any]) -> None:
-        # llama-cpp-python silently falls back to free-form JSON when a schema does not compile;
-        # compile it ourselves first so that shows up as an error instead of invalid outputs.
+    def _check_schema(self, schema: dict[str, Any], llm: Llama) -> None:
+        # llama-cpp-python silently falls back to free-form JSON when a schema's grammar does not
+        # parse (its converter can emit broken literals); build the grammar sampler ourselves first
+        # so that shows up as an error instead of unconstrained output.
         key = json.dumps(schema, sort_keys=True)
         if key in self._checked_schemas:
             return
-        from llama_cpp.llama_grammar import json_schema_to_gbnf
+        import llama_cpp
+        from llama_cpp.llama_grammar import LlamaGrammar
 
         try:
-            json_schema_to_gbnf(key)
+            grammar = LlamaGrammar.from_json_schema(key, verbose=False)
         except Exception as exc:  # the converter raises bare asserts and ValueErrors alike
             raise ModelError(f"output schema cannot be compiled to a grammar: {exc}") from exc
+        # The private fields are the grammar text and the model's vocabulary, as Llama itself uses them.
+        sampler = llama_cpp.llama_sampler_init_grammar(
+            llm._model.vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8")
+        )
+        if not sampler:
+            raise ModelError("output schema's grammar does not parse in llama.cpp (see the log above)")
+        llama_cpp.llama_sampler_free(sampler)
+        if len(self._checked_schemas) >= _CHECKED_SCHEMAS:  # executors' quoting schemas are one per call
+            self._checked_schemas.clear()
         self._checked_schemas.add(key)
 
 
