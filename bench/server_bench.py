@@ -1,6 +1,6 @@
 """Server benchmark: N concurrent projects, M Socket.IO clients on loopback, no lost events.
 
-The server runs as in production (``server.serve``: gunicorn, one gthread worker) in a child
+The server runs as in production (``sentient_server.serve``: gunicorn, one gthread worker) in a child
 process, with the scripted fake model (fixed latency per agent call) so the numbers are the
 server's and the engine's own. The parent creates the projects over REST, connects M real
 python-socketio clients (WebSocket), has every client join every project, starts all projects
@@ -58,8 +58,8 @@ def child_main(args: argparse.Namespace) -> int:
     from sentient.graph.node import TaskType
     from sentient.graph.plan import PlanOutput, SubTask
     from sentient.settings import Settings
-    from server.config import ServerSettings
-    from server.serve import SentientGunicorn
+    from sentient_server.config import ServerSettings
+    from sentient_server.serve import SentientGunicorn
 
     def plan(request: FakeRequest) -> PlanOutput:
         tag = request.goal[request.goal.index(_FANOUT_TAG) :].split()[0] if _FANOUT_TAG in request.goal else "fanout=2"

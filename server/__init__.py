@@ -6,8 +6,8 @@ See ``docs/server-protocol.md`` for the protocol.
 
 from importlib.metadata import PackageNotFoundError, version
 
-from server.app import Services, create_app, shutdown
-from server.config import ServerSettings
+from .app import Services, create_app, shutdown
+from .config import ServerSettings
 
 try:
     __version__ = version("sentient")

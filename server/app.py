@@ -10,16 +10,17 @@ from flask_socketio import SocketIO
 from loguru import logger
 
 from sentient.store import ProjectStore
-from server import auth, headers, sockets
-from server.bridge import EngineLoop
-from server.config import ServerSettings
-from server.errors import register_error_handlers
-from server.events import Broadcaster
-from server.guard import HandshakeGuard, IdleSessionReaper
-from server.reviews import ReviewBroker
-from server.routes import meta, projects, reviews
-from server.routes.dashboard import dashboard_blueprint
-from server.runs import RunManager
+
+from . import auth, headers, sockets
+from .bridge import EngineLoop
+from .config import ServerSettings
+from .errors import register_error_handlers
+from .events import Broadcaster
+from .guard import HandshakeGuard, IdleSessionReaper
+from .reviews import ReviewBroker
+from .routes import meta, projects, reviews
+from .routes.dashboard import dashboard_blueprint
+from .runs import RunManager
 
 
 @dataclass
@@ -59,7 +60,7 @@ def create_app(config: ServerSettings | None = None, *, store: ProjectStore | No
     """
     config = config or ServerSettings.from_env()
     config.check()
-    app = Flask("server")
+    app = Flask("sentient_server")
     app.config.update(
         SECRET_KEY=secrets.token_hex(32),
         MAX_CONTENT_LENGTH=config.max_request_bytes,

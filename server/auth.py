@@ -18,8 +18,8 @@ from urllib.parse import urlsplit
 
 from flask import Flask, Response, request
 
-from server.config import ServerSettings, is_loopback
-from server.errors import ApiError
+from .config import ServerSettings, is_loopback
+from .errors import ApiError
 
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _OPEN_PATHS = frozenset({"/api/health"})

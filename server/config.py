@@ -29,7 +29,7 @@ def is_loopback(host: str) -> bool:
 
 @dataclass(frozen=True)
 class ServerSettings:
-    """Everything :func:`server.create_app` needs. Build it with :meth:`from_env` in production.
+    """Everything :func:`sentient_server.create_app` needs. Build it with :meth:`from_env` in production.
 
     Attributes:
         host: address to bind; anything but loopback requires ``api_token``.

@@ -13,7 +13,7 @@ So, before python-engineio sees a request:
 - :class:`IdleSessionReaper` closes engine.io sessions that have not joined the Socket.IO
   namespace within ``connect_timeout_s`` (never sent CONNECT, or were refused).
 
-Slow request headers (slowloris) are the production server's part: see :mod:`server.worker`.
+Slow request headers (slowloris) are the production server's part: see :mod:`sentient_server.worker`.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from urllib.parse import parse_qs
 
 from loguru import logger
 
-from server.auth import bearer, host_allowed, origin_allowed, token_ok
-from server.config import ServerSettings
+from .auth import bearer, host_allowed, origin_allowed, token_ok
+from .config import ServerSettings
 
 SOCKET_PATH = "/socket.io"
 StartResponse = Callable[..., Any]

@@ -11,7 +11,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from sentient.settings import EngineSettings
-from server.schemas import PROJECT_ID_PATTERN, CreateProject, ExecuteProject, ReviewAnswer
+
+from .schemas import PROJECT_ID_PATTERN, CreateProject, ExecuteProject, ReviewAnswer
 
 _REF = "#/components/schemas/{model}"
 

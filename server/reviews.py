@@ -22,10 +22,11 @@ from loguru import logger
 from sentient.hitl.protocol import ReviewDecision, ReviewRequest
 from sentient.settings import EngineSettings
 from sentient.store import ProjectStore, ReviewAlreadyAnsweredError, ReviewNotFoundError
-from server.bridge import EngineLoop
-from server.errors import bad_request, conflict, not_found
-from server.events import Broadcaster, room_of
-from server.schemas import ReviewAnswer, decision_from_record, valid_review_id
+
+from .bridge import EngineLoop
+from .errors import bad_request, conflict, not_found
+from .events import Broadcaster, room_of
+from .schemas import ReviewAnswer, decision_from_record, valid_review_id
 
 REVIEW_KEYS = (
     "review_id",

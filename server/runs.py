@@ -1,7 +1,7 @@
 """RunManager: one engine task per running project; start, cancel, resume, delete, shut down.
 
 Projects live in the store; a running project also has a :class:`Run` here, whose coroutine
-runs on the engine loop (reached through :class:`~server.bridge.EngineLoop`). There is no
+runs on the engine loop (reached through :class:`~sentient_server.bridge.EngineLoop`). There is no
 "current project": every operation names its project, and its events go to its room only.
 """
 
@@ -28,12 +28,13 @@ from sentient.settings import EngineSettings
 from sentient.store import ProjectBusyError, ProjectNotFoundError, ProjectStatus, ProjectStore, owner_alive
 from sentient.tools.docs_search import DocsFolder
 from sentient.trace import write_json
-from server.bridge import EngineLoop
-from server.config import DOCS_ROOTS_ENV, ServerSettings
-from server.errors import ApiError, bad_request, conflict, describe_validation, not_found
-from server.events import Broadcaster, ProjectFeed, graph_json, room_of
-from server.reviews import ReviewBroker
-from server.schemas import valid_project_id
+
+from .bridge import EngineLoop
+from .config import DOCS_ROOTS_ENV, ServerSettings
+from .errors import ApiError, bad_request, conflict, describe_validation, not_found
+from .events import Broadcaster, ProjectFeed, graph_json, room_of
+from .reviews import ReviewBroker
+from .schemas import valid_project_id
 
 DEFAULT_PROFILE = "deep_research_agent"
 RESUMABLE_ON_START = frozenset({"running", "interrupted"})

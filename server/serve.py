@@ -3,11 +3,11 @@
 Flask-SocketIO in ``threading`` mode keeps its rooms and the engine loop in one process, so
 there is exactly one worker; WebSocket connections (simple-websocket on gunicorn's socket) each
 hold a thread, hence ``threads``. The worker is gthread with request deadlines
-(:mod:`server.worker`): a client that sends its headers slowly is dropped, not waited for. The app is built inside the worker, after gunicorn forks,
+(:mod:`sentient_server.worker`): a client that sends its headers slowly is dropped, not waited for. The app is built inside the worker, after gunicorn forks,
 so the engine thread lives where the requests are served. When the worker stops, running
 projects are marked ``interrupted`` and resumed by the next start.
 
-    python -m server.serve --port 5000        # same as: sentient serve --port 5000
+    python -m sentient_server.serve --port 5000        # same as: sentient serve --port 5000
 """
 
 from __future__ import annotations
@@ -24,13 +24,14 @@ from loguru import logger
 
 from sentient.exceptions import ConfigError
 from sentient.tools.sandbox import hide_process_memory
-from server.app import create_app, shutdown
-from server.config import ServerSettings
-from server.worker import RequestDeadlines, with_deadlines
+
+from .app import create_app, shutdown
+from .config import ServerSettings
+from .worker import RequestDeadlines, with_deadlines
 
 
 class SentientGunicorn(BaseApplication):
-    """gunicorn, configured in code, serving :func:`server.create_app`."""
+    """gunicorn, configured in code, serving :func:`sentient_server.create_app`."""
 
     request_timeout_s = 60.0  # an ordinary request (not a socket) once its headers are in
 
@@ -68,7 +69,7 @@ class SentientGunicorn(BaseApplication):
         options = {
             "bind": f"{bind_host}:{self._config.port}",
             "workers": 1,  # Socket.IO rooms and the engine loop live in one process
-            "worker_class": "server.worker.SentientThreadWorker",
+            "worker_class": "sentient_server.worker.SentientThreadWorker",
             "threads": self._config.threads,
             "timeout": 60,
             "graceful_timeout": 20,
@@ -110,7 +111,7 @@ def serve(config: ServerSettings, *, log_level: str = "info") -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m server.serve", description="Run the Sentient server.")
+    parser = argparse.ArgumentParser(prog="python -m sentient_server.serve", description="Run the Sentient server.")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=5000)
     parser.add_argument("--threads", type=int, default=128, help="server threads; each WebSocket holds one")

@@ -14,10 +14,10 @@ from flask_socketio import SocketIO
 from loguru import logger
 from pydantic import BaseModel, ValidationError
 
-from server.auth import host_allowed, token_ok
-from server.errors import ApiError, as_api_error, bad_request, describe_validation
-from server.events import room_of
-from server.schemas import ExecuteTask, HitlResponse, JoinProject
+from .auth import host_allowed, token_ok
+from .errors import ApiError, as_api_error, bad_request, describe_validation
+from .events import room_of
+from .schemas import ExecuteTask, HitlResponse, JoinProject
 
 
 def register(socketio: SocketIO, services: Any) -> None:

@@ -7,7 +7,7 @@ Here every request gets a deadline when its thread picks it up: ``header_timeout
 headers are in, then ``request_timeout_s`` for the rest of an ordinary request. A socket past
 its deadline is shut down, which ends the blocked read. Engine.io requests (WebSockets, long
 polls) are released from the deadline once their headers are in: they are meant to last, and
-:class:`server.guard.HandshakeGuard` caps how many there are.
+:class:`sentient_server.guard.HandshakeGuard` caps how many there are.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 from gunicorn.workers.gthread import ThreadWorker
 from loguru import logger
 
-from server.guard import SOCKET_PATH
+from .guard import SOCKET_PATH
 
 
 class RequestDeadlines:
@@ -82,7 +82,7 @@ def with_deadlines(
 
 
 class SentientThreadWorker(ThreadWorker):
-    """``gthread`` whose requests have deadlines; ``self.app`` is :class:`server.serve.SentientGunicorn`."""
+    """``gthread`` whose requests have deadlines; ``self.app`` is :class:`sentient_server.serve.SentientGunicorn`."""
 
     def handle(self, conn: Any) -> Any:
         deadlines: RequestDeadlines | None = getattr(self.app, "deadlines", None)

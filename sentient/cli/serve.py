@@ -29,8 +29,8 @@ def add_serve_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run_serve(args: argparse.Namespace, settings: Settings) -> int:
     """Run the server until interrupted. Raises ConfigError for an exposed bind without a token."""
-    from server.config import ServerSettings
-    from server.serve import serve
+    from sentient_server.config import ServerSettings
+    from sentient_server.serve import serve
 
     config = ServerSettings.from_env(
         host=args.host,

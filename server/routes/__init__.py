@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, TypeVar
 from flask import current_app, request
 from pydantic import BaseModel, ValidationError
 
-from server.errors import ApiError, bad_request, describe_validation
+from ..errors import ApiError, bad_request, describe_validation
 
 if TYPE_CHECKING:
-    from server.app import Services
+    from ..app import Services
 
 M = TypeVar("M", bound=BaseModel)
 

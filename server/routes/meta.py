@@ -8,17 +8,18 @@ from flask import Blueprint, jsonify
 
 from sentient.agents.config import AgentConfig
 from sentient.agents.registry import Profile
-from server.errors import not_found
-from server.openapi import openapi_document
-from server.routes import services
-from server.schemas import valid_profile_name
+
+from ..errors import not_found
+from ..openapi import openapi_document
+from ..schemas import valid_profile_name
+from . import services
 
 bp = Blueprint("meta", __name__)
 
 
 @bp.get("/api/health")
 def health() -> Any:
-    from server import __version__
+    from .. import __version__
 
     return jsonify(status="ok", version=__version__, projects_running=services().runs.running_count)
 
@@ -49,7 +50,7 @@ def profile(name: str) -> Any:
 
 @bp.get("/api/openapi.json")
 def openapi() -> Any:
-    from server import __version__
+    from .. import __version__
 
     return jsonify(openapi_document(__version__, services().runs.registry.profile_names()))
 

@@ -8,10 +8,11 @@ from typing import Any
 from flask import Blueprint, Response, jsonify, request
 
 from sentient.report import build_report
-from server.errors import ApiError, bad_request, not_found
-from server.headers import REPORT_CSP
-from server.routes import parse_body, services
-from server.schemas import CreateProject, ExecuteProject, valid_node_id
+
+from ..errors import ApiError, bad_request, not_found
+from ..headers import REPORT_CSP
+from ..schemas import CreateProject, ExecuteProject, valid_node_id
+from . import parse_body, services
 
 bp = Blueprint("projects", __name__, url_prefix="/api/projects")
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from flask import Blueprint, jsonify
 
-from server.routes import parse_body, services
-from server.schemas import ReviewAnswer
+from ..schemas import ReviewAnswer
+from . import parse_body, services
 
 bp = Blueprint("reviews", __name__, url_prefix="/api/reviews")
 

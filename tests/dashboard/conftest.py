@@ -1,4 +1,4 @@
-"""Browser-test fixtures: a live ``server`` on 127.0.0.1 driven by the ScriptedModel, and a real
+"""Browser-test fixtures: a live ``sentient_server`` on 127.0.0.1 driven by the ScriptedModel, and a real
 headless Chromium (the Debian package, driven by Playwright) pointed at it.
 
 The scripted model answers by goal keyword, so one server serves every test:
@@ -67,8 +67,8 @@ class LiveServer:
 def _start_server(tmp: Path, token: str | None) -> tuple[LiveServer, Callable[[], None]]:
     from werkzeug.serving import make_server
 
-    from server.app import create_app, shutdown
-    from server.config import ServerSettings
+    from sentient_server.app import create_app, shutdown
+    from sentient_server.config import ServerSettings
 
     docs = tmp / "docs"
     docs.mkdir()

@@ -1,11 +1,8 @@
 """Server fixtures: an app on temp dirs with the scripted model, a live server on 127.0.0.1, and
 real python-socketio clients that record what they receive."""
 
-# ruff: noqa: E402  (the repository root goes on sys.path before the server imports)
-
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -13,14 +10,6 @@ from pathlib import Path
 
 import pytest
 import socketio
-
-# pytest puts tests/ on sys.path, where this folder would shadow the ``server`` package as a
-# namespace package; the repository root must come first. (pyproject: pythonpath = ["."] fixes it.)
-_ROOT = str(Path(__file__).resolve().parents[2])
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
-if "server" in sys.modules and getattr(sys.modules["server"], "__file__", None) is None:
-    del sys.modules["server"]
 from flask import Flask
 from flask.testing import FlaskClient
 from server_helpers import Recorder
@@ -28,7 +17,7 @@ from werkzeug.serving import BaseWSGIServer, make_server
 
 from sentient.agents.models.fake import ScriptedModel
 from sentient.settings import Settings
-from server import ServerSettings, create_app, shutdown
+from sentient_server import ServerSettings, create_app, shutdown
 
 LATENCY_S = 0.005
 

@@ -18,7 +18,7 @@ from sentient.agents.models.fake import ScriptedModel
 from sentient.api import ProfiledSentientAgent
 from sentient.settings import Settings
 from sentient.store import ProjectStore
-from server.config import ServerSettings
+from sentient_server.config import ServerSettings
 
 GOAL = "How does asyncio schedule tasks?"
 ENDED = {"completed", "failed", "cancelled", "stopped"}

@@ -54,7 +54,7 @@ def test_idle_slow_and_unauthenticated_connections_do_not_starve_authorised_clie
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "server.serve", "--port", str(port), "--threads", str(THREADS)],
+        [sys.executable, "-m", "sentient_server.serve", "--port", str(port), "--threads", str(THREADS)],
         env=serve_env(tmp_path, SENTIENT_API_TOKEN=TOKEN),
         cwd=tmp_path,
         stdout=subprocess.PIPE,

@@ -12,8 +12,8 @@ import socketio
 import websocket
 from server_helpers import wait_for
 
-from server import ServerSettings
-from server.auth import token_ok
+from sentient_server import ServerSettings
+from sentient_server.auth import token_ok
 
 TOKEN = "t0ken-" + "x" * 20
 

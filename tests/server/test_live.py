@@ -14,7 +14,7 @@ from server_helpers import wait_for
 from sentient.agents.models.fake import ScriptedModel
 from sentient.graph.node import TaskType
 from sentient.graph.plan import PlanOutput, SubTask
-from server import ServerSettings
+from sentient_server import ServerSettings
 
 GOAL = "How does asyncio schedule tasks?"
 
@@ -267,7 +267,7 @@ def test_token_required_when_bound_to_a_non_loopback_address(
     live: Callable[..., Any], server_settings: ServerSettings, connect: Any
 ) -> None:
     from sentient.exceptions import ConfigError
-    from server import create_app
+    from sentient_server import create_app
 
     with pytest.raises(ConfigError, match="SENTIENT_API_TOKEN"):
         create_app(replace(server_settings, host="0.0.0.0"))

@@ -10,7 +10,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 from server_helpers import wait_for, wait_status
 
-from server.config import ServerSettings
+from sentient_server.config import ServerSettings
 
 
 def create(client: FlaskClient, **body: Any) -> dict[str, Any]:

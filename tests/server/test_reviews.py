@@ -15,9 +15,9 @@ from sentient.graph.plan import PlanOutput, SubTask
 from sentient.hitl.protocol import Approve, Reject, ReviewRequest
 from sentient.settings import EngineSettings
 from sentient.store import ProjectStore
-from server.bridge import EngineLoop
-from server.reviews import ReviewBroker
-from server.schemas import ReviewAnswer
+from sentient_server.bridge import EngineLoop
+from sentient_server.reviews import ReviewBroker
+from sentient_server.schemas import ReviewAnswer
 
 PLAN = PlanOutput(
     subtasks=[
@@ -87,7 +87,7 @@ def test_a_pending_review_is_reused_after_a_restart_and_resolved_by_its_answer(s
 
 
 def test_invalid_answers_are_refused_without_touching_the_review(store: Any, engine: EngineLoop) -> None:
-    from server.errors import ApiError
+    from sentient_server.errors import ApiError
 
     broker = ReviewBroker(store, engine, RecordingBroadcaster())  # type: ignore[arg-type]
     engine.submit(broker.wait("p1", ReviewRequest("root", "goal", 0, PLAN, 1), EngineSettings(review="root")))

@@ -17,8 +17,8 @@ schemathesis = pytest.importorskip("schemathesis")
 from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
 from schemathesis.specs.openapi.checks import positive_data_acceptance  # noqa: E402
 
-from server.config import ServerSettings  # noqa: E402
-from server.openapi import openapi_document  # noqa: E402
+from sentient_server.config import ServerSettings  # noqa: E402
+from sentient_server.openapi import openapi_document  # noqa: E402
 
 TOKEN = "schemathesis-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

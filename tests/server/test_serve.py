@@ -1,4 +1,4 @@
-"""``python -m server.serve`` (gunicorn, gthread) with a real WebSocket client; the dashboard files."""
+"""``python -m sentient_server.serve`` (gunicorn, gthread) with a real WebSocket client; the dashboard files."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 import socketio
 from server_helpers import Recorder, wait_for, wait_healthy
 
-from server import ServerSettings
+from sentient_server import ServerSettings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -41,7 +41,7 @@ def serve_env(tmp_path: Path, **extra: str) -> dict[str, str]:
 def test_serve_runs_gunicorn_with_websocket_transport_and_stops_cleanly(tmp_path: Path, docs_folder: Path) -> None:
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "server.serve", "--port", str(port)],
+        [sys.executable, "-m", "sentient_server.serve", "--port", str(port)],
         env=serve_env(tmp_path),
         cwd=tmp_path,
         stdout=subprocess.PIPE,

@@ -8,11 +8,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from fakes.embedder import HashingEmbedder
 
 from sentient.exceptions import DocsFolderError
 from sentient.tools import DocsIndex, Retrieval, SearchHit
 from sentient.tools.snippets import SNIPPET_CHARS
-from tests.fakes.embedder import HashingEmbedder
 
 HTML_PAGE = """<!doctype html>
 <html><head><title>Page</title><style>.zebracolor { color: red }</style></head>

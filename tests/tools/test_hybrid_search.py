@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 
 import pytest
+from fakes.embedder import HashingEmbedder
 from loguru import logger
 
 from sentient.exceptions import EmbeddingModelError
 from sentient.tools import DocsIndex, Retrieval
 from sentient.tools.embeddings import Embedder, default_embedder, installed_file
-from tests.fakes.embedder import HashingEmbedder
 
 VILLAGE = {
     "/kb/boats.md": (
