@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from sentient.resources import agent_configs_dir
 
 
 class FailurePolicy(StrEnum):
@@ -72,7 +72,10 @@ class Settings(BaseSettings):
     model_path: Path | None = Field(None, description="A local GGUF file to use instead of the embedded weights.")
     cache_dir: Path = Field(Path.home() / ".cache" / "sentient", description="Assembled weights, docs indexes.")
     results_dir: Path = Field(Path("project_results"), description="Where each project's files are written.")
-    config_dir: Path = Field(REPO_ROOT / "agent_configs", description="agents.yaml, models.yaml and profiles/.")
+    config_dir: Path = Field(
+        default_factory=agent_configs_dir,
+        description="agents.yaml, models.yaml and profiles/ (default: the shipped ones).",
+    )
     user_config: Path = Field(
         Path.home() / ".config" / "sentient" / "config.yaml",
         description="Optional: API keys, provider limits and prices that override models.yaml.",

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from sentient.exceptions import ConfigError
+from sentient.resources import bundled_dir
 from sentient.settings import Settings
 
 TOKEN_ENV = "SENTIENT_API_TOKEN"
@@ -69,7 +70,9 @@ class ServerSettings:
     flush_interval_s: float = 0.1
     max_request_bytes: int = 1 << 20
     threads: int = 128
-    dashboard_dir: Path = field(default_factory=lambda: Path(__file__).resolve().parent.parent / "dashboard" / "dist")
+    dashboard_dir: Path = field(
+        default_factory=lambda: bundled_dir("sentient_server", "_data/dashboard", "dashboard/dist")
+    )
     docs_roots: tuple[Path, ...] = ()
     docs_max_files: int = 5_000
     docs_max_bytes: int = 200 * 1024 * 1024

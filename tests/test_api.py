@@ -13,13 +13,14 @@ from sentient import ProfiledSentientAgent, RunResult
 from sentient.agents.models.fake import FakeRequest, ScriptedModel, cite_sources
 from sentient.agents.schemas import AggregationOutput, ExecutionOutput
 from sentient.exceptions import ConfigError, ProfileNotFoundError
-from sentient.settings import REPO_ROOT, FailurePolicy, Settings
+from sentient.settings import FailurePolicy, Settings
 
+README = Path(__file__).resolve().parents[1] / "README.md"
 GOAL = "How do Python lists differ from tuples?"
 
 
 def readme_example() -> str:
-    readme = (REPO_ROOT / "README.md").read_text()
+    readme = README.read_text()
     match = re.search(r"<!-- ci:example -->\s*```python\n(.*?)```\s*<!-- /ci:example -->", readme, re.DOTALL)
     assert match, "README.md has no <!-- ci:example --> python block"
     return match.group(1)

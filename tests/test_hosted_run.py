@@ -17,7 +17,8 @@ from fakes.openai_server import FakeOpenAIServer, Reply, fake_openai_server, jso
 from sentient import ProfiledSentientAgent
 from sentient.agents.models.fake import ScriptedModel
 from sentient.exceptions import ConfigError
-from sentient.settings import REPO_ROOT, Settings
+from sentient.resources import agent_configs_dir
+from sentient.settings import Settings
 from sentient.store import ProjectStore
 
 GOAL = "How do Python lists differ from tuples?"
@@ -146,7 +147,7 @@ async def test_cost_is_counted_per_call_node_and_project_and_a_cost_budget_stops
 
 async def test_per_role_models_and_the_global_override(tmp_path: Path, server: FakeOpenAIServer, docs: Path) -> None:
     config = tmp_path / "agent_configs"
-    shutil.copytree(REPO_ROOT / "agent_configs", config)
+    shutil.copytree(agent_configs_dir(), config)
     profile = config / "profiles" / "general_agent.yaml"
     profile.write_text(
         profile.read_text()

@@ -11,9 +11,9 @@ from sentient.agents.config import Role
 from sentient.agents.registry import AgentRegistry
 from sentient.exceptions import ConfigError, ProfileNotFoundError
 from sentient.graph.node import TaskType
-from sentient.settings import REPO_ROOT
+from sentient.resources import agent_configs_dir
 
-SHIPPED = REPO_ROOT / "agent_configs"
+SHIPPED = agent_configs_dir()
 AGENT_NAMES = (
     "aggregator",
     "atomizer",

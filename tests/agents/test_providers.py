@@ -41,9 +41,9 @@ from sentient.agents.models.providers import (
 )
 from sentient.agents.models.resilience import ProviderGate, call_with_retries, is_rate_limit, retry_after_s
 from sentient.exceptions import ConfigError, MalformedResponseError
-from sentient.settings import REPO_ROOT
+from sentient.resources import agent_configs_dir
 
-SHIPPED = REPO_ROOT / "agent_configs"
+SHIPPED = agent_configs_dir()
 KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "OPENAI_COMPATIBLE_API_KEY", "OLLAMA_API_KEY")
 
 

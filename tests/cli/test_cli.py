@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from sentient.settings import REPO_ROOT
+from sentient.resources import agent_configs_dir
 
 _SCRIPT = Path(sys.executable).with_name("sentient")
 COMMAND = [str(_SCRIPT)] if _SCRIPT.is_file() else [sys.executable, "-m", "sentient.cli.main"]
@@ -210,8 +210,8 @@ def test_unknown_model_is_refused_naming_the_variable(sandbox: Sandbox) -> None:
 def test_broken_config_is_refused_naming_file_line_and_field(sandbox: Sandbox) -> None:
     config = sandbox.cwd / "configs"
     (config / "profiles").mkdir(parents=True)
-    (config / "agents.yaml").write_text((REPO_ROOT / "agent_configs" / "agents.yaml").read_text())
-    profile = (REPO_ROOT / "agent_configs" / "profiles" / "general_agent.yaml").read_text()
+    (config / "agents.yaml").write_text((agent_configs_dir() / "agents.yaml").read_text())
+    profile = (agent_configs_dir() / "profiles" / "general_agent.yaml").read_text()
     (config / "profiles" / "general_agent.yaml").write_text(profile.replace("  max_depth: 1\n", "  max_dept: 1\n"))
     proc = sandbox.run("run", GOAL, "--docs", str(sandbox.docs), SENTIENT_CONFIG_DIR=str(config))
     line = one_line_error(proc)
