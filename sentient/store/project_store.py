@@ -413,8 +413,11 @@ class ProjectStore:
     def set_stats(self, project_id: str, stats: Mapping[str, Any]) -> None:
         self._update(project_id, "UPDATE projects SET stats = ?, updated_at = ?", [_dumps(dict(stats)), time.time()])
 
-    def set_report(self, project_id: str, markdown: str) -> None:
-        self._update(project_id, "UPDATE projects SET report_markdown = ?, updated_at = ?", [markdown, time.time()])
+    def set_report(self, project_id: str, markdown: str, data: Mapping[str, Any] | None = None) -> None:
+        """Store the report's Markdown and, when given, the report as data (a JSON object)."""
+        stored = None if data is None else _dumps(dict(data))
+        sql = "UPDATE projects SET report_markdown = ?, report_json = ?, updated_at = ?"
+        self._update(project_id, sql, [markdown, stored, time.time()])
 
     def get_report(self, project_id: str) -> str | None:
         """The stored report Markdown, or None before the run stored one."""
@@ -424,6 +427,15 @@ class ProjectStore:
         if row is None:
             raise ProjectNotFoundError(project_id)
         return row[0]
+
+    def get_report_data(self, project_id: str) -> dict[str, Any] | None:
+        """The stored report as data, or None before the run stored one (or when it stored only Markdown)."""
+        check_project_id(project_id)
+        with self._reading() as conn:
+            row = conn.execute("SELECT report_json FROM projects WHERE project_id = ?", (project_id,)).fetchone()
+        if row is None:
+            raise ProjectNotFoundError(project_id)
+        return None if row[0] is None else dict(json.loads(row[0]))
 
     def delete_project(self, project_id: str) -> None:
         """Delete the project and (by cascade) its nodes, history, calls, knowledge and reviews."""
@@ -441,8 +453,8 @@ class ProjectStore:
             for table in ("nodes", "status_changes", "calls", "knowledge", "reviews"):
                 conn.execute(f"DELETE FROM {table} WHERE project_id = ?", (project_id,))
             conn.execute(
-                "UPDATE projects SET status = ?, error = NULL, stats = '{}', report_markdown = NULL, updated_at = ?"
-                " WHERE project_id = ?",
+                "UPDATE projects SET status = ?, error = NULL, stats = '{}', report_markdown = NULL,"
+                " report_json = NULL, updated_at = ? WHERE project_id = ?",
                 (ProjectStatus.CREATED.value, time.time(), project_id),
             )
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 BUSY_TIMEOUT_MS = 5000  # another process (a CLI next to the server) holding the write lock
 
 _SCHEMA_V1 = """
@@ -126,7 +126,13 @@ ALTER TABLE projects ADD COLUMN options TEXT NOT NULL DEFAULT '{}';
 ALTER TABLE projects ADD COLUMN spent TEXT NOT NULL DEFAULT '{}';
 """
 
-MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
+# v3: the report as data (the JSON of sentient.report.Report) beside its Markdown, so that
+# nobody has to read the Markdown back.
+_SCHEMA_V3 = """
+ALTER TABLE projects ADD COLUMN report_json TEXT;
+"""
+
+MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
 
 
 class SchemaVersionError(sqlite3.DatabaseError):

@@ -32,6 +32,7 @@ def test_a_v1_file_is_migrated_and_keeps_its_projects(tmp_path: Path) -> None:
     with ProjectStore.open(tmp_path) as store:
         old = store.get_project("old")
         assert (old.goal, old.status, old.options, old.spent) == ("an old goal", ProjectStatus.STOPPED, {}, {})
+        assert store.get_report_data("old") is None  # v3: no report data until a run stores one
         store.set_options("old", {"model": "scripted"})
         store.set_spent("old", Spent(1.5, 7, 30.0).to_dict())
         again = store.get_project("old")

@@ -204,6 +204,21 @@ def test_status_error_owner_stats_and_report_are_stored(store: ProjectStore) -> 
     assert store.get_project("p1").error is None  # a new status clears the old error
 
 
+def test_report_data_is_stored_beside_the_markdown_and_reset_forgets_both(store: ProjectStore) -> None:
+    store.create_project("p1", "goal", "general_agent", {})
+    store.set_report("p1", "# Markdown only\n")
+    assert store.get_report_data("p1") is None  # a report stored without its data
+
+    store.set_report("p1", "Answer [1].\n", {"title": "goal", "references": [{"n": 1, "ref": "/d/a.md"}]})
+
+    assert store.get_report("p1") == "Answer [1].\n"
+    assert store.get_report_data("p1") == {"title": "goal", "references": [{"n": 1, "ref": "/d/a.md"}]}
+    store.reset_project("p1")
+    assert (store.get_report("p1"), store.get_report_data("p1")) == (None, None)
+    with pytest.raises(ProjectNotFoundError):
+        store.get_report_data("nope")
+
+
 def test_unknown_status_is_refused(store: ProjectStore) -> None:
     store.create_project("p1", "goal", "general_agent", {})
 
