@@ -33,8 +33,8 @@ from sentient.graph.node import NodeType, TaskType
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
 from sentient.hitl.protocol import AutoApprove, PlanReviewer
-from sentient.report import build_report
-from sentient.report_html import render_html
+from sentient.report import Report, build_report, to_markdown
+from sentient.report.html import render_html
 from sentient.settings import EngineSettings, Settings
 from sentient.store import (
     ProjectNotFoundError,
@@ -68,7 +68,8 @@ class RunStats:
 
 @dataclass(frozen=True)
 class RunResult:
-    """What a run produced. ``report_markdown`` is always set, even for failed or stopped runs.
+    """What a run produced. ``report`` is always set, even for failed or stopped runs;
+    ``report_markdown`` is its Markdown, as written to ``report.md``.
 
     ``status`` is ``stopped`` when a budget (cost, calls, time) ended the run early; the report
     then covers the finished work and says so. ``completed_with_failures``: the root finished
@@ -83,6 +84,7 @@ class RunResult:
     stats: RunStats
     output_dir: Path | None
     graph: TaskGraph
+    report: Report
 
     @property
     def partial(self) -> bool:
@@ -404,15 +406,17 @@ class _Run:
             error = f"{len(failed)} subtask(s) failed: {', '.join(failed[:5])}" + (", …" if len(failed) > 5 else "")
         else:
             error = stop_reason or crash or root.error or root.status.value.lower()
+        report = build_report(graph, stopped=stop_reason)
         return RunResult(
             project_id=self.project_id,
             status=status,
             final_answer=root.result if root.status is TaskStatus.DONE else None,
-            report_markdown=build_report(graph, stopped=stop_reason),
+            report_markdown=to_markdown(report),
             error=error,
             stats=stats,
             output_dir=self.out_dir,
             graph=graph,
+            report=report,
         )
 
     def _save(self, result: RunResult) -> None:
@@ -423,14 +427,14 @@ class _Run:
             except StoreWriterError as exc:  # logged by the writer; the end of the run is still recorded
                 logger.error("project {}: {}", self.project_id, exc)
             self.store.set_stats(self.project_id, asdict(result.stats))
-            self.store.set_report(self.project_id, result.report_markdown)
+            self.store.set_report(self.project_id, result.report_markdown, result.report.model_dump(mode="json"))
             if self.budget is not None:
                 self.store.set_spent(self.project_id, self.budget.spent().to_dict())
             # The store knows "completed"; its error says which subtasks failed.
             status = "completed" if result.status == "completed_with_failures" else result.status
             self.store.set_status(self.project_id, status, result.error)
         if self.out_dir is not None:
-            _write_outputs(self.out_dir, self.graph, self.trace, result.report_markdown)
+            _write_outputs(self.out_dir, self.graph, self.trace, result.report, result.report_markdown)
 
 
 def check_goal(goal: object) -> str:
@@ -490,8 +494,8 @@ def _override(settings: EngineSettings, overrides: dict[str, Any]) -> EngineSett
         ) from exc
 
 
-def _write_outputs(out_dir: Path, graph: TaskGraph, trace: TraceRecorder, report: str) -> None:
-    write_text(out_dir / "report.md", report)
-    write_text(out_dir / "report.html", render_html(report, title=graph.root.goal))
+def _write_outputs(out_dir: Path, graph: TaskGraph, trace: TraceRecorder, report: Report, markdown: str) -> None:
+    write_text(out_dir / "report.md", markdown)
+    write_text(out_dir / "report.html", render_html(markdown, title=report.title))
     write_json(out_dir / "graph.json", graph.to_dict())
     trace.write(out_dir, graph)

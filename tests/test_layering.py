@@ -30,6 +30,8 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     ),
     "sentient.engine": _ABOVE_ENGINE,
     "sentient.agents": ("sentient.engine", "sentient.store", "sentient.cli", "sentient.api", *_SERVER),
+    # The report is a value built from the graph: the API, the CLI and the server render it, not the reverse.
+    "sentient.report": (*_ABOVE_ENGINE, "sentient.engine"),
 }
 
 

@@ -9,7 +9,7 @@ from sentient.graph.node import NodeType, Source, TaskType
 from sentient.graph.plan import SubTask
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
-from sentient.report import build_report
+from sentient.report.markdown import markdown_report as build_report
 
 A = Source(ref="/docs/list.md", title="Lists", snippet="...")
 B = Source(ref="/docs/tuple.md", title="Tuples", snippet="...")

@@ -6,7 +6,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from sentient.report_html import markdown_to_html, render_html
+from sentient.report.html import markdown_to_html, render_html
 
 SAFE_LINK_PREFIXES = ("http://", "https://", "mailto:", "#")
 
@@ -139,7 +139,7 @@ See [the docs](https://docs.python.org/3/tutorial/datastructures.html) or <https
 
 
 def test_bidi_control_characters_are_removed_from_the_page_and_its_title() -> None:
-    from sentient.report_html import render_html
+    from sentient.report.html import render_html
     from sentient.text import BIDI_CONTROLS
 
     spoof = "See [invoice\u202egpj.exe](https://example.com/\u202ex) and \u2066isolate\u2069 \u200ftext\u200e"

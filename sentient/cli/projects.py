@@ -24,8 +24,8 @@ from rich.tree import Tree
 from sentient.exceptions import SentientError
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
-from sentient.report import build_report
-from sentient.report_html import render_html
+from sentient.report import build_report, to_markdown
+from sentient.report.html import render_html
 from sentient.settings import Settings
 from sentient.store import ProjectRecord, ProjectStatus, ProjectStore, owner_alive
 from sentient.trace import write_text
@@ -224,13 +224,18 @@ def _export(args: argparse.Namespace, store: ProjectStore, out: Console, err: Co
     project = store.get_project(args.project_id)
     graph = store.load_graph(project.project_id)
     markdown = store.get_report(project.project_id)
-    if markdown is None and len(graph):
-        markdown = build_report(graph)  # a run still going, or killed: what it has so far
+    report = store.get_report_data(project.project_id) if markdown is not None else None
+    if report is None and len(graph):
+        # A run still going or killed (what it has so far), or a report stored before its data was.
+        built = build_report(graph)
+        markdown = markdown if markdown is not None else to_markdown(built)
+        report = built.model_dump(mode="json")
     if args.format == "json":
         payload = {
             "project": project.to_dict(),
             "graph": graph.to_dict(),
             "report_markdown": markdown,
+            "report": report,
             "calls": store.calls(project.project_id),
         }
         text = json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n"

@@ -205,10 +205,14 @@ def test_export_json_holds_project_graph_report_and_calls(cli: Cli, capsys: pyte
     assert cli("export", "lists-tuples", "--format", "json") == 0
 
     data = json.loads(capsys.readouterr().out)
-    assert set(data) == {"project", "graph", "report_markdown", "calls"}
+    assert set(data) == {"project", "graph", "report_markdown", "report", "calls"}
     assert data["project"]["status"] == "completed" and data["project"]["pending_reviews"] == 1
     assert [n["task_id"] for n in data["graph"]["nodes"]] == ["root", "root.0", "root.1"]
     assert data["report_markdown"] == REPORT
+    # The report as data, built from the stored graph (this store holds only the Markdown).
+    assert (data["report"]["answer"], data["report"]["partial"]) == ("Lists are mutable [1].", False)
+    assert [(r["n"], r["ref"]) for r in data["report"]["references"]] == [(1, "lists.md")]
+    assert [(m["task_id"], m["error"]) for m in data["report"]["missing"]] == [("root.1", "model error: boom")]
     assert [c["task_id"] for c in data["calls"]] == ["root.0"]
 
 

@@ -1,4 +1,4 @@
-"""Reports as standalone HTML: Markdown rendered without raw HTML, then sanitised.
+"""A :class:`Report` as standalone HTML: its Markdown rendered without raw HTML, then sanitised.
 
 Reports hold untrusted text (model output, web content), so two layers keep a page inert:
 markdown-it renders with ``html=False`` (raw HTML in the Markdown comes out as visible text)
@@ -19,6 +19,8 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
+from sentient.report.markdown import to_markdown
+from sentient.report.model import Report
 from sentient.text import neutralise_bidi
 
 _TAGS = frozenset(
@@ -117,3 +119,8 @@ def render_html(markdown: str, title: str) -> str:
     """A complete, standalone HTML page (inline CSS, no script) for a Markdown report."""
     title = html.escape(neutralise_bidi(title), quote=True)
     return _PAGE.format(title=title, css=_CSS.strip(), body=markdown_to_html(markdown))
+
+
+def to_html(report: Report) -> str:
+    """The report as a complete, standalone HTML page titled with its goal."""
+    return render_html(to_markdown(report), report.title)

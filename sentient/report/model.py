@@ -1,0 +1,93 @@
+"""The report as a value: what a run found, with its references, gaps and completeness.
+
+A :class:`Report` is built once from the task graph (:func:`sentient.report.build_report`) and
+rendered by the renderers (Markdown, HTML) or sent as JSON (``Report.model_dump_json``); nothing
+reads a rendered report back. Texts (the answer, section texts) are Markdown whose ``[n]``
+markers refer to the ``n`` of the references next to them.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from sentient.graph.status import TaskStatus
+
+SourceKind = Literal["url", "path"]
+# Every field is always serialised, so the JSON schema (and the dashboard's generated types) require them all.
+_CONFIG = ConfigDict(frozen=True, json_schema_serialization_defaults_required=True)
+
+
+class Reference(BaseModel):
+    """A numbered source the text cites. ``quote`` is set when it was checked against the source text."""
+
+    model_config = _CONFIG
+
+    n: int  # the number the text's [n] markers use
+    ref: str  # a URL or a document path
+    kind: SourceKind
+    title: str  # one line; "" when the source has none
+    verified: bool
+    quote: str | None = None  # whitespace normalised; only on verified references
+
+
+class Consulted(BaseModel):
+    """A source the research read that the text does not cite."""
+
+    model_config = _CONFIG
+
+    ref: str
+    kind: SourceKind
+    title: str
+
+
+class Section(BaseModel):
+    """A finished subtask's result, reported on its own because the root did not finish."""
+
+    model_config = _CONFIG
+
+    task_id: str
+    goal: str
+    text: str
+    references: list[Reference]
+    consulted: list[Consulted]
+
+
+class Missing(BaseModel):
+    """A failed subtask (the topmost of its failed branch): a part of the goal the report does not cover."""
+
+    model_config = _CONFIG
+
+    task_id: str
+    goal: str
+    error: str  # whitespace normalised, not shortened
+
+
+class Report(BaseModel):
+    """A run's report.
+
+    A complete report (``partial`` false) has the root's ``answer`` with ``references`` and
+    ``consulted``. A partial one (the root did not finish) has no answer; its ``sections`` are
+    the finished subtasks nearest the root, each with its own numbered references, and
+    ``stopped`` (a budget ended the run) or ``error`` (the root's) says why. ``missing`` lists
+    the failed subtasks in both cases.
+    """
+
+    model_config = _CONFIG
+
+    title: str  # the root goal
+    status: TaskStatus  # the root's status when the report was built
+    partial: bool
+    stopped: str | None = None
+    error: str | None = None
+    answer: str | None = None
+    references: list[Reference] = []
+    consulted: list[Consulted] = []
+    sections: list[Section] = []
+    missing: list[Missing] = []
+
+
+def source_kind(ref: str) -> SourceKind:
+    """``url`` for http(s) references, ``path`` for everything else (documents on disk)."""
+    return "url" if ref.lower().startswith(("http://", "https://")) else "path"
