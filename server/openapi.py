@@ -1,17 +1,19 @@
 """The OpenAPI 3.1 document of the REST API (``GET /api/openapi.json``).
 
-Request bodies come from the pydantic models the routes validate with, so the document and
-the validation cannot drift apart. Response shapes are described in ``docs/server-protocol.md``.
+Request bodies come from the pydantic models the routes validate with, and the report's JSON
+from the model it is serialised from (``sentient_server.responses``), so the document and the code cannot
+drift apart. Other response shapes are described in ``docs/server-protocol.md``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from sentient.settings import EngineSettings
 
+from .responses import ReportResponse
 from .schemas import PROJECT_ID_PATTERN, CreateProject, ExecuteProject, ReviewAnswer
 
 _REF = "#/components/schemas/{model}"
@@ -28,21 +30,12 @@ _ERROR = {
     },
 }
 _OBJECT = {"type": "object"}
-_REPORT = {
-    "type": "object",
-    "required": ["markdown", "references", "partial"],
-    "properties": {
-        "markdown": {"type": "string"},
-        "references": {"type": "array", "items": _OBJECT},
-        "partial": {"type": "boolean"},
-    },
-}
 
 
-def _schemas(*models: type[BaseModel]) -> dict[str, Any]:
+def _schemas(*models: type[BaseModel], mode: Literal["validation", "serialization"] = "validation") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for model in models:
-        schema = model.model_json_schema(ref_template=_REF)
+        schema = model.model_json_schema(ref_template=_REF, mode=mode)
         out.update(schema.pop("$defs", {}))
         out[model.__name__] = schema
     return out
@@ -123,6 +116,7 @@ def openapi_document(version: str, profiles: list[str] | None = None) -> dict[st
                     },
                 },
                 **_schemas(CreateProject, ExecuteProject, ReviewAnswer, EngineSettings),
+                **_schemas(ReportResponse, mode="serialization"),
             },
         },
         "security": [{"bearer": []}],
@@ -176,7 +170,7 @@ def openapi_document(version: str, profiles: list[str] | None = None) -> dict[st
                     content={
                         "text/markdown": {"schema": {"type": "string"}},
                         "text/html": {"schema": {"type": "string"}},
-                        "application/json": {"schema": _REPORT},
+                        "application/json": {"schema": {"$ref": _REF.format(model="ReportResponse")}},
                     },
                 ),
             },

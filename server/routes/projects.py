@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
+from pydantic import ValidationError
 
-from sentient.report import build_report
+from sentient.report import Report, build_report, to_markdown
 
 from ..errors import ApiError, bad_request, not_found
 from ..headers import REPORT_CSP
+from ..responses import ReportResponse
 from ..schemas import CreateProject, ExecuteProject, valid_node_id
 from . import parse_body, services
 
 bp = Blueprint("projects", __name__, url_prefix="/api/projects")
-
-_REFERENCE = re.compile(r"^(\d+)\.\s+(.*)$")
 
 
 @bp.post("")
@@ -91,19 +90,25 @@ def report(project_id: str) -> Any:
     runs = services().runs
     project = runs.project(project_id)
     markdown = runs.store.get_report(project_id)
-    partial = project["status"] != "completed"
-    if markdown is None:
+    stored = _stored_report(project_id) if markdown is not None else None
+    if markdown is None or stored is None:
+        # A run still going or killed (what it has so far), or a report stored before its data was.
         graph = runs.store.load_graph(project_id)
         if len(graph) == 0:
             raise ApiError(404, "no_report", f"project '{project_id}' has no report yet: execute it first.")
-        markdown = build_report(graph)
-        partial = True
+        stopped = project["error"] if markdown is not None and project["status"] == "stopped" else None
+        value = build_report(graph, stopped)
+        markdown = markdown if markdown is not None else to_markdown(value)
+    else:
+        value = stored
     if fmt == "md":
         return Response(markdown, mimetype="text/markdown", headers=_download(project_id, "md"))
     if fmt == "html":
         page_headers = {**_download(project_id, "html"), "Content-Security-Policy": REPORT_CSP}
         return Response(_html(markdown, project["goal"]), mimetype="text/html", headers=page_headers)
-    return jsonify(markdown=markdown, references=_references(markdown), partial=partial)
+    partial = value.partial or project["status"] != "completed"
+    body = ReportResponse(**{**dict(value), "partial": partial}, markdown=markdown)
+    return Response(body.model_dump_json(), mimetype="application/json")
 
 
 @bp.get("/<project_id>/reviews")
@@ -119,23 +124,17 @@ def _download(project_id: str, ext: str) -> dict[str, str]:
 
 
 def _html(markdown: str, title: str) -> str:
-    from sentient.report_html import render_html  # sanitised Markdown -> HTML
+    from sentient.report.html import render_html  # sanitised Markdown -> HTML
 
     return render_html(markdown, title)
 
 
-def _references(markdown: str) -> list[dict[str, Any]]:
-    """The numbered entries of the report's References section."""
-    references: list[dict[str, Any]] = []
-    in_section = False
-    for line in markdown.splitlines():
-        if line.startswith("## "):
-            in_section = line.strip() == "## References"
-            continue
-        match = _REFERENCE.match(line.strip()) if in_section else None
-        if match:
-            text = match.group(2)
-            ref = re.search(r"`([^`]+)`\s*$", text)
-            title = text[: ref.start()].rstrip(" —") if ref else text
-            references.append({"n": int(match.group(1)), "title": title, "ref": ref.group(1) if ref else text})
-    return references
+def _stored_report(project_id: str) -> Report | None:
+    """The report its run stored as data, or None (none stored, or not readable as a Report)."""
+    data = services().runs.store.get_report_data(project_id)
+    if data is None:
+        return None
+    try:
+        return Report.model_validate(data)
+    except ValidationError:
+        return None  # stored by another version of Sentient: rebuilt from the graph instead

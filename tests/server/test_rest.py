@@ -152,10 +152,31 @@ def test_execute_runs_to_completion_with_graph_nodes_and_report(client: FlaskCli
     assert html.mimetype == "text/html" and "<script" not in html.get_data(as_text=True).lower()
     as_json = client.get(f"/api/projects/{pid}/report?format=json").get_json()
     assert as_json["partial"] is False and as_json["markdown"] == markdown.get_data(as_text=True)
-    assert isinstance(as_json["references"], list)
+    assert as_json["title"] == project["goal"] and as_json["status"] == "DONE" and as_json["missing"] == []
+    assert "Summary of root" in as_json["answer"] and as_json["sections"] == []
+    assert as_json["references"] == [] and [c["ref"] for c in as_json["consulted"]] == ["asyncio.md"]
     assert_error(client.get(f"/api/projects/{pid}/report?format=pdf"), 400, contains="format")
     assert_error(client.post(f"/api/projects/{pid}/resume"), 409, "conflict", "completed")
     assert_error(client.post(f"/api/projects/{pid}/cancel"), 409, "conflict", "not running")
+
+
+def test_report_json_is_the_stored_report_value_or_built_from_the_graph(client: FlaskClient, app: Flask) -> None:
+    pid = create(client, profile="general_agent")["project_id"]
+    run_to_end(client, pid)
+    store = app.extensions["sentient"].runs.store
+    stored = store.get_report_data(pid)
+    assert stored is not None and stored["answer"].startswith("Summary of root")
+    reference = {"n": 1, "ref": "https://example.org/a", "kind": "url", "title": "A", "verified": True, "quote": "q"}
+    store.set_report(pid, "Stored [1].\n", {**stored, "answer": "Stored [1].", "references": [reference]})
+
+    served = client.get(f"/api/projects/{pid}/report?format=json").get_json()
+    assert (served["answer"], served["references"], served["markdown"]) == ("Stored [1].", [reference], "Stored [1].\n")
+
+    # A report stored before its data was (an older store): the value is built from the stored graph.
+    store.set_report(pid, "Old markdown.\n")
+    rebuilt = client.get(f"/api/projects/{pid}/report?format=json").get_json()
+    assert rebuilt["answer"] == stored["answer"] and rebuilt["markdown"] == "Old markdown.\n"
+    assert rebuilt["partial"] is False
 
 
 def test_report_before_any_run_is_404_and_execute_body_is_validated(client: FlaskClient) -> None:
