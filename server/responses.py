@@ -16,3 +16,4 @@ class ReportResponse(Report):
     """
 
     markdown: str
+    """The report as Markdown, exactly as ``format=md`` serves it."""

@@ -16,7 +16,8 @@ from sentient.graph.status import TaskStatus
 
 SourceKind = Literal["url", "path"]
 # Every field is always serialised, so the JSON schema (and the dashboard's generated types) require them all.
-_CONFIG = ConfigDict(frozen=True, json_schema_serialization_defaults_required=True)
+# Attribute docstrings become the field descriptions of the JSON schema (and of the generated types).
+_CONFIG = ConfigDict(frozen=True, json_schema_serialization_defaults_required=True, use_attribute_docstrings=True)
 
 
 class Reference(BaseModel):
@@ -24,12 +25,17 @@ class Reference(BaseModel):
 
     model_config = _CONFIG
 
-    n: int  # the number the text's [n] markers use
-    ref: str  # a URL or a document path
+    n: int
+    """The number the text's ``[n]`` markers use."""
+    ref: str
+    """A URL or a document path."""
     kind: SourceKind
-    title: str  # one line; "" when the source has none
+    title: str
+    """One line; empty when the source has none."""
     verified: bool
-    quote: str | None = None  # whitespace normalised; only on verified references
+    """Whether a quote the answer rests on was found in the source's text."""
+    quote: str | None = None
+    """The verified quote, whitespace normalised; null on unverified references."""
 
 
 class Consulted(BaseModel):
@@ -61,7 +67,8 @@ class Missing(BaseModel):
 
     task_id: str
     goal: str
-    error: str  # whitespace normalised, not shortened
+    error: str
+    """Why it failed, whitespace normalised (not shortened)."""
 
 
 class Report(BaseModel):
@@ -76,12 +83,18 @@ class Report(BaseModel):
 
     model_config = _CONFIG
 
-    title: str  # the root goal
-    status: TaskStatus  # the root's status when the report was built
+    title: str
+    """The root goal."""
+    status: TaskStatus
+    """The root's status when the report was built."""
     partial: bool
+    """True when the root did not finish: there is no answer, only the finished sections."""
     stopped: str | None = None
+    """Why a budget stopped the run early (partial reports only)."""
     error: str | None = None
+    """The root's error (partial reports only)."""
     answer: str | None = None
+    """The root's answer (complete reports only)."""
     references: list[Reference] = []
     consulted: list[Consulted] = []
     sections: list[Section] = []
