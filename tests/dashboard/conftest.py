@@ -3,7 +3,9 @@ headless Chromium (the Debian package, driven by Playwright) pointed at it.
 
 The scripted model answers by goal keyword, so one server serves every test:
 - goals containing "XSS" get executor/aggregator answers with ``<img onerror>`` and ``<script>``;
-- every answer cites ``[1]``, so reports have clickable numbered references.
+- every answer cites ``[1]``, so reports have clickable numbered references;
+- goals containing "UNFINISHED": the executor of ``root.1`` and the root's aggregator fail, so
+  (with the failure policy "continue") the report is partial, with a section and a missing part.
 """
 
 from __future__ import annotations
@@ -44,10 +46,14 @@ XSS_PAYLOAD = (
     "<script>window.__xss = (window.__xss || 0) + 1</script> in results [1]."
 )
 
+UNFINISHED_FAILURES = {("executor", "root.1"): "search backend down", ("aggregator", "root"): "aggregator offline"}
+
 
 def scripted_answer(request: FakeRequest) -> Any:
     """Default plans and atomizer answers; executor (quoting its first source) and aggregator answers that cite [1]."""
     xss = "XSS" in request.goal or "XSS" in request.prompt
+    if "UNFINISHED" in request.prompt and (request.role, request.task_id) in UNFINISHED_FAILURES:
+        return RuntimeError(UNFINISHED_FAILURES[request.role, request.task_id])
     if request.role == "executor":
         answer = XSS_PAYLOAD if xss else f"Finding for {request.task_id}: see [1]."
         return ExecutionOutput(answer=answer, citations=cite_sources(request.prompt, 1))

@@ -160,12 +160,18 @@ def test_report_renders_with_clickable_references_and_downloads(
     wait_completed(page)
 
     page.get_by_test_id("report-tab").click()
-    report = page.get_by_test_id("report-markdown")
+    report = page.get_by_test_id("report-body")
     expect(report).to_contain_text("Summary of root")
+    expect(page.get_by_test_id("report-partial")).to_have_count(0)
     citation = report.locator("a.citation").first
     expect(citation).to_have_text("1")
     reference = report.locator("#ref-1")
     expect(reference).to_be_attached()
+    # The reference comes from the report's JSON, with its verification: the executor quoted its source.
+    expect(reference).to_have_attribute("data-verified", "true")
+    expect(reference.locator(".badge")).to_have_text("verified")
+    expect(reference.locator("blockquote.quote")).not_to_be_empty()
+    expect(report.get_by_test_id("report-missing")).to_have_count(0)
     citation.click()
     expect(reference).to_have_class(re.compile(r"\bhighlighted\b"))
     expect(reference).to_be_in_viewport()
@@ -179,7 +185,8 @@ def test_report_renders_with_clickable_references_and_downloads(
     assert "<" in Path(html.value.path()).read_text(encoding="utf-8")
     with page.expect_download() as as_json:
         page.get_by_test_id("download-json").click()
-    assert "markdown" in json.loads(Path(as_json.value.path()).read_text(encoding="utf-8"))
+    downloaded = json.loads(Path(as_json.value.path()).read_text(encoding="utf-8"))
+    assert "Summary of root" in downloaded["markdown"] and downloaded["references"][0]["verified"] is True
 
     page.get_by_role("button", name="Graph", exact=True).click()
     with page.expect_download() as graph_json:
@@ -193,6 +200,41 @@ def test_report_renders_with_clickable_references_and_downloads(
         page.get_by_test_id("export-png").click()
     assert Path(png.value.path()).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert problems.errors == []
+
+
+def test_partial_report_shows_its_finished_section_what_is_missing_and_why(
+    page: Any, live_server: Any, problems: Any, screenshot: Any
+) -> None:
+    body = {"goal": "UNFINISHED survey of qubit vendors", "config": {"max_depth": 1, "failure_policy": "continue"}}
+    project_id = post_json(f"{live_server.url}/api/projects", body)["project_id"]
+    post_json(f"{live_server.url}/api/projects/{project_id}/execute", {})
+    page.goto(f"{live_server.url}/?project={project_id}")
+    expect(page.get_by_test_id("project-status")).to_have_text("failed", timeout=DONE_TIMEOUT)
+
+    page.get_by_test_id("report-tab").click()
+    expect(page.get_by_test_id("report-partial")).to_contain_text("aggregator offline")
+    report = page.get_by_test_id("report-body")
+    expect(report.locator("h1")).to_have_text("UNFINISHED survey of qubit vendors")
+    section = report.get_by_test_id("report-section")
+    expect(section).to_have_count(1)
+    expect(section).to_contain_text("Finding for root.0")
+    reference = section.locator("[id='root.0-ref-1']")
+    expect(reference).to_have_attribute("data-verified", "true")
+    section.locator("a.citation").first.click()
+    expect(reference).to_have_class(re.compile(r"\bhighlighted\b"))
+    missing = report.get_by_test_id("report-missing")
+    expect(missing).to_contain_text("root.1")
+    expect(missing).to_contain_text("search backend down")
+    screenshot(page, "report-partial")
+    assert problems.errors == []
+
+
+def post_json(url: str, body: dict[str, Any]) -> dict[str, Any]:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}, method="POST"
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return json.load(answer)  # type: ignore[no-any-return]
 
 
 def test_llm_html_and_script_render_as_text_and_run_nothing(
@@ -209,7 +251,7 @@ def test_llm_html_and_script_render_as_text_and_run_nothing(
     assert result.locator("img, script").count() == 0
 
     page.get_by_test_id("report-tab").click()
-    report = page.get_by_test_id("report-markdown")
+    report = page.get_by_test_id("report-body")
     expect(report).to_contain_text("<img src=x onerror=")
     expect(report).to_contain_text("<script>")
     screenshot(page, "report-untrusted-html")

@@ -7,7 +7,7 @@ import type {
   NodeDetail,
   Profile,
   Project,
-  ReportJson,
+  ReportResponse,
   Review,
   ReviewAnswer,
 } from "./types";
@@ -96,7 +96,7 @@ export const api = {
   reviews: (id: string) => request<{ reviews: Review[] }>("GET", `/api/projects/${enc(id)}/reviews`),
   answer: (reviewId: string, answer: ReviewAnswer) =>
     request<Review>("POST", `/api/reviews/${enc(reviewId)}`, answer),
-  reportJson: (id: string) => request<ReportJson>("GET", `/api/projects/${enc(id)}/report?format=json`),
+  reportJson: (id: string) => request<ReportResponse>("GET", `/api/projects/${enc(id)}/report?format=json`),
   reportFile: (id: string, format: "md" | "html" | "json") =>
     requestBlob(`/api/projects/${enc(id)}/report?format=${format}`),
 };

@@ -142,11 +142,8 @@ export interface Profile {
   settings?: Record<string, unknown>;
 }
 
-export interface ReportJson {
-  markdown: string;
-  references: unknown[];
-  partial: boolean;
-}
+// The report's JSON is generated from the server's response model (python -m server.wire_types).
+export type { Consulted, Missing, Reference, ReportResponse, Section } from "./report.generated";
 
 // Socket.IO payloads, server -> client.
 export interface SnapshotEvent {

@@ -2,14 +2,15 @@
 // the text is shown as text, never parsed. Links are http(s) or in-page citations only;
 // images are not loaded (they would leak the reader to third parties).
 
-import { memo, type MouseEvent } from "react";
-import ReactMarkdown, { type Components } from "react-markdown";
+import { memo, useMemo, type MouseEvent } from "react";
+import ReactMarkdown, { type Components, type Options } from "react-markdown";
 import remarkGfm from "remark-gfm";
 import { remarkCitations, safeUrl } from "../report/citations";
 
 function jumpToReference(event: MouseEvent<HTMLAnchorElement>, href: string): void {
   event.preventDefault();
-  const scope = event.currentTarget.closest(".markdown") ?? document;
+  // A cited text and its reference list share a ".cited" container (see ReportView).
+  const scope = event.currentTarget.closest(".cited") ?? event.currentTarget.closest(".markdown") ?? document;
   const target = scope.querySelector<HTMLElement>(`[id="${CSS.escape(href.slice(1))}"]`);
   if (!target) return;
   scope.querySelectorAll(".reference.highlighted").forEach((el) => el.classList.remove("highlighted"));
@@ -36,9 +37,20 @@ const components: Components = {
   img: ({ alt }) => <span className="image-placeholder">[image{alt ? `: ${alt}` : ""}]</span>,
 };
 
-const remarkPlugins = [remarkGfm, remarkCitations];
-
-export const Markdown = memo(function Markdown({ text, testId }: { text: string; testId?: string }) {
+/** `citationPrefix` starts the ids its "[n]" links point at (`#<prefix>ref-n`), to tell apart texts on one page. */
+export const Markdown = memo(function Markdown({
+  text,
+  testId,
+  citationPrefix = "",
+}: {
+  text: string;
+  testId?: string;
+  citationPrefix?: string;
+}) {
+  const remarkPlugins = useMemo<Options["remarkPlugins"]>(
+    () => [remarkGfm, [remarkCitations, { prefix: citationPrefix }]],
+    [citationPrefix],
+  );
   return (
     <div className="markdown" data-testid={testId}>
       <ReactMarkdown remarkPlugins={remarkPlugins} urlTransform={(url) => safeUrl(url)} components={components}>

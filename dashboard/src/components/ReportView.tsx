@@ -1,10 +1,13 @@
-// The final (or partial) report, rendered as sanitised Markdown, with downloads and exports.
+// The final (or partial) report, from the report's JSON: the answer as sanitised Markdown whose
+// "[n]" link to the numbered references, each with its verification; the sections of a partial
+// run; what is not covered. Downloads and exports.
 
 import { useEffect, useState } from "react";
 import { api } from "../api/http";
-import type { ReportJson } from "../api/types";
+import type { Consulted, Missing, Reference, ReportResponse } from "../api/types";
 import { errorText } from "../format";
 import { download } from "../graph/export";
+import { referenceId, safeUrl } from "../report/citations";
 import { useStore } from "../state/store";
 import { Markdown } from "./Markdown";
 
@@ -19,7 +22,7 @@ export function ReportView() {
   const status = useStore((s) => s.project?.status);
   const updated = useStore((s) => s.project?.updated_at);
   const notify = useStore((s) => s.notify);
-  const [report, setReport] = useState<ReportJson | null>(null);
+  const [report, setReport] = useState<ReportResponse | null>(null);
   const [error, setError] = useState<string | null>(null);
 
   useEffect(() => {
@@ -57,15 +60,127 @@ export function ReportView() {
       {report?.partial && (
         <div className="notice-banner" data-testid="report-partial">
           This report is partial: the run has not finished (or did not finish normally).
+          {report.stopped && <div>Stopped early: {report.stopped}.</div>}
+          {!report.stopped && report.error && <div>Reason: {report.error}</div>}
         </div>
       )}
-      {report ? (
-        <article className="report-body">
-          <Markdown text={report.markdown} testId="report-markdown" />
-        </article>
+      {report ? <ReportBody report={report} /> : !error && <p className="muted">Loading report…</p>}
+    </div>
+  );
+}
+
+function ReportBody({ report }: { report: ReportResponse }) {
+  return (
+    <article className="report-body" data-testid="report-body">
+      {report.partial ? (
+        <>
+          <h1 className="report-title">{report.title}</h1>
+          {report.sections.map((section) => (
+            <section key={section.task_id} className="report-section" data-testid="report-section">
+              <h2>{section.goal}</h2>
+              <Cited
+                text={section.text}
+                references={section.references}
+                consulted={section.consulted}
+                prefix={`${section.task_id}-`}
+              />
+            </section>
+          ))}
+          {report.sections.length === 0 && <p className="muted">No subtask finished.</p>}
+        </>
       ) : (
-        !error && <p className="muted">Loading report…</p>
+        <Cited text={report.answer ?? ""} references={report.references} consulted={report.consulted} prefix="" />
+      )}
+      {report.missing.length > 0 && <NotCovered missing={report.missing} />}
+    </article>
+  );
+}
+
+/** A text and the sources it rests on: its "[n]" jump to the numbered references listed below it. */
+function Cited({
+  text,
+  references,
+  consulted,
+  prefix,
+}: {
+  text: string;
+  references: Reference[];
+  consulted: Consulted[];
+  prefix: string;
+}) {
+  return (
+    <div className="cited">
+      <Markdown text={text} citationPrefix={prefix} testId="report-text" />
+      {references.length > 0 && (
+        <>
+          <h3>References</h3>
+          <ol className="references" data-testid="report-references">
+            {references.map((r) => (
+              <li
+                key={r.n}
+                id={referenceId(r.n, prefix)}
+                value={r.n}
+                className={`reference ${r.verified ? "verified" : "unverified"}`}
+                data-verified={r.verified}
+              >
+                <SourceName kind={r.kind} location={r.ref} title={r.title} />
+                {r.verified ? (
+                  <span className="badge verified" title="the quote was found in the source">verified</span>
+                ) : (
+                  <span className="badge unverified" title="no quote from it was checked">not verified</span>
+                )}
+                {r.quote !== null && <blockquote className="quote">“{r.quote}”</blockquote>}
+              </li>
+            ))}
+          </ol>
+        </>
+      )}
+      {consulted.length > 0 && (
+        <>
+          <h3>Other sources consulted</h3>
+          <ul className="consulted" data-testid="report-consulted">
+            {consulted.map((c) => (
+              <li key={c.ref}>
+                <SourceName kind={c.kind} location={c.ref} title={c.title} />
+              </li>
+            ))}
+          </ul>
+        </>
       )}
     </div>
+  );
+}
+
+/** A source by its title (a link for a web page), with its URL or path. */
+function SourceName({ kind, location, title }: { kind: Reference["kind"]; location: string; title: string }) {
+  const url = kind === "url" ? safeUrl(location) : null;
+  const name = title && title !== location ? title : null;
+  return (
+    <span className="source-name">
+      {url ? (
+        <a href={url} target="_blank" rel="noopener noreferrer nofollow">
+          {name ?? location}
+        </a>
+      ) : (
+        <span>{name ?? location}</span>
+      )}
+      {name && <code className="source-ref">{location}</code>}
+    </span>
+  );
+}
+
+function NotCovered({ missing }: { missing: Missing[] }) {
+  return (
+    <section className="not-covered" data-testid="report-missing">
+      <h2>Not covered</h2>
+      <p>These subtasks failed, so this report does not cover them:</p>
+      <ul>
+        {missing.map((m) => (
+          <li key={m.task_id}>
+            <code>{m.task_id}</code> {m.goal} — <span className="error-text">{m.error}</span>
+          </li>
+        ))}
+      </ul>
+    </section>
   );
 }

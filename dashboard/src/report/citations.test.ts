@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { safeUrl, splitCitations } from "./citations";
+import { referenceId, remarkCitations, safeUrl, splitCitations } from "./citations";
 
 describe("safeUrl", () => {
   it("keeps http(s) and anchors", () => {
@@ -24,5 +24,32 @@ describe("splitCitations", () => {
   });
   it("leaves text without citations alone", () => {
     expect(splitCitations("plain")).toEqual([{ type: "text", value: "plain" }]);
+  });
+  it("points the links at the ids of a prefixed reference list", () => {
+    const links = splitCitations("See [2].", "root.0-").filter((p) => p.type === "link");
+    expect(links.map((p) => p.url)).toEqual(["#root.0-ref-2"]);
+    expect(referenceId(2, "root.0-")).toBe("root.0-ref-2");
+  });
+});
+
+describe("remarkCitations", () => {
+  it("links citations in text but not in code or links", () => {
+    const tree = {
+      type: "root",
+      children: [
+        {
+          type: "paragraph",
+          children: [
+            { type: "text", value: "Lists grow [1]. " },
+            { type: "inlineCode", value: "xs[1]" },
+            { type: "link", url: "https://example.org", children: [{ type: "text", value: "[3]" }] },
+          ],
+        },
+      ],
+    };
+    remarkCitations({ prefix: "p-" })(tree);
+    const paragraph = tree.children[0]!.children as { type: string; url?: string; value?: string }[];
+    expect(paragraph.filter((n) => n.type === "link").map((n) => n.url)).toEqual(["#p-ref-1", "https://example.org"]);
+    expect(paragraph.find((n) => n.type === "inlineCode")?.value).toBe("xs[1]");
   });
 });

@@ -1,15 +1,12 @@
 // Remark plugin and URL policy for untrusted Markdown (LLM output, web content).
 // Raw HTML is never interpreted: without rehype-raw, react-markdown renders it as text.
-// Citations "[n]" / "[1, 2]" become links to "#ref-n"; the items of the ordered list under a
-// "References" heading get the ids "ref-n"; code spans there that hold an http(s) URL become links.
+// Citations "[n]" / "[1, 2]" in a text become links to "#<prefix>ref-n". The references they
+// point at are not read from the Markdown: the report view lists them from the report's JSON.
 
 interface MdNode {
   type: string;
   value?: string;
   url?: string;
-  depth?: number;
-  ordered?: boolean | null;
-  start?: number | null;
   children?: MdNode[];
   data?: { hProperties?: Record<string, string> };
 }
@@ -25,17 +22,22 @@ export function safeUrl(url: string): string | null {
   return SAFE_URL.test(trimmed) ? trimmed : null;
 }
 
-function citationLink(n: string): MdNode {
+/** The element id of reference `n` in a cited text whose anchors start with `prefix`. */
+export function referenceId(n: number | string, prefix = ""): string {
+  return `${prefix}ref-${n}`;
+}
+
+function citationLink(n: string, prefix: string): MdNode {
   return {
     type: "link",
-    url: `#ref-${n}`,
+    url: `#${referenceId(n, prefix)}`,
     children: [{ type: "text", value: n }],
     data: { hProperties: { className: "citation", "data-ref": n } },
   };
 }
 
 /** Split one text node into text and citation links. */
-export function splitCitations(value: string): MdNode[] {
+export function splitCitations(value: string, prefix = ""): MdNode[] {
   const out: MdNode[] = [];
   let last = 0;
   for (const match of value.matchAll(CITATION)) {
@@ -45,7 +47,7 @@ export function splitCitations(value: string): MdNode[] {
     out.push({ type: "text", value: "[" });
     numbers.forEach((n, i) => {
       if (i > 0) out.push({ type: "text", value: ", " });
-      out.push(citationLink(n));
+      out.push(citationLink(n, prefix));
     });
     out.push({ type: "text", value: "]" });
     last = at + match[0].length;
@@ -54,15 +56,15 @@ export function splitCitations(value: string): MdNode[] {
   return out;
 }
 
-function linkCitations(node: MdNode): void {
+function linkCitations(node: MdNode, prefix: string): void {
   if (!node.children || SKIP.has(node.type)) return;
   const next: MdNode[] = [];
   for (const child of node.children) {
     if (child.type === "text" && child.value && CITATION.test(child.value)) {
       CITATION.lastIndex = 0;
-      next.push(...splitCitations(child.value));
+      next.push(...splitCitations(child.value, prefix));
     } else {
-      linkCitations(child);
+      linkCitations(child, prefix);
       next.push(child);
     }
   }
@@ -70,39 +72,10 @@ function linkCitations(node: MdNode): void {
   node.children = next;
 }
 
-function textOf(node: MdNode): string {
-  return node.value ?? (node.children ?? []).map(textOf).join("");
-}
-
-function urlsToLinks(node: MdNode): void {
-  node.children = (node.children ?? []).map((child) => {
-    if (child.type === "inlineCode" && child.value && SAFE_URL.test(child.value)) {
-      return { type: "link", url: child.value, children: [{ type: "text", value: child.value }] };
-    }
-    urlsToLinks(child);
-    return child;
-  });
-}
-
-function markReferences(root: MdNode): void {
-  const children = root.children ?? [];
-  children.forEach((node, i) => {
-    if (node.type !== "heading" || textOf(node).trim().toLowerCase() !== "references") return;
-    const list = children[i + 1];
-    if (!list || list.type !== "list" || !list.ordered) return;
-    const start = list.start ?? 1;
-    (list.children ?? []).forEach((item, k) => {
-      item.data = { hProperties: { id: `ref-${start + k}`, className: "reference" } };
-      urlsToLinks(item);
-    });
-  });
-}
-
-/** The remark plugin: `remarkPlugins={[remarkCitations]}`. */
-export function remarkCitations() {
+/** The remark plugin: `remarkPlugins={[[remarkCitations, { prefix }]]}` (the prefix defaults to ""). */
+export function remarkCitations(options?: { prefix?: string }) {
+  const prefix = options?.prefix ?? "";
   return (tree: unknown): void => {
-    const root = tree as MdNode;
-    markReferences(root);
-    linkCitations(root);
+    linkCitations(tree as MdNode, prefix);
   };
 }
