@@ -177,6 +177,9 @@ def test_report_json_is_the_stored_report_value_or_built_from_the_graph(client: 
     rebuilt = client.get(f"/api/projects/{pid}/report?format=json").get_json()
     assert rebuilt["answer"] == stored["answer"] and rebuilt["markdown"] == "Old markdown.\n"
     assert rebuilt["partial"] is False
+    # Data that is not a Report (written by another version) is not trusted: the value is rebuilt too.
+    store.set_report(pid, "Old markdown.\n", {"title": pid, "references": "not a list"})
+    assert client.get(f"/api/projects/{pid}/report?format=json").get_json()["answer"] == stored["answer"]
 
 
 def test_report_before_any_run_is_404_and_execute_body_is_validated(client: FlaskClient) -> None:
