@@ -1,6 +1,6 @@
 """pydantic models of the REST responses whose shape the dashboard's types are generated from.
 
-``python -m server.wire_types`` writes them as TypeScript (``dashboard/src/api/report.generated.ts``);
+``python -m sentient_server.wire_types`` writes them as TypeScript (``dashboard/src/api/report.generated.ts``);
 the other responses are described in ``docs/server-protocol.md``.
 """
 

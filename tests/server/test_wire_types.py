@@ -9,7 +9,7 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from server.wire_types import TARGET, UnsupportedSchema, main, typescript
+from sentient_server.wire_types import TARGET, UnsupportedSchema, main, typescript
 
 
 def test_the_committed_typescript_is_what_the_models_generate() -> None:
