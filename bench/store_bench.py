@@ -54,7 +54,7 @@ from typing import Any
 
 from loguru import logger
 
-from sentient.events import AgentCallFinished, Event, NodeCreated, NodeStatusChanged
+from sentient.events import AgentCallFinished, Event, NodeCreated, NodeStatusChanged, snapshot
 from sentient.graph.node import NodeType, Source, TaskNode, TaskType
 from sentient.graph.plan import SubTask
 from sentient.graph.status import TaskStatus
@@ -129,28 +129,19 @@ def publish_run(
 
     sources = [Source(ref="docs/asyncio.md", title="Asyncio", snippet="event loop"), Source(ref="docs/tasks.md")]
     for node in list(graph):
-        publish(
-            NodeCreated(
-                node.task_id,
-                node.parent_id,
-                node.goal,
-                node.task_type,
-                node.node_type,
-                node.layer,
-                node.status,
-                tuple(node.depends_on),
-                tuple(node.warnings),
-            )
-        )
+        publish(NodeCreated(snapshot(node)))
         for target in LIFECYCLE:
             if target is TaskStatus.DONE:
                 node.result = _RESPONSE
                 node.sources = list(sources)
             old = node.move_to(target)
-            publish(NodeStatusChanged(node.task_id, old, target, node.history[-1].at, None, node.result))
+            publish(NodeStatusChanged(snapshot(node), old, node.history[-1].at))
             if target is TaskStatus.PLANNING:
                 for _ in range(calls_per_node):
                     now = time.time()
+                    node.agent_calls += 1
+                    node.input_tokens += 600
+                    node.output_tokens += 250
                     publish(
                         AgentCallFinished(
                             node.task_id,
@@ -166,11 +157,9 @@ def publish_run(
                             250,
                             now,
                             0.0,
+                            node=snapshot(node),
                         )
                     )
-                    node.agent_calls += 1
-                    node.input_tokens += 600
-                    node.output_tokens += 250
     return timings
 
 
@@ -183,7 +172,7 @@ def run_once(nodes: int, calls_per_node: int, work_us: float = 0.0, **writer_opt
 
     graph = build_graph(nodes)
     with temp_store() as store:
-        writer = StoreWriter(store, PROJECT, graph, **writer_options)
+        writer = StoreWriter(store, PROJECT, **writer_options)
         gc.collect()
         started = time.perf_counter()
         timings = publish_run(graph, writer, calls_per_node, work_us)

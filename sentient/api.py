@@ -9,7 +9,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -27,7 +27,7 @@ from sentient.context.builder import ContextBuilder
 from sentient.context.knowledge import KnowledgeStore
 from sentient.engine.resume import prepare_resume
 from sentient.engine.scheduler import ExecutionEngine
-from sentient.events import EventBus, RunFinished, Subscriber
+from sentient.events import EventBus, RunFinished, RunStarted, Subscriber, snapshot
 from sentient.exceptions import ConfigError, InvalidGoalError, RunError
 from sentient.graph.node import NodeType, TaskType
 from sentient.graph.status import TaskStatus
@@ -180,14 +180,13 @@ class ProfiledSentientAgent:
         subscribers: Iterable[Subscriber] = (),
         write_files: bool = True,
         store: ProjectStore | None = None,
-        on_graph: Callable[[TaskGraph], None] | None = None,
         **engine_overrides: Any,
     ) -> RunResult:
         """Research ``goal`` and return the result; files go to ``project_results/<project-id>/``.
 
         With a ``store``, the project and every event are persisted as they happen, so the run
-        can be resumed (:meth:`aresume`) after Ctrl-C or a crash. ``on_graph`` receives the
-        run's live graph before the first event (the server reads full nodes from it).
+        can be resumed (:meth:`aresume`) after Ctrl-C or a crash. ``subscribers`` receive every
+        event of the run, :class:`RunStarted` (the graph as the run begins) first.
         """
         goal = check_goal(goal)
         settings = _override(self.engine_settings, engine_overrides)
@@ -201,7 +200,7 @@ class ProfiledSentientAgent:
                 )
         graph = TaskGraph()
         graph.add_root(goal, TaskType.SEARCH, NodeType.PLAN)
-        run = _Run(self, project_id, graph, settings, store, output_dir, write_files, subscribers, on_graph)
+        run = _Run(self, project_id, graph, settings, store, output_dir, write_files, subscribers)
         return await run.execute(resume=False)
 
     async def aresume(
@@ -212,7 +211,6 @@ class ProfiledSentientAgent:
         output_dir: Path | None = None,
         subscribers: Iterable[Subscriber] = (),
         write_files: bool = True,
-        on_graph: Callable[[TaskGraph], None] | None = None,
         **engine_overrides: Any,
     ) -> RunResult:
         """Continue a stored project that did not finish: DONE nodes are kept, the rest runs again.
@@ -239,7 +237,7 @@ class ProfiledSentientAgent:
             # Stopped before its first event: nothing was stored, so it starts over, and the
             # engine announces (and the writer stores) the root as in a new run.
             graph.add_root(record.goal, TaskType.SEARCH, NodeType.PLAN)
-        run = _Run(self, project_id, graph, settings, store, output_dir, write_files, subscribers, on_graph)
+        run = _Run(self, project_id, graph, settings, store, output_dir, write_files, subscribers)
         calls = store.calls(project_id)
         run.trace.restore(calls)
         run.spent = _spent_before(record.spent, calls)
@@ -298,7 +296,6 @@ class _Run:
         output_dir: Path | None,
         write_files: bool,
         subscribers: Iterable[Subscriber],
-        on_graph: Callable[[TaskGraph], None] | None,
     ) -> None:
         self.agent = agent
         self.project_id = project_id
@@ -311,11 +308,9 @@ class _Run:
         self.budget: Budget | None = None
         self.bus = EventBus()
         self.bus.subscribe(self.trace)
-        self.writer = StoreWriter(store, project_id, graph) if store is not None else None
+        self.writer = StoreWriter(store, project_id) if store is not None else None
         if self.writer is not None:
             self.bus.subscribe(self.writer)
-        if on_graph is not None:
-            on_graph(graph)
         for subscriber in subscribers:
             self.bus.subscribe(subscriber)
 
@@ -333,6 +328,8 @@ class _Run:
         engine: ExecutionEngine | None = None
         crash: str | None = None
         try:
+            # Subscribers see the graph as the run finds it; every later change comes as an event.
+            self.bus.publish(RunStarted(self.project_id, tuple(snapshot(node) for node in graph), resumed=resume))
             if resume:
                 for change in prepare_resume(graph):
                     self.bus.publish(change)

@@ -2,47 +2,161 @@
 
 The engine knows no subscriber: the CLI display, the trace writer, the project store and the
 Socket.IO emitter all receive the same events through an :class:`EventBus`.
+
+The stream of one run is self-sufficient. :class:`RunStarted` carries the graph as the run
+found it, and every event that changes a node carries a :class:`NodeSnapshot` of it, taken at
+the moment of the event: a subscriber builds its own view of the graph from events alone (see
+:class:`sentient.replica.GraphReplica`) and never reads the engine's live, mutable graph.
+Counters in a snapshot are the node's totals, not increments, so nothing is counted twice.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from loguru import logger
 
-from sentient.graph.node import NodeType, TaskType
+from sentient.graph.node import NodeType, Source, StatusChange, TaskNode, TaskType
 from sentient.graph.plan import PlanOutput
 from sentient.graph.status import TaskStatus
 
 
-@dataclass(frozen=True, slots=True)
-class NodeCreated:
+class NodeSnapshot(NamedTuple):
+    """Every field of a :class:`TaskNode` at one moment, immutable.
+
+    A named tuple rather than a frozen dataclass or model: one is built per node event on the
+    engine's loop, and a tuple is the cheapest immutable record to build. Lists become tuples
+    (sources and status changes are frozen models already, so nothing is deep-copied).
+    """
+
     task_id: str
-    parent_id: str | None
     goal: str
     task_type: TaskType
     node_type: NodeType
     layer: int
-    status: TaskStatus
+    parent_id: str | None
     depends_on: tuple[str, ...]
-    warnings: tuple[str, ...] = ()
+    children: tuple[str, ...]
+    status: TaskStatus
+    history: tuple[StatusChange, ...]
+    result: str | None
+    error: str | None
+    sources: tuple[Source, ...]
+    warnings: tuple[str, ...]
+    replans: int
+    agent_calls: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    created_at: float
+
+    def to_node(self) -> TaskNode:
+        """A new :class:`TaskNode` with these fields (not validated again: they came from one)."""
+        return TaskNode.model_construct(
+            task_id=self.task_id,
+            goal=self.goal,
+            task_type=self.task_type,
+            node_type=self.node_type,
+            layer=self.layer,
+            parent_id=self.parent_id,
+            depends_on=list(self.depends_on),
+            children=list(self.children),
+            status=self.status,
+            history=list(self.history),
+            result=self.result,
+            error=self.error,
+            sources=list(self.sources),
+            warnings=list(self.warnings),
+            replans=self.replans,
+            agent_calls=self.agent_calls,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cost_usd=self.cost_usd,
+            created_at=self.created_at,
+        )
+
+
+def snapshot(node: TaskNode) -> NodeSnapshot:
+    """``node`` as it is now."""
+    return NodeSnapshot(
+        node.task_id,
+        node.goal,
+        node.task_type,
+        node.node_type,
+        node.layer,
+        node.parent_id,
+        tuple(node.depends_on),
+        tuple(node.children),
+        node.status,
+        tuple(node.history),
+        node.result,
+        node.error,
+        tuple(node.sources),
+        tuple(node.warnings),
+        node.replans,
+        node.agent_calls,
+        node.input_tokens,
+        node.output_tokens,
+        node.cost_usd,
+        node.created_at,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RunStarted:
+    """A run (new or resumed) begins with these nodes, before any other event of the run.
+
+    A resumed run's nodes are as stored: the resets that make unfinished work runnable again
+    follow as :class:`NodeStatusChanged` events.
+    """
+
+    project_id: str
+    nodes: tuple[NodeSnapshot, ...]  # parents before children, children in plan order
+    resumed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class NodeCreated:
+    """A node joined the graph (the root at the start of a new run, children when a plan is adopted)."""
+
+    node: NodeSnapshot
+
+    @property
+    def task_id(self) -> str:
+        return self.node.task_id
+
+    @property
+    def status(self) -> TaskStatus:
+        return self.node.status
 
 
 @dataclass(frozen=True, slots=True)
 class NodeStatusChanged:
-    task_id: str
+    """A node moved from ``old`` to ``node.status``; ``node`` holds everything it has now (its
+    result once DONE, its counters so far)."""
+
+    node: NodeSnapshot
     old: TaskStatus
-    new: TaskStatus
     at: float
-    error: str | None = None
-    result: str | None = None  # set when the node is DONE
+    error: str | None = None  # the error this move recorded
+
+    @property
+    def task_id(self) -> str:
+        return self.node.task_id
+
+    @property
+    def new(self) -> TaskStatus:
+        return self.node.status
 
 
 @dataclass(frozen=True, slots=True)
 class NodesRemoved:
-    """Nodes deleted because their parent's plan was rebuilt."""
+    """Nodes deleted because their parent's plan was rebuilt.
+
+    ``task_ids`` are whole subtrees; the tops of them leave the child list of ``parent_id``.
+    """
 
     parent_id: str
     task_ids: tuple[str, ...]
@@ -88,6 +202,7 @@ class AgentCallFinished:
     cost_usd: float = 0.0
     cached: bool = False  # answered from the response cache: no model call, no cost
     tool_calls: tuple[dict[str, Any], ...] = ()  # {"tool", "arguments", "result" (truncated), "error"}
+    node: NodeSnapshot | None = None  # the node charged with the call, its counters included (None: no node)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +213,8 @@ class RunFinished:
 
 
 Event = (
-    NodeCreated
+    RunStarted
+    | NodeCreated
     | NodeStatusChanged
     | NodesRemoved
     | PlanProposed

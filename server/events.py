@@ -4,10 +4,11 @@ Two pieces keep the engine's loop quick and the clients consistent:
 
 - :class:`Broadcaster` owns one thread that performs every Socket.IO emit and room change, in
   the order they were queued. The engine loop only enqueues; a slow client never slows a run.
-- :class:`ProjectFeed` is a run's event subscriber. It notes which nodes changed and, at most
-  ``interval`` seconds after the first change, serialises just those nodes (on the loop thread,
-  where the graph is consistent) into one ``node_update``. Bytes per update depend on the nodes
-  that changed, never on the size of the graph.
+- :class:`ProjectFeed` is a run's event subscriber. It keeps its own copy of the graph, built
+  from the events alone (:class:`sentient.replica.GraphReplica`), notes which nodes changed and,
+  at most ``interval`` seconds after the first change, serialises just those nodes into one
+  ``node_update``. Bytes per update depend on the nodes that changed, never on the size of the
+  graph.
 
 A client joining a running project gets its snapshot through the same queue, taken on the
 loop thread, so it sees the snapshot first and then every later diff, none missing.
@@ -25,6 +26,7 @@ from loguru import logger
 
 from sentient.events import AgentCallFinished, Event, NodeCreated, NodesRemoved, NodeStatusChanged
 from sentient.graph.task_graph import ROOT_ID, TaskGraph
+from sentient.replica import GraphReplica
 
 
 def room_of(project_id: str) -> str:
@@ -83,10 +85,6 @@ class Broadcaster:
         self._thread.join(timeout)
 
 
-def node_json(graph: TaskGraph, task_id: str) -> dict[str, Any]:
-    return graph.get(task_id).model_dump(mode="json")
-
-
 def graph_json(graph: TaskGraph) -> dict[str, Any]:
     """The ``{nodes, root}`` part of a snapshot."""
     return {"nodes": {n.task_id: n.model_dump(mode="json") for n in graph}, "root": ROOT_ID}
@@ -95,14 +93,14 @@ def graph_json(graph: TaskGraph) -> dict[str, Any]:
 class ProjectFeed:
     """A run's subscriber: batches changed nodes into ``node_update`` diffs for the project's room.
 
-    Create it on the engine loop (it schedules its flushes there). ``set_graph`` is the run's
-    ``on_graph`` callback.
+    Create it on the engine loop (it schedules its flushes there) and subscribe it before the
+    run starts: it reads nothing but the run's events.
     """
 
     def __init__(self, project_id: str, broadcaster: Broadcaster, interval_s: float = 0.1) -> None:
         self.project_id = project_id
         self.room = room_of(project_id)
-        self.graph: TaskGraph | None = None
+        self.graph = GraphReplica()
         self._broadcaster = broadcaster
         self._interval = interval_s
         self._loop = asyncio.get_running_loop()
@@ -111,10 +109,8 @@ class ProjectFeed:
         self._timer: asyncio.TimerHandle | None = None
         self.updates_sent = 0
 
-    def set_graph(self, graph: TaskGraph) -> None:
-        self.graph = graph
-
     def __call__(self, event: Event) -> None:
+        self.graph(event)
         if isinstance(event, NodeCreated | NodeStatusChanged | AgentCallFinished):
             self._removed.pop(event.task_id, None)
             self._dirty[event.task_id] = None
@@ -133,9 +129,9 @@ class ProjectFeed:
             self._timer.cancel()
             self._timer = None
         graph = self.graph
-        if graph is None or not (self._dirty or self._removed):
+        if not (self._dirty or self._removed):
             return
-        nodes = [node_json(graph, task_id) for task_id in self._dirty if task_id in graph]
+        nodes = [graph.node_json(task_id) for task_id in self._dirty if task_id in graph]
         removed = [task_id for task_id in self._removed if task_id not in graph]
         self._dirty.clear()
         self._removed.clear()
@@ -146,8 +142,8 @@ class ProjectFeed:
             )
 
     def snapshot(self) -> dict[str, Any] | None:
-        """The live graph as ``{nodes, root}`` (on the loop thread), or None before the graph exists."""
-        return graph_json(self.graph) if self.graph is not None else None
+        """The graph as ``{nodes, root}`` (on the loop thread), or None before the run started."""
+        return self.graph.graph_json() if self.graph.started else None
 
     def close(self) -> None:
         self.flush()

@@ -395,11 +395,9 @@ class RunManager:
         try:
             await self._announce("project_status", project_id)
             if mode == "execute":
-                await agent.arun(
-                    record["goal"], project_id=project_id, store=self.store, subscribers=[feed], on_graph=feed.set_graph
-                )
+                await agent.arun(record["goal"], project_id=project_id, store=self.store, subscribers=[feed])
             else:
-                await agent.aresume(project_id, store=self.store, subscribers=[feed], on_graph=feed.set_graph)
+                await agent.aresume(project_id, store=self.store, subscribers=[feed])
         except asyncio.CancelledError:
             logger.info("project {}: run stopped ({})", project_id, run.stopping or "cancelled")
         except Exception as exc:

@@ -11,7 +11,7 @@ import pytest
 
 from sentient.agents.models.fake import ScriptedModel
 from sentient.api import ProfiledSentientAgent
-from sentient.events import Event, NodeCreated, NodesRemoved, NodeStatusChanged, RunFinished
+from sentient.events import Event, NodeCreated, NodeSnapshot, NodesRemoved, NodeStatusChanged, RunFinished, RunStarted
 from sentient.graph.status import TERMINAL, TaskStatus
 from sentient.hitl.protocol import PlanReviewer
 from sentient.settings import Settings
@@ -75,15 +75,18 @@ class RunRecorder:
         self.started: dict[str, float] = {}
         self.ended: dict[str, float] = {}
         self.removed: set[str] = set()
-        self.created: dict[str, NodeCreated] = {}
+        self.created: dict[str, NodeSnapshot] = {}  # each node as it was announced
         self.moves: list[tuple[float, str, TaskStatus]] = []  # (monotonic time, task id, new status)
         self.hooks: list[Callable[[Event], None]] = []
 
     def __call__(self, event: Event) -> None:
         now = time.monotonic()
         self.events.append(event)
-        if isinstance(event, NodeCreated):
-            self.created[event.task_id] = event
+        if isinstance(event, RunStarted):
+            for node in event.nodes:
+                self.status[node.task_id] = node.status
+        elif isinstance(event, NodeCreated):
+            self.created[event.task_id] = event.node
             self.status[event.task_id] = event.status
         elif isinstance(event, NodeStatusChanged):
             self.status[event.task_id] = event.new

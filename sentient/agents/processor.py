@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import TypeVar
 
 from loguru import logger
@@ -27,11 +28,13 @@ from sentient.context.knowledge import KnowledgeStore
 from sentient.events import (
     EventBus,
     NodeCreated,
+    NodeSnapshot,
     NodesRemoved,
     NodeStatusChanged,
     PlanProposed,
     ReviewAnswered,
     ReviewRequested,
+    snapshot,
 )
 from sentient.exceptions import AgentError
 from sentient.graph.node import NodeType, Source, TaskNode
@@ -87,23 +90,10 @@ class AgentProcessor:
         old = node.move_to(target)
         if error is not None:
             node.error = error
-        result = node.result if target is _S.DONE else None
-        self._bus.publish(NodeStatusChanged(node.task_id, old, target, node.history[-1].at, error, result))
+        self._bus.publish(NodeStatusChanged(snapshot(node), old, node.history[-1].at, error))
 
     def announce(self, node: TaskNode) -> None:
-        self._bus.publish(
-            NodeCreated(
-                task_id=node.task_id,
-                parent_id=node.parent_id,
-                goal=node.goal,
-                task_type=node.task_type,
-                node_type=node.node_type,
-                layer=node.layer,
-                status=node.status,
-                depends_on=tuple(node.depends_on),
-                warnings=tuple(node.warnings),
-            )
-        )
+        self._bus.publish(NodeCreated(snapshot(node)))
 
     def fail(self, node: TaskNode, error: str) -> None:
         logger.debug("task {} failed: {}", node.task_id, error)
@@ -220,12 +210,10 @@ class AgentProcessor:
         quotes: tuple[str, ...] = (),
     ) -> T:
         layer = node.layer if layer is None else layer
-        call = AgentCall(node.task_id, node.goal, role, agent, task, context, tools, sink, layer, quotes)
+        call = AgentCall(
+            node.task_id, node.goal, role, agent, task, context, tools, sink, layer, quotes, partial(_charge, node)
+        )
         reply = await self._runner.run(call, schema)
-        node.agent_calls += 1
-        node.input_tokens += reply.input_tokens
-        node.output_tokens += reply.output_tokens
-        node.cost_usd += reply.cost_usd
         node.warnings.extend(reply.notes)
         return reply.output
 
@@ -340,3 +328,12 @@ class AgentProcessor:
         node.sources = list(sources)
         self._knowledge.add(node.task_id, node.goal, node.result, [s.ref for s in node.sources])
         self.move(node, _S.DONE)
+
+
+def _charge(node: TaskNode, input_tokens: int, output_tokens: int, cost_usd: float) -> NodeSnapshot:
+    """Count one agent call (failed ones too: they used tokens) on ``node``; its snapshot for the call's event."""
+    node.agent_calls += 1
+    node.input_tokens += input_tokens
+    node.output_tokens += output_tokens
+    node.cost_usd += cost_usd
+    return snapshot(node)

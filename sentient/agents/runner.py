@@ -46,7 +46,7 @@ from sentient.agents.models.resilience import DeadlineExceeded, call_with_retrie
 from sentient.agents.schemas import ExecutionOutput, quoting_schema
 from sentient.budget import Budget
 from sentient.context.builder import AgentContext, estimate_tokens
-from sentient.events import AgentCallFinished, EventBus
+from sentient.events import AgentCallFinished, EventBus, NodeSnapshot
 from sentient.exceptions import (
     AgentError,
     AgentOutputError,
@@ -76,6 +76,9 @@ class AgentCall:
     sink: SourceSink | None = None  # numbers the sources tools return; the node cites them
     layer: int = 0  # depth of the task the call is about (an atomizer decides for the layer below)
     quotes: tuple[str, ...] = ()  # the sentences an executor may quote (held to them under a grammar)
+    # Counts the call (input tokens, output tokens, cost) on its node, once, and returns the node's
+    # snapshot for the call's event; None: the call is charged to no node.
+    charge: Callable[[int, int, float], NodeSnapshot] | None = None
 
 
 @dataclass(frozen=True)
@@ -377,6 +380,7 @@ class AgentRunner:
             tally.output_tokens,
             ", from cache" if tally.cache_hits and not tally.model_calls else "",
         )
+        node = call.charge(tally.input_tokens, tally.output_tokens, tally.cost_usd) if call.charge else None
         self._bus.publish(
             AgentCallFinished(
                 task_id=call.task_id,
@@ -395,6 +399,7 @@ class AgentRunner:
                 cost_usd=tally.cost_usd,
                 cached=tally.cache_hits > 0 and tally.model_calls == 0,
                 tool_calls=tuple(asdict(c) for c in call.sink.calls) if call.sink is not None else (),
+                node=node,
             )
         )
 

@@ -172,10 +172,7 @@ def _run(args: argparse.Namespace, settings: Settings, err: Console) -> int:
             project_id, goal, profile = record.project_id, record.goal, record.profile
             agent = _agent_for_resume(record, args, settings, reviewer, store)
             out_dir = settings.results_dir / project_id
-            show = display.show if isinstance(display, ProgressDisplay) else None
-            run = agent.aresume(
-                project_id, store=store, output_dir=out_dir, subscribers=_subs(display), on_graph=show, **overrides
-            )
+            run = agent.aresume(project_id, store=store, output_dir=out_dir, subscribers=_subs(display), **overrides)
         else:
             goal, profile = args.goal.strip(), args.profile
             agent = ProfiledSentientAgent.create_with_profile(

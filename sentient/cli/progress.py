@@ -11,9 +11,16 @@ from rich.live import Live
 from rich.text import Text
 from rich.tree import Tree
 
-from sentient.events import AgentCallFinished, Event, NodeCreated, NodesRemoved, NodeStatusChanged
+from sentient.events import (
+    AgentCallFinished,
+    Event,
+    NodeCreated,
+    NodeSnapshot,
+    NodesRemoved,
+    NodeStatusChanged,
+    RunStarted,
+)
 from sentient.graph.status import TaskStatus
-from sentient.graph.task_graph import TaskGraph
 
 _STYLE = {
     TaskStatus.PENDING: ("·", "dim"),
@@ -67,20 +74,19 @@ class ProgressDisplay:
     def resume(self) -> None:
         self._live.start()
 
-    def show(self, graph: TaskGraph) -> None:
-        """Start from an existing graph (a resumed run), before its events arrive."""
-        with self._lock:
-            for node in graph:
-                kind = f"{node.task_type.value}/{node.node_type.value}"
-                self._rows[node.task_id] = _Row(node.parent_id, node.goal, kind, node.status)
-                self._children.setdefault(node.parent_id, []).append(node.task_id)
+    def _add(self, node: NodeSnapshot) -> None:
+        kind = f"{node.task_type.value}/{node.node_type.value}"
+        if node.task_id not in self._rows:  # a new run's root is in RunStarted, then announced
+            self._children.setdefault(node.parent_id, []).append(node.task_id)
+        self._rows[node.task_id] = _Row(node.parent_id, node.goal, kind, node.status)
 
     def __call__(self, event: Event) -> None:
         with self._lock:
             if isinstance(event, NodeCreated):
-                kind = f"{event.task_type.value}/{event.node_type.value}"
-                self._rows[event.task_id] = _Row(event.parent_id, event.goal, kind, event.status)
-                self._children.setdefault(event.parent_id, []).append(event.task_id)
+                self._add(event.node)
+            elif isinstance(event, RunStarted):  # a resumed run starts from its stored tree
+                for node in event.nodes:
+                    self._add(node)
             elif isinstance(event, NodeStatusChanged) and event.task_id in self._rows:
                 self._rows[event.task_id].status = event.new
             elif isinstance(event, NodesRemoved):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 
-from sentient.events import NodeStatusChanged
+from sentient.events import NodeStatusChanged, snapshot
 from sentient.graph.node import StatusChange, TaskNode
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
@@ -52,4 +52,4 @@ def _reset(node: TaskNode, target: TaskStatus, changes: list[NodeStatusChanged])
     node.status = target
     node.error = None
     node.history.append(StatusChange(status=target, at=now))
-    changes.append(NodeStatusChanged(node.task_id, old, target, now))
+    changes.append(NodeStatusChanged(snapshot(node), old, now))

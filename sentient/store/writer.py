@@ -1,12 +1,10 @@
 """StoreWriter: an event subscriber that persists a run to the project store as it happens.
 
 Subscribers run on the engine's event loop, so :meth:`StoreWriter.__call__` does the least it
-can: it reads the few fields of the node an event concerns into a tuple (no ``model_dump``, no
-JSON, no SQL) and appends it to a queue. A background thread drains the queue and writes each
-batch in one transaction, typically within a few milliseconds of the event. Reading the node on
-the loop thread, at the moment of the event, is what keeps the snapshot consistent: the engine
-mutates nodes only on that thread, and a node's result, sources and counters are final before
-it moves to a terminal status.
+can: it appends the event (immutable, with the snapshot of the node it concerns) to a queue, no
+JSON, no SQL. A background thread drains the queue and writes each batch in one transaction,
+typically within a few milliseconds of the event. The writer reads nothing but events: a node's
+row is its latest snapshot, counters included as totals, so every agent call is counted once.
 """
 
 from __future__ import annotations
@@ -22,10 +20,9 @@ from typing import Any
 
 from loguru import logger
 
-from sentient.events import AgentCallFinished, Event, NodeCreated, NodesRemoved, NodeStatusChanged
+from sentient.events import AgentCallFinished, Event, NodeCreated, NodeSnapshot, NodesRemoved, NodeStatusChanged
 from sentient.graph.node import Source
 from sentient.graph.status import TaskStatus
-from sentient.graph.task_graph import TaskGraph
 from sentient.store.project_store import ProjectStore, StoreError, check_project_id
 
 _CREATED, _STATUS, _REMOVED, _CALL, _FLUSH, _STOP = range(6)
@@ -55,23 +52,15 @@ _CALL_INSERT = (
     "",
 )
 _KNOWLEDGE_INSERT = ("INSERT OR REPLACE INTO knowledge (project_id, task_id, goal, result, sources)", 5, "")
-# Counters only grow, and arrive twice: summed from AgentCallFinished (applied first) and as the
-# node's own totals with each status change. MAX keeps the right value whichever the engine keeps.
+# A node's row takes its latest snapshot as is: counters are the node's totals (the engine counts
+# each call once, on the node), never increments to add up.
 _NODE_UPDATE = (
     "UPDATE nodes SET status = v.column2, node_type = v.column3, error = v.column4, result = v.column5,"
-    " sources = v.column6, warnings = v.column7, replans = v.column8,"
-    " agent_calls = MAX(nodes.agent_calls, v.column9), input_tokens = MAX(nodes.input_tokens, v.column10),"
-    " output_tokens = MAX(nodes.output_tokens, v.column11), cost_usd = MAX(nodes.cost_usd, v.column12)"
+    " sources = v.column6, warnings = v.column7, replans = v.column8, agent_calls = v.column9,"
+    " input_tokens = v.column10, output_tokens = v.column11, cost_usd = v.column12"
     " FROM (VALUES {rows}) AS v WHERE nodes.project_id = ? AND nodes.task_id = v.column1",
     12,
 )
-_CALL_TOTALS_UPDATE = (
-    "UPDATE nodes SET agent_calls = nodes.agent_calls + v.column2, input_tokens = nodes.input_tokens + v.column3,"
-    " output_tokens = nodes.output_tokens + v.column4, cost_usd = nodes.cost_usd + v.column5"
-    " FROM (VALUES {rows}) AS v WHERE nodes.project_id = ? AND nodes.task_id = v.column1",
-    5,
-)
-_STATUS_ONLY_UPDATE = "UPDATE nodes SET status = ?, error = COALESCE(?, error) WHERE project_id = ? AND task_id = ?"
 
 
 class StoreWriterError(StoreError):
@@ -89,9 +78,6 @@ class StoreWriter:
     Args:
         store: the project store (the project must exist in it).
         project_id: the project the events belong to.
-        graph: the run's graph, read at each event for what the event does not carry (result,
-            sources, counters). May be set later through the ``graph`` attribute, but before
-            the first event.
         batch_size: most events written in one transaction.
         linger_s: how long the thread waits, once woken, for more events to share the
             transaction.
@@ -107,14 +93,12 @@ class StoreWriter:
         self,
         store: ProjectStore,
         project_id: str,
-        graph: TaskGraph | None = None,
         *,
         batch_size: int = 2000,
         linger_s: float = 0.002,
         commit_interval_s: float = 0.01,
     ) -> None:
         self.project_id = check_project_id(project_id)
-        self.graph = graph
         self._store = store
         self._batch_size = batch_size
         self._linger_s = linger_s
@@ -126,7 +110,6 @@ class StoreWriter:
         self._errors: list[BaseException] = []
         self._errors_lock = threading.Lock()
         self._closed = False
-        self._warned_no_graph = False
         self._thread = threading.Thread(target=self._run, name=f"store-writer-{project_id}", daemon=True)
         self._thread.start()
 
@@ -134,12 +117,13 @@ class StoreWriter:
 
     def __call__(self, event: Event) -> None:
         item: tuple[Any, ...]
+        # Events are immutable: the writer thread reads them as they are.
         if isinstance(event, NodeStatusChanged):  # the most frequent first
-            item = self._status_item(event)
+            item = (_STATUS, event)
         elif isinstance(event, AgentCallFinished):
-            item = (_CALL, event)  # frozen: read on the writer thread as is
+            item = (_CALL, event)
         elif isinstance(event, NodeCreated):
-            item = (_CREATED, event, self._created_at(event.task_id))
+            item = (_CREATED, event)
         elif isinstance(event, NodesRemoved):
             item = (_REMOVED, event)
         else:
@@ -149,40 +133,6 @@ class StoreWriter:
         self._queue.append(item)
         if not self._wake.is_set():
             self._wake.set()
-
-    def _status_item(self, event: NodeStatusChanged) -> tuple[Any, ...]:
-        graph = self.graph
-        if graph is None:
-            if not self._warned_no_graph:
-                self._warned_no_graph = True
-                self._record(RuntimeError("no graph attached: only statuses are persisted, not results"), None)
-            return (_STATUS, event, None)
-        if event.task_id not in graph:
-            return (_STATUS, event, None)
-        node = graph.get(event.task_id)
-        return (
-            _STATUS,
-            event,
-            (
-                node.node_type,
-                node.error,
-                node.result,
-                tuple(node.sources),  # Sources are frozen; the list itself is copied
-                tuple(node.warnings),
-                node.replans,
-                node.agent_calls,
-                node.input_tokens,
-                node.output_tokens,
-                node.cost_usd,
-                node.goal,
-            ),
-        )
-
-    def _created_at(self, task_id: str) -> float:
-        graph = self.graph
-        if graph is not None and task_id in graph:
-            return graph.get(task_id).created_at
-        return time.time()
 
     # -- the caller side -------------------------------------------------------------------
 
@@ -303,16 +253,16 @@ class StoreWriter:
                     time.sleep(0)  # hand the GIL to the engine's thread now and then
                 kind = item[0]
                 if kind == _CREATED:
-                    rows.add_node(item[1], item[2], self._next_seq)
+                    rows.add_node(item[1].node, self._next_seq)
                     self._next_seq += 1
-                elif kind == _STATUS and item[2] is not None:
-                    rows.add_status(item[1], item[2])
+                elif kind == _STATUS:
+                    rows.add_status(item[1])
                 elif kind == _CALL:
                     rows.add_call(item[1])
-                else:  # a removal, or a status without a node: apply what came before, then it
+                else:  # a removal: apply what came before, then it
                     rows.write(conn)
                     rows = _Rows(pid)
-                    _write_single(conn, pid, item)
+                    _write_removal(conn, pid, item)
             rows.write(conn)
             conn.execute("UPDATE projects SET updated_at = ? WHERE project_id = ?", (time.time(), pid))
 
@@ -323,39 +273,40 @@ class _Rows:
     def __init__(self, project_id: str) -> None:
         self.project_id = project_id
         self.nodes: list[tuple[Any, ...]] = []
-        self.updates: dict[str, tuple[TaskStatus, tuple[Any, ...]]] = {}  # the last status of each node wins
+        self.updates: dict[str, NodeSnapshot] = {}  # the latest snapshot of each node wins
         self.changes: list[tuple[Any, ...]] = []
         self.knowledge: list[tuple[Any, ...]] = []
         self.calls: list[tuple[Any, ...]] = []
-        self.call_totals: dict[str, list[Any]] = {}
 
-    def add_node(self, event: NodeCreated, created_at: float, seq: int) -> None:
+    def add_node(self, node: NodeSnapshot, seq: int) -> None:
         self.nodes.append(
             (
                 self.project_id,
-                event.task_id,
+                node.task_id,
                 seq,
-                event.parent_id,
-                event.goal,
-                event.task_type,
-                event.node_type,
-                event.layer,
-                _json_list(event.depends_on),
-                event.status,
-                _json_list(event.warnings),
-                created_at,
+                node.parent_id,
+                node.goal,
+                node.task_type,
+                node.node_type,
+                node.layer,
+                _json_list(node.depends_on),
+                node.status,
+                _json_list(node.warnings),
+                node.created_at,
             )
         )
 
-    def add_status(self, event: NodeStatusChanged, snap: tuple[Any, ...]) -> None:
-        task_id = event.task_id
-        self.updates[task_id] = (event.new, snap)
-        self.changes.append((self.project_id, task_id, event.old, event.new, event.at, event.error))
-        result, sources, goal = snap[2], snap[3], snap[10]
-        if event.new is TaskStatus.DONE and result is not None:
-            self.knowledge.append((self.project_id, task_id, goal, result, _json_list([s.ref for s in sources])))
+    def add_status(self, event: NodeStatusChanged) -> None:
+        node = event.node
+        self.updates[node.task_id] = node
+        self.changes.append((self.project_id, node.task_id, event.old, node.status, event.at, event.error))
+        if node.status is TaskStatus.DONE and node.result is not None:
+            refs = _json_list([s.ref for s in node.sources])
+            self.knowledge.append((self.project_id, node.task_id, node.goal, node.result, refs))
 
     def add_call(self, event: AgentCallFinished) -> None:
+        if event.node is not None:
+            self.updates[event.node.task_id] = event.node
         self.calls.append(
             (
                 self.project_id,
@@ -377,53 +328,39 @@ class _Rows:
                 event.latency_s,
             )
         )
-        totals = self.call_totals.setdefault(event.task_id, [event.task_id, 0, 0, 0, 0.0])
-        totals[1] += 1
-        totals[2] += event.input_tokens
-        totals[3] += event.output_tokens
-        totals[4] += event.cost_usd
 
     def write(self, conn: sqlite3.Connection) -> None:
         _insert(conn, _NODE_INSERT, self.nodes)
-        _update(conn, _CALL_TOTALS_UPDATE, [tuple(t) for t in self.call_totals.values()], self.project_id)
-        _update(conn, _NODE_UPDATE, [_node_update(task_id, *u) for task_id, u in self.updates.items()], self.project_id)
+        _update(conn, _NODE_UPDATE, [_node_update(node) for node in self.updates.values()], self.project_id)
         _insert(conn, _CHANGE_INSERT, self.changes)
         _insert(conn, _CALL_INSERT, self.calls)
         _insert(conn, _KNOWLEDGE_INSERT, self.knowledge)
 
 
-def _node_update(task_id: str, status: TaskStatus, snap: tuple[Any, ...]) -> tuple[Any, ...]:
-    node_type, error, result, sources, warnings, replans, calls, tokens_in, tokens_out, cost, _goal = snap
+def _node_update(node: NodeSnapshot) -> tuple[Any, ...]:
     return (
-        task_id,
-        status,
-        node_type,
-        error,
-        result,
-        _json_sources(sources),
-        _json_list(warnings),
-        replans,
-        calls,
-        tokens_in,
-        tokens_out,
-        cost,
+        node.task_id,
+        node.status,
+        node.node_type,
+        node.error,
+        node.result,
+        _json_sources(node.sources),
+        _json_list(node.warnings),
+        node.replans,
+        node.agent_calls,
+        node.input_tokens,
+        node.output_tokens,
+        node.cost_usd,
     )
 
 
-def _write_single(conn: sqlite3.Connection, pid: str, item: tuple[Any, ...]) -> None:
-    kind, event = item[0], item[1]
-    if kind == _REMOVED:
-        for start in range(0, len(event.task_ids), _ROWS_PER_STATEMENT):
-            chunk = event.task_ids[start : start + _ROWS_PER_STATEMENT]
-            marks = ", ".join("?" * len(chunk))
-            for table in ("nodes", "status_changes"):
-                conn.execute(f"DELETE FROM {table} WHERE project_id = ? AND task_id IN ({marks})", (pid, *chunk))
-    else:  # a status change of a node the graph did not have
-        conn.execute(_STATUS_ONLY_UPDATE, (event.new.value, event.error, pid, event.task_id))
-        conn.execute(
-            f"{_CHANGE_INSERT[0]} VALUES (?, ?, ?, ?, ?, ?)",
-            (pid, event.task_id, event.old.value, event.new.value, event.at, event.error),
-        )
+def _write_removal(conn: sqlite3.Connection, pid: str, item: tuple[Any, ...]) -> None:
+    event = item[1]
+    for start in range(0, len(event.task_ids), _ROWS_PER_STATEMENT):
+        chunk = event.task_ids[start : start + _ROWS_PER_STATEMENT]
+        marks = ", ".join("?" * len(chunk))
+        for table in ("nodes", "status_changes"):
+            conn.execute(f"DELETE FROM {table} WHERE project_id = ? AND task_id IN ({marks})", (pid, *chunk))
 
 
 def _insert(conn: sqlite3.Connection, statement: tuple[str, int, str], rows: list[tuple[Any, ...]]) -> None:

@@ -15,7 +15,7 @@ import pytest
 from rich.console import Console
 
 from sentient.cli.projects import add_projects_parser, run_projects
-from sentient.events import AgentCallFinished, EventBus, NodeCreated, NodeStatusChanged
+from sentient.events import AgentCallFinished, EventBus, NodeCreated, NodeStatusChanged, snapshot
 from sentient.graph.node import NodeType, Source, TaskNode, TaskType
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
@@ -64,15 +64,11 @@ def _move(bus: EventBus, node: TaskNode, *targets: TaskStatus, error: str | None
         old = node.move_to(target)
         if error and target is S.FAILED:
             node.error = error
-        bus.publish(NodeStatusChanged(node.task_id, old, target, node.history[-1].at, node.error))
+        bus.publish(NodeStatusChanged(snapshot(node), old, node.history[-1].at, node.error))
 
 
 def _announce(bus: EventBus, node: TaskNode) -> None:
-    bus.publish(
-        NodeCreated(
-            node.task_id, node.parent_id, node.goal, node.task_type, node.node_type, node.layer, node.status, ()
-        )
-    )
+    bus.publish(NodeCreated(snapshot(node)))
 
 
 def _stored_run(cli: Cli, project_id: str = "lists-tuples", *, report: bool = True) -> None:
@@ -84,7 +80,7 @@ def _stored_run(cli: Cli, project_id: str = "lists-tuples", *, report: bool = Tr
         graph = TaskGraph()
         root = graph.add_root(GOAL, TaskType.WRITE, NodeType.PLAN)
         bus = EventBus()
-        with StoreWriter(store, project_id, graph) as writer:
+        with StoreWriter(store, project_id) as writer:
             bus.subscribe(writer)
             _announce(bus, root)
             _move(bus, root, S.PLANNING, S.ATOMIZATION)
@@ -93,9 +89,24 @@ def _stored_run(cli: Cli, project_id: str = "lists-tuples", *, report: bool = Tr
             for child in (done, failed):
                 _announce(bus, child)
             _move(bus, root, S.PLAN_DONE)
+            done.agent_calls, done.input_tokens, done.output_tokens, done.cost_usd = 1, 100, 10, 0.25
             bus.publish(
                 AgentCallFinished(
-                    "root.0", "executor", "search", "m", "p", {}, "r", None, 1, 100, 10, time.time(), 0.1, cost_usd=0.25
+                    "root.0",
+                    "executor",
+                    "search",
+                    "m",
+                    "p",
+                    {},
+                    "r",
+                    None,
+                    1,
+                    100,
+                    10,
+                    time.time(),
+                    0.1,
+                    0.25,
+                    node=snapshot(done),
                 )
             )
             done.result, done.sources = "Lists are mutable [1].", [Source(ref="lists.md")]

@@ -216,7 +216,8 @@ def test_cancelling_at_a_random_point_leaves_every_node_terminal(
         def cancel_on_nth_event(event: Event) -> None:
             # Cancelling from inside a subscriber hits the engine mid-step, between a node
             # finishing and the tasks it releases getting their first turn.
-            if len(recorder.events) == cancel_after_events:
+            # RunStarted (the first event) comes before the engine runs: count the engine's events.
+            if len(recorder.events) == cancel_after_events + 1:
                 task.cancel()
 
         recorder.hooks.append(cancel_on_nth_event)

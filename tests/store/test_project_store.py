@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sentient.events import AgentCallFinished, EventBus, NodeCreated, NodeStatusChanged
+from sentient.events import AgentCallFinished, EventBus, NodeCreated, NodeStatusChanged, snapshot
 from sentient.graph.node import NodeType, TaskType
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
@@ -94,16 +94,32 @@ def _fill(store: ProjectStore, project_id: str) -> None:
     graph = TaskGraph()
     root = graph.add_root("goal", TaskType.WRITE, NodeType.EXECUTE)
     bus = EventBus()
-    with StoreWriter(store, project_id, graph) as writer:
+    with StoreWriter(store, project_id) as writer:
         bus.subscribe(writer)
-        bus.publish(NodeCreated("root", None, "goal", TaskType.WRITE, NodeType.EXECUTE, 0, root.status, ()))
+        bus.publish(NodeCreated(snapshot(root)))
         for target in (TaskStatus.EXECUTING, TaskStatus.DONE):
             if target is TaskStatus.DONE:
                 root.result = "answer"
             old = root.move_to(target)
-            bus.publish(NodeStatusChanged("root", old, target, root.history[-1].at))
+            bus.publish(NodeStatusChanged(snapshot(root), old, root.history[-1].at))
+        root.agent_calls, root.input_tokens, root.output_tokens = 1, 10, 2
         bus.publish(
-            AgentCallFinished("root", "executor", "a", "m", "prompt", {}, "answer", None, 1, 10, 2, time.time(), 0.1)
+            AgentCallFinished(
+                "root",
+                "executor",
+                "a",
+                "m",
+                "prompt",
+                {},
+                "answer",
+                None,
+                1,
+                10,
+                2,
+                time.time(),
+                0.1,
+                node=snapshot(root),
+            )
         )
     store.add_review(_review(f"review-{project_id}", project_id))
 

@@ -14,7 +14,15 @@ from typing import Any
 
 import pytest
 
-from sentient.events import AgentCallFinished, EventBus, NodeCreated, NodesRemoved, NodeStatusChanged, RunFinished
+from sentient.events import (
+    AgentCallFinished,
+    EventBus,
+    NodeCreated,
+    NodesRemoved,
+    NodeStatusChanged,
+    RunFinished,
+    snapshot,
+)
 from sentient.graph.node import NodeType, Source, TaskNode, TaskType
 from sentient.graph.plan import SubTask
 from sentient.graph.status import TaskStatus
@@ -28,10 +36,10 @@ PROJECT = "p-1"
 class FakeRun:
     """Mutates a graph and publishes events the way the engine's processor does."""
 
-    def __init__(self, store: ProjectStore, project_id: str = PROJECT, *, graph: bool = True) -> None:
+    def __init__(self, store: ProjectStore, project_id: str = PROJECT) -> None:
         self.graph = TaskGraph()
         self.bus = EventBus()
-        self.writer = StoreWriter(store, project_id, self.graph if graph else None)
+        self.writer = StoreWriter(store, project_id)
         self.bus.subscribe(self.writer)
 
     def root(self, goal: str = "Explain asyncio") -> TaskNode:
@@ -47,19 +55,7 @@ class FakeRun:
         return children
 
     def announce(self, node: TaskNode) -> None:
-        self.bus.publish(
-            NodeCreated(
-                node.task_id,
-                node.parent_id,
-                node.goal,
-                node.task_type,
-                node.node_type,
-                node.layer,
-                node.status,
-                tuple(node.depends_on),
-                tuple(node.warnings),
-            )
-        )
+        self.bus.publish(NodeCreated(snapshot(node)))
 
     def move(self, node: TaskNode, *targets: TaskStatus, error: str | None = None) -> None:
         for target in targets:
@@ -67,10 +63,13 @@ class FakeRun:
             reason = error if target is targets[-1] else None
             if reason is not None:
                 node.error = reason
-            result = node.result if target is S.DONE else None
-            self.bus.publish(NodeStatusChanged(node.task_id, old, target, node.history[-1].at, reason, result))
+            self.bus.publish(NodeStatusChanged(snapshot(node), old, node.history[-1].at, reason))
 
     def call(self, node: TaskNode, *, tokens: tuple[int, int] = (100, 20), cost: float = 0.0, **extra: Any) -> None:
+        node.agent_calls += 1  # the engine charges the node, then publishes the call with its snapshot
+        node.input_tokens += tokens[0]
+        node.output_tokens += tokens[1]
+        node.cost_usd += cost
         self.bus.publish(
             AgentCallFinished(
                 task_id=node.task_id,
@@ -87,13 +86,10 @@ class FakeRun:
                 started_at=time.time(),
                 latency_s=0.01,
                 cost_usd=cost,
+                node=snapshot(node),
                 **extra,
             )
         )
-        node.agent_calls += 1
-        node.input_tokens += tokens[0]
-        node.output_tokens += tokens[1]
-        node.cost_usd += cost
 
     def finish(self, node: TaskNode, result: str, sources: list[Source] = ()) -> None:  # type: ignore[assignment]
         node.result = result
@@ -213,16 +209,31 @@ def test_calls_are_stored_with_cost_cache_flag_tool_calls_and_added_to_node_tota
     assert len(store.calls(PROJECT)) == 6
 
 
-def test_call_costs_are_totalled_even_when_the_engine_keeps_no_cost_on_the_node(store: ProjectStore) -> None:
+def test_counters_are_the_latest_snapshot_s_totals_never_added_up(store: ProjectStore) -> None:
     run = FakeRun(store)
     root = run.root()
     run.move(root, S.EXECUTING)
-    run.call(root, cost=0.5)
-    root.cost_usd = 0.0  # an engine that does not add costs to the node
+    run.call(root, tokens=(100, 20), cost=0.5)
+    run.writer.flush()  # the call's snapshot and the status change's carry the same totals
+    run.call(root, tokens=(10, 2), cost=0.25)
     run.finish(root, "done")
     run.writer.close()
 
-    assert store.node(PROJECT, "root").cost_usd == pytest.approx(0.5)
+    stored = store.node(PROJECT, "root")
+    assert (stored.agent_calls, stored.input_tokens, stored.output_tokens) == (2, 110, 22)
+    assert stored.cost_usd == pytest.approx(0.75)
+
+
+def test_a_call_charged_to_no_node_is_stored_without_changing_node_counters(store: ProjectStore) -> None:
+    run = FakeRun(store)
+    root = run.root()
+    run.bus.publish(
+        AgentCallFinished("root", "executor", "a", "m", "prompt", {}, "answer", None, 1, 10, 2, time.time(), 0.1)
+    )
+    run.writer.close()
+
+    assert len(store.calls(PROJECT, "root")) == 1
+    assert store.node(PROJECT, "root").agent_calls == root.agent_calls == 0
 
 
 def test_done_nodes_become_knowledge(store: ProjectStore) -> None:
@@ -340,7 +351,8 @@ def test_one_bad_event_does_not_lose_the_rest_of_its_batch(store: ProjectStore) 
     run = FakeRun(store)
     with store.transaction():  # everything below lands in one batch
         root = run.root()
-        bad = NodeCreated("root.9", "root", ["not", "text"], TaskType.SEARCH, NodeType.EXECUTE, 1, S.READY, ())  # type: ignore[arg-type]
+        child = snapshot(root)._replace(task_id="root.9", parent_id="root", goal=["not", "text"], history=())
+        bad = NodeCreated(child)
         run.bus.publish(bad)
         run.move(root, S.EXECUTING)
 
@@ -359,18 +371,7 @@ def test_close_flushes_and_later_events_are_refused(store: ProjectStore) -> None
 
     assert store.node(PROJECT, "root").status is S.EXECUTING
     with pytest.raises(StoreWriterError, match="closed"):
-        run.writer(NodeStatusChanged("root", S.EXECUTING, S.DONE, time.time()))
-
-
-def test_without_a_graph_statuses_are_kept_and_the_gap_is_reported(store: ProjectStore) -> None:
-    run = FakeRun(store, graph=False)
-    root = run.root()
-    run.move(root, S.EXECUTING)
-
-    with pytest.raises(StoreWriterError, match="no graph attached"):
-        run.writer.flush()
-    assert store.node(PROJECT, "root").status is S.EXECUTING
-    run.writer.close()
+        run.writer(NodeStatusChanged(snapshot(root), S.EXECUTING, time.time()))
 
 
 def test_a_resumed_run_keeps_stored_nodes_and_numbers_new_ones_after_them(store: ProjectStore) -> None:
