@@ -13,6 +13,11 @@ ignoring case, accents, punctuation and spacing:
 A citation that passes none of these is dropped from the answer and noted on the node; a
 verified one marks its source ``verified`` with the quote, so the report can show the
 evidence behind every reference.
+
+A quote can be real and still not support the answer (small models often copy the sentence
+next to the one they read). So the words the answer adds to its task (every number, and most
+of the rest) are looked for in the quotes; if none holds them, the shown sentence that does
+becomes the evidence of its source (``evidence``).
 """
 
 from __future__ import annotations
@@ -36,6 +41,12 @@ _SENTENCE_BREAK = re.compile(r"((?<=[.!?])[ \t]+|\n+)")
 MAX_QUOTE_WORDS = 30  # a longer sentence is offered as quotes of QUOTE_PIECE_WORDS words
 QUOTE_PIECE_WORDS = 25
 _TRAILING = re.compile(r"[.!?:;]*\s*$")
+MIN_SUPPORT = 0.6  # share of an answer's own words (and every number) a sentence must hold to state it
+_COMMON = (
+    "a an and are as at be been by did do does for from had has have how in is it its many much of on or "
+    "that the their there they this to under was were what when where which who whom whose why with"
+)
+_STOP_WORDS = frozenset(_COMMON.split())  # words that state nothing an answer adds
 
 
 class Quoted(Protocol):
@@ -92,13 +103,15 @@ def loose_overlap(quote: str, text: str) -> float:
     return best / len(wanted)
 
 
-def ground(answer: str, citations: Sequence[Quoted], sources: Sequence[Source]) -> Grounded:
+def ground(answer: str, citations: Sequence[Quoted], sources: Sequence[Source], task: str = "") -> Grounded:
     """Keep the citations of ``answer`` that are verified, by a quote here or upstream.
 
     A marker ``[n]`` stays when this call quoted source n (see the module docstring for how a
     quote is matched, and moved to the source it really came from), or when source n was
-    verified before (a dependency's or child's result carried it). A verified source the
-    answer quotes but never marks is cited at the end, so a supported answer always cites.
+    verified before (a dependency's or child's result carried it). Given the ``task``, a
+    sentence that states the answer stands in for quotes that do not (:func:`evidence`). A
+    verified source the answer quotes but never marks is cited at the end, so a supported
+    answer always cites.
     """
     notes: list[str] = []
     quotes: dict[int, str] = {}
@@ -119,6 +132,11 @@ def ground(answer: str, citations: Sequence[Quoted], sources: Sequence[Source]) 
             notes.append(f"citation [{n}] moved to [{m}]: the quote is from source {m}")
         if how:
             notes.append(f"citation [{m}] verified loosely: {how}")
+    stated = evidence(answer, task, sources, list(quotes.values())) if task else None
+    if stated is not None:
+        n, sentence = stated
+        quotes[n] = sentence
+        notes.append(f"source [{n}] cited for the sentence that states the answer: {sentence[:80]!r}")
     grounded = [
         source.model_copy(update={"verified": True, "quote": quotes[n]}) if n in quotes else source
         for n, source in enumerate(sources, start=1)
@@ -135,6 +153,43 @@ def ground(answer: str, citations: Sequence[Quoted], sources: Sequence[Source]) 
     if unmarked:
         text += " " + "".join(f"[{n}]" for n in sorted(unmarked))
     return Grounded(text, grounded, list(dict.fromkeys(notes)))
+
+
+def evidence(answer: str, task: str, sources: Sequence[Source], quotes: Sequence[str]) -> tuple[int, str] | None:
+    """The source (1-based) and shown sentence that state ``answer``, when none of ``quotes`` does.
+
+    What an answer states is the words it adds to its task: numbers, names, values. A sentence
+    states it when it holds every such number and at least ``MIN_SUPPORT`` of the other words;
+    among several, the one sharing most words with the task wins (a table row names the thing
+    asked about). None when a quote already states the answer, or no sentence does.
+    """
+    claim = _claim(answer, task)
+    if not claim or any(_states(set(normalize(q).split()), claim) >= MIN_SUPPORT for q in quotes):
+        return None
+    asked = set(normalize(task).split())
+    best: tuple[float, int, int, str] | None = None
+    for n, source in enumerate(sources, start=1):
+        for sentence in quotable([source]):
+            words = set(normalize(sentence).split())
+            share = _states(words, claim)
+            if share >= MIN_SUPPORT:
+                rank = (share, len(asked & words), -n, sentence)
+                best = max(best, rank) if best else rank
+    return (-best[2], best[3]) if best else None
+
+
+def _claim(answer: str, task: str) -> list[str]:
+    """The words ``answer`` adds to ``task`` (citation markers and common words left out)."""
+    asked = set(normalize(task).split())
+    words = normalize(renumber(answer, {})).split()
+    return [w for w in dict.fromkeys(words) if w not in asked and w not in _STOP_WORDS]
+
+
+def _states(words: set[str], claim: list[str]) -> float:
+    """The share of ``claim`` in ``words``; 0 if a number of the claim is missing."""
+    if any(w.isdigit() and w not in words for w in claim):
+        return 0.0
+    return sum(w in words for w in claim) / len(claim)
 
 
 def quotable(sources: Sequence[Source]) -> tuple[str, ...]:
