@@ -38,7 +38,7 @@ from sentient.events import (
 )
 from sentient.exceptions import AgentError
 from sentient.graph.node import NodeType, Source, TaskNode
-from sentient.graph.plan import PlanOutput, SubTask, answer_last
+from sentient.graph.plan import PlanOutput, SubTask
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
 from sentient.hitl.protocol import (
@@ -116,7 +116,7 @@ class AgentProcessor:
         self.move(node, _S.PLANNING)
         try:
             agent = self._profile.planner_for(node.parent_id is None)
-            proposed = await self._ask(
+            plan = await self._ask(
                 node,
                 Role.PLANNER,
                 agent,
@@ -124,7 +124,6 @@ class AgentProcessor:
                 self._context.for_planning(node),
                 PlanOutput,
             )
-            plan = answer_last(node.goal, proposed)
             self._bus.publish(PlanProposed(node.task_id, plan, by="planner"))
             approved = await self._review(node, plan)
             if approved is not None:

@@ -100,19 +100,3 @@ async def test_a_reasoning_step_without_dependencies_waits_for_the_searches_befo
     assert any("dropped dependency on itself" in w for w in think.warnings)
     assert any("depends on the earlier searches [0]" in w for w in think.warnings)
     assert think.status is TaskStatus.DONE
-
-
-async def test_a_plan_that_opens_with_the_goal_itself_answers_it_last_with_every_finding(make_agent) -> None:
-    plan = PlanOutput(
-        subtasks=[
-            SubTask(goal=GOAL, task_type=TaskType.SEARCH),
-            SubTask(goal="Which component runs coroutines?", task_type=TaskType.SEARCH, depends_on_indices=[0]),
-        ]
-    )
-    model = ScriptedModel(script={"planner": plan})
-    result = await make_agent(model, max_depth=1).arun(GOAL, write_files=False)
-    first, answer = (result.graph.get(f"root.{i}") for i in range(2))
-    assert (first.goal, first.depends_on) == ("Which component runs coroutines?", [])
-    assert (answer.goal, answer.depends_on) == (GOAL, ["root.0"])
-    executed = [c.request.goal for c in model.calls if c.request.role == "executor"]
-    assert executed == ["Which component runs coroutines?", GOAL]
