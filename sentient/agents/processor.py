@@ -23,7 +23,7 @@ from sentient.agents.runner import AgentCall, AgentRunner
 from sentient.agents.schemas import AggregationOutput, AtomizerOutput, ExecutionOutput
 from sentient.context.builder import AgentContext, ContextBuilder
 from sentient.context.citations import renumber
-from sentient.context.grounding import carry_citations, ground, quotable
+from sentient.context.grounding import carry_citations, cite_statements, ground, quotable
 from sentient.context.knowledge import KnowledgeStore
 from sentient.events import (
     EventBus,
@@ -192,7 +192,10 @@ class AgentProcessor:
         answer, carried = carry_citations(output.answer, [s.text for s in context.sections])
         if carried:
             node.warnings.append(f"citations carried over from the subtasks to {carried} sentence(s)")
-        self._finish(node, answer, context.sources)
+        answer, sources, stated = cite_statements(answer, node.goal, context.sources)
+        if stated:
+            node.warnings.append(f"citations added to {stated} sentence(s) that a source states")
+        self._finish(node, answer, sources)
 
     # -- helpers -------------------------------------------------------------------------
 

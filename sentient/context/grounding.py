@@ -178,6 +178,34 @@ def evidence(answer: str, task: str, sources: Sequence[Source], quotes: Sequence
     return (-best[2], best[3]) if best else None
 
 
+def cite_statements(answer: str, task: str, sources: Sequence[Source]) -> tuple[str, list[Source], int]:
+    """Cite the sentences of ``answer`` that cite nothing but state what a shown sentence states.
+
+    An aggregator often restates a fact and drops its ``[n]``; :func:`carry_citations` gives it
+    back from the subtask's cited sentence, this from the source itself (:func:`evidence` per
+    sentence; the source is marked verified with that sentence unless it was already).
+    Returns the text, the sources and how many sentences were given a citation.
+    """
+    grounded = list(sources)
+    parts = _SENTENCE_BREAK.split(answer)
+    cited = 0
+    for i in range(0, len(parts), 2):  # even items are sentences, odd ones the breaks between them
+        sentence = parts[i]
+        if not sentence.strip() or cited_numbers(sentence):
+            continue
+        stated = evidence(sentence, task, grounded, [])
+        if stated is None:
+            continue
+        n, quote = stated
+        if not grounded[n - 1].verified:
+            grounded[n - 1] = grounded[n - 1].model_copy(update={"verified": True, "quote": quote})
+        tail = _TRAILING.search(sentence)
+        at = tail.start() if tail else len(sentence)
+        parts[i] = f"{sentence[:at]} [{n}]{sentence[at:]}"
+        cited += 1
+    return "".join(parts), grounded, cited
+
+
 def _claim(answer: str, task: str) -> list[str]:
     """The words ``answer`` adds to ``task`` (citation markers and common words left out)."""
     asked = set(normalize(task).split())

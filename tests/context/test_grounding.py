@@ -1,6 +1,6 @@
 from dataclasses import dataclass
 
-from sentient.context.grounding import carry_citations, evidence, ground, quotable, quote_occurs
+from sentient.context.grounding import carry_citations, cite_statements, evidence, ground, quotable, quote_occurs
 from sentient.graph.node import Source
 
 LISTS = Source(ref="/docs/lists.md", title="Lists", snippet="A list is a mutable sequence: lists grow with append().")
@@ -151,3 +151,17 @@ def test_quotable_sentences_are_the_snippets_sentences_once_each_and_long_ones_i
     assert "Ok then" not in quotes and "of one." not in quotes  # too short to verify anything
     assert [len(q.split()) for q in quotes[1:]] == [25, 25, 10]
     assert all(quote_occurs(q, sources[2].snippet) for q in quotes)
+
+
+def test_an_uncited_sentence_that_a_source_states_is_cited_and_the_source_verified():
+    answer = "Team Gannet has 6 people. Its lead is Solveig Ashdown [1]. It is a fine team."
+    text, sources, cited = cite_statements(answer, "How many people work in Team Gannet?", [LISTS, TEAMS])
+    assert text == "Team Gannet has 6 people [2]. Its lead is Solveig Ashdown [1]. It is a fine team."
+    assert cited == 1
+    assert sources[1].verified is True and sources[1].quote.startswith("Team: Gannet;")
+    assert sources[0].verified is None  # a marker already there is left to the citation checks
+
+
+def test_a_sentence_no_source_states_stays_uncited():
+    answer = "Team Gannet has 9 people."
+    assert cite_statements(answer, "How many people work in Team Gannet?", [TEAMS]) == (answer, [TEAMS], 0)
