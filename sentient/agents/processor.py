@@ -167,7 +167,7 @@ class AgentProcessor:
         except AgentError as exc:
             self.fail(node, str(exc))
             return
-        grounded = ground(output.answer, output.citations, sink.sources, node.goal)
+        grounded = ground(output.answer, output.citations, sink.sources)
         node.warnings.extend(grounded.notes)
         self._finish(node, grounded.text, grounded.sources)
 

@@ -39,19 +39,19 @@ def execute_task(node: TaskNode, has_sources: bool) -> str:
     if has_sources:
         return (
             f"Task: {node.goal}\n\n"
-            "Answer the task from the numbered sources above, directly, in one to three sentences, with the "
-            "source number in brackets after each fact, like [2]. Then, in citations, give for each source you "
-            "used its number and the sentence from it that supports your answer, copied word for word. If the "
-            "sources do not contain the answer, give the best answer you know without a citation and say that "
-            "the sources do not confirm it.\n"
-            'Answer with JSON: {"answer": "<the answer, citing [n]>", '
-            '"citations": [{"source": <n>, "quote": "<a sentence copied from source n>"}]}'
+            "Use the numbered sources above. First, in citations, give for each source you use its number "
+            "and the sentence from it that supports the answer, copied word for word (5 to 25 words). Then, "
+            "in answer, answer the task directly in one to three sentences, with the source number in "
+            "brackets after each fact, like [2]. If the sources do not contain the answer, give the best "
+            "answer you know without a citation and say that the sources do not confirm it.\n"
+            'Answer with JSON: {"citations": [{"source": <n>, "quote": "<words copied from source n>"}], '
+            '"answer": "<the answer, citing [n]>"}'
         )
     return (
         f"Task: {node.goal}\n\n"
         "Use the results above and keep their citations [n] next to the facts they support; "
         "do not invent citation numbers. Be direct and concise.\n"
-        'Answer with JSON: {"answer": "<your answer, citing [n]>", "citations": []}'
+        'Answer with JSON: {"citations": [], "answer": "<your answer, citing [n]>"}'
     )
 
 

@@ -25,20 +25,17 @@ class Citation(BaseModel):
 
 
 class ExecutionOutput(BaseModel):
-    """An executor's answer, then its evidence: for each cited source a quote, checked against the
-    source in code (sentient.context.grounding).
+    """An executor's answer. ``citations`` come first so the model picks its evidence, then answers
+    from it; each quote is checked against its source in code (sentient.context.grounding).
 
-    The answer comes first, written from the sources as a reader would; the quotes are then picked
-    to support it (under a grammar, from the sentences shown: ``quoting_schema``). Asked for its
-    evidence first, a small model committed to a nearby, often wrong sentence before answering.
-    The schema a model is given requires both fields, in this order: grammar-constrained decoding
-    emits required properties first.
+    The schema a model is given requires both fields: grammar-constrained decoding emits required
+    properties first, which would put the answer before its evidence.
     """
 
-    model_config = ConfigDict(json_schema_extra={"required": ["answer", "citations"]})
+    model_config = ConfigDict(json_schema_extra={"required": ["citations", "answer"]})
 
-    answer: str = Field(min_length=1)
     citations: list[Citation] = Field(default_factory=list, max_length=4)
+    answer: str = Field(min_length=1)
 
 
 def quoting_schema(quotes: Sequence[str]) -> type[ExecutionOutput]:
@@ -46,9 +43,8 @@ def quoting_schema(quotes: Sequence[str]) -> type[ExecutionOutput]:
 
     Given to a model decoded under a grammar (the embedded one), it can only copy a real
     sentence: small models otherwise "quote" their own restatement of the answer, which no
-    source contains, and the citation is lost. It must give at least one: the code then checks
-    that the sentence supports the answer (``grounding.ground``). The model's output is still
-    validated against plain ``ExecutionOutput``.
+    source contains, and the citation is lost. Its answer is then written after the evidence
+    it picked. The model's output is still validated against plain ``ExecutionOutput``.
     """
     # llama-cpp-python's grammar converter does not escape backslashes, so a value holding '"' or
     # '\\' breaks the grammar (and llama.cpp then decodes unconstrained): such sentences are offered
@@ -63,7 +59,7 @@ def quoting_schema(quotes: Sequence[str]) -> type[ExecutionOutput]:
     return create_model(
         "ExecutionOutput",
         __base__=ExecutionOutput,
-        citations=(list[citation], Field(default_factory=list, min_length=1, max_length=4)),
+        citations=(list[citation], Field(default_factory=list, max_length=4)),
     )
 
 

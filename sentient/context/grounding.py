@@ -14,10 +14,9 @@ A citation that passes none of these is dropped from the answer and noted on the
 verified one marks its source ``verified`` with the quote, so the report can show the
 evidence behind every reference.
 
-A quote can be real and still not support the answer (small models often copy the sentence
-next to the one they read). So the words the answer adds to its task (every number, and most
-of the rest) are looked for in the quotes; if none holds them, the shown sentence that does
-becomes the evidence of its source (``evidence``).
+An aggregator's sentence that cites nothing is given the citation of a cited subtask sentence
+it restates (``carry_citations``), or of a shown source sentence that states its facts: every
+number, and most of the words it adds to the task (``cite_statements``).
 """
 
 from __future__ import annotations
@@ -103,15 +102,13 @@ def loose_overlap(quote: str, text: str) -> float:
     return best / len(wanted)
 
 
-def ground(answer: str, citations: Sequence[Quoted], sources: Sequence[Source], task: str = "") -> Grounded:
+def ground(answer: str, citations: Sequence[Quoted], sources: Sequence[Source]) -> Grounded:
     """Keep the citations of ``answer`` that are verified, by a quote here or upstream.
 
     A marker ``[n]`` stays when this call quoted source n (see the module docstring for how a
     quote is matched, and moved to the source it really came from), or when source n was
-    verified before (a dependency's or child's result carried it). Given the ``task``, a
-    sentence that states the answer stands in for quotes that do not (:func:`evidence`). A
-    verified source the answer quotes but never marks is cited at the end, so a supported
-    answer always cites.
+    verified before (a dependency's or child's result carried it). A verified source the
+    answer quotes but never marks is cited at the end, so a supported answer always cites.
     """
     notes: list[str] = []
     quotes: dict[int, str] = {}
@@ -132,11 +129,6 @@ def ground(answer: str, citations: Sequence[Quoted], sources: Sequence[Source], 
             notes.append(f"citation [{n}] moved to [{m}]: the quote is from source {m}")
         if how:
             notes.append(f"citation [{m}] verified loosely: {how}")
-    stated = evidence(answer, task, sources, list(quotes.values())) if task else None
-    if stated is not None:
-        n, sentence = stated
-        quotes[n] = sentence
-        notes.append(f"source [{n}] cited for the sentence that states the answer: {sentence[:80]!r}")
     grounded = [
         source.model_copy(update={"verified": True, "quote": quotes[n]}) if n in quotes else source
         for n, source in enumerate(sources, start=1)
@@ -155,16 +147,16 @@ def ground(answer: str, citations: Sequence[Quoted], sources: Sequence[Source], 
     return Grounded(text, grounded, list(dict.fromkeys(notes)))
 
 
-def evidence(answer: str, task: str, sources: Sequence[Source], quotes: Sequence[str]) -> tuple[int, str] | None:
-    """The source (1-based) and shown sentence that state ``answer``, when none of ``quotes`` does.
+def evidence(answer: str, task: str, sources: Sequence[Source]) -> tuple[int, str] | None:
+    """The source (1-based) and shown sentence that state ``answer``, or None.
 
     What an answer states is the words it adds to its task: numbers, names, values. A sentence
     states it when it holds every such number and at least ``MIN_SUPPORT`` of the other words;
     among several, the one sharing most words with the task wins (a table row names the thing
-    asked about). None when a quote already states the answer, or no sentence does.
+    asked about). None when the answer adds nothing to the task, or no sentence states it.
     """
     claim = _claim(answer, task)
-    if not claim or any(_states(set(normalize(q).split()), claim) >= MIN_SUPPORT for q in quotes):
+    if not claim:
         return None
     asked = set(normalize(task).split())
     best: tuple[float, int, int, str] | None = None
@@ -193,7 +185,7 @@ def cite_statements(answer: str, task: str, sources: Sequence[Source]) -> tuple[
         sentence = parts[i]
         if not sentence.strip() or cited_numbers(sentence):
             continue
-        stated = evidence(sentence, task, grounded, [])
+        stated = evidence(sentence, task, grounded)
         if stated is None:
             continue
         n, quote = stated
@@ -266,13 +258,13 @@ def carry_citations(answer: str, cited_texts: Sequence[str]) -> tuple[str, int]:
     (the results it was given, numbered as the answer's sources), gets that sentence's
     citations. Returns the text and how many sentences were given citations.
     """
-    evidence = []
+    restated = []
     for text in cited_texts:
         for sentence in _SENTENCE_BREAK.split(text):
             numbers = cited_numbers(sentence)
             if numbers:
-                evidence.append((renumber(sentence, {}), numbers))
-    if not evidence:
+                restated.append((renumber(sentence, {}), numbers))
+    if not restated:
         return answer, 0
     parts = _SENTENCE_BREAK.split(answer)
     carried = 0
@@ -280,7 +272,7 @@ def carry_citations(answer: str, cited_texts: Sequence[str]) -> tuple[str, int]:
         sentence = parts[i]
         if not sentence.strip() or cited_numbers(sentence) or len(normalize(sentence).split()) < MIN_QUOTE_WORDS:
             continue
-        share, numbers = max((loose_overlap(cited, sentence), numbers) for cited, numbers in evidence)
+        share, numbers = max((loose_overlap(cited, sentence), numbers) for cited, numbers in restated)
         if share >= MIN_RESTATED:
             tail = _TRAILING.search(sentence)
             at = tail.start() if tail else len(sentence)

@@ -160,7 +160,7 @@ def test_only_a_grammar_decoded_model_is_held_to_the_quotes_an_executor_was_show
 
     asked = _asked_schema(call, embedded, ExecutionOutput).model_json_schema()
     assert asked["$defs"]["Citation"]["properties"]["quote"]["enum"] == list(quotes)
-    assert asked["required"] == ["answer", "citations"]  # the answer first, then its evidence
+    assert asked["required"] == ["citations", "answer"]  # the evidence still comes first
     assert _asked_schema(call, hosted, ExecutionOutput) is ExecutionOutput
     assert _asked_schema(call, embedded, PlanOutput) is PlanOutput
 
