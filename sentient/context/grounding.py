@@ -36,7 +36,9 @@ MIN_QUOTE_WORDS = 2  # one word ("30") proves nothing about the sentence it came
 MIN_OVERLAP = 0.8  # share of a loosely matched quote's words found together in the source
 MIN_LOOSE_WORDS = 4  # a loose match needs a quote of at least this many words
 MIN_RESTATED = 0.6  # share of a cited sentence's words a restating sentence must hold
-_SENTENCE_BREAK = re.compile(r"((?<=[.!?])[ \t]+|\n+)")
+# A sentence ends at . ! ? or a line break, but citations after its full stop ("... them. [2]",
+# as ground() appends them) still belong to it.
+_SENTENCE_BREAK = re.compile(r"((?<=[.!?])[ \t]+(?!\[\d)|\n+)")
 MAX_QUOTE_WORDS = 30  # a longer sentence is offered as quotes of QUOTE_PIECE_WORDS words
 QUOTE_PIECE_WORDS = 25
 _TRAILING = re.compile(r"[.!?:;]*\s*$")

@@ -149,3 +149,9 @@ def test_an_uncited_sentence_that_a_source_states_is_cited_and_the_source_verifi
 def test_a_sentence_no_source_states_stays_uncited():
     answer = "Team Gannet has 9 people."
     assert cite_statements(answer, "How many people work in Team Gannet?", [TEAMS]) == (answer, [TEAMS], 0)
+
+
+def test_citations_after_a_full_stop_belong_to_the_sentence_before_them():
+    results = ["The loop wraps coroutines in futures. It schedules them in the event loop. [2]"]
+    answer = "It schedules them in the event loop."
+    assert carry_citations(answer, results) == ("It schedules them in the event loop [2].", 1)
