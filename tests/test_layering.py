@@ -1,4 +1,4 @@
-"""The layering holds: graph <- engine <- agents <- (API, store, CLI, server).
+"""The layering holds: graph <- engine <- agents/context/tools <- projects <- (API, CLI, server).
 
 Every module of a guarded package is parsed, and each of its imports (at module level, inside
 functions, under ``if TYPE_CHECKING:``, relative ones resolved, ``importlib.import_module`` with a
@@ -18,7 +18,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # The server's import name is `server` today and may become `sentient_server`: both are above every layer.
 _SERVER = ("server", "sentient_server")
-_ABOVE_ENGINE = ("sentient.agents", "sentient.store", "sentient.cli", "sentient.api", *_SERVER)
+# Web and command-line frameworks belong to the adapters.
+_FRAMEWORKS = ("flask", "flask_socketio", "socketio", "werkzeug", "argparse", "rich")
+_ABOVE_ENGINE = ("sentient.agents", "sentient.store", "sentient.projects", "sentient.cli", "sentient.api", *_SERVER)
 
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "sentient.graph": (
@@ -29,9 +31,19 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "sentient.hitl",
     ),
     "sentient.engine": _ABOVE_ENGINE,
-    "sentient.agents": ("sentient.engine", "sentient.store", "sentient.cli", "sentient.api", *_SERVER),
+    "sentient.agents": (
+        "sentient.engine",
+        "sentient.store",
+        "sentient.cli",
+        "sentient.api",
+        "sentient.projects",
+        *_SERVER,
+    ),
     # The report is a value built from the graph: the API, the CLI and the server render it, not the reverse.
     "sentient.report": (*_ABOVE_ENGINE, "sentient.engine"),
+    # The lifecycle service: the API, the CLI and the server are adapters over it, not the reverse,
+    # and it stays free of web and command-line code.
+    "sentient.projects": ("sentient.cli", "sentient.api", *_SERVER, *_FRAMEWORKS),
 }
 
 
@@ -177,3 +189,9 @@ def test_imports_a_layer_may_make_are_not_reported() -> None:
     )
     assert violations(source, "sentient.engine.scheduler") == []
     assert violations("from sentient.engine.scheduler import ExecutionEngine\n", "sentient.api") == []
+
+
+def test_the_project_service_may_not_import_a_web_or_command_line_framework() -> None:
+    source = "import argparse\nfrom flask import Flask\nfrom sentient.store import ProjectStore\n"
+    found = violations(source, "sentient.projects.service")
+    assert [v.imported for v in found] == ["argparse", "flask.Flask"]

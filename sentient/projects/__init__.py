@@ -1,0 +1,50 @@
+"""The project lifecycle as one service: create, run, resume, cancel, delete, report, export, list.
+
+No web or command-line code here: the Python API (:mod:`sentient.api`), the CLI and the server
+are adapters over :class:`ProjectService`, and map :mod:`sentient.projects.errors` to what their
+users see.
+"""
+
+from sentient.projects.errors import (
+    DocsNotAllowedError,
+    NoReportError,
+    ProjectCompletedError,
+    ProjectNotRunningError,
+    ProjectRunningError,
+    ProjectStateError,
+)
+from sentient.projects.researcher import Researcher, open_docs_index
+from sentient.projects.run import (
+    ProjectRun,
+    RunResult,
+    RunStats,
+    RunStatus,
+    check_goal,
+    new_project_id,
+    resume_project,
+    run_project,
+)
+from sentient.projects.service import DEFAULT_PROFILE, ProjectService
+from sentient.projects.settings import merge_settings
+
+__all__ = [
+    "DEFAULT_PROFILE",
+    "DocsNotAllowedError",
+    "NoReportError",
+    "ProjectCompletedError",
+    "ProjectNotRunningError",
+    "ProjectRun",
+    "ProjectRunningError",
+    "ProjectService",
+    "ProjectStateError",
+    "Researcher",
+    "RunResult",
+    "RunStats",
+    "RunStatus",
+    "check_goal",
+    "merge_settings",
+    "new_project_id",
+    "open_docs_index",
+    "resume_project",
+    "run_project",
+]

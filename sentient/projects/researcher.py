@@ -1,0 +1,100 @@
+"""What a project runs with: the profile, its models, the reviewer and the documents to research."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import threading
+from pathlib import Path
+from typing import Any
+
+from agno.models.base import Model
+
+from sentient.agents.models.factory import ModelFactory
+from sentient.agents.registry import Profile
+from sentient.hitl.protocol import AutoApprove, PlanReviewer
+from sentient.settings import EngineSettings, Settings
+from sentient.tools.base import CircuitBreaker, ToolSettings
+from sentient.tools.docs_search import DocsFolder, DocsIndex
+from sentient.tools.embeddings import default_embedder
+from sentient.tools.toolbox import ToolBox
+
+
+class Researcher:
+    """The injected dependencies of a project's runs (per-run state lives in
+    :class:`~sentient.projects.run.ProjectRun`). Checks the models and the docs folder now,
+    before any project exists."""
+
+    def __init__(
+        self,
+        profile: Profile,
+        settings: Settings,
+        *,
+        engine_settings: EngineSettings,
+        model: Model | None = None,
+        model_string: str | None = None,
+        reviewer: PlanReviewer | None = None,
+        docs: Path | DocsFolder | DocsIndex | None = None,
+    ) -> None:
+        self.profile = profile
+        self.settings = settings
+        self.engine_settings = engine_settings
+        self.models = ModelFactory(
+            settings, profile, override=model, model=model_string, timeout_s=engine_settings.agent_timeout_s
+        )
+        self.models.check()
+        self.reviewer: PlanReviewer = reviewer or AutoApprove()
+        if isinstance(docs, Path):
+            DocsIndex.check_folder(docs)  # an empty or missing folder fails now, before any project exists
+        self._docs_source = docs
+        self._docs: DocsIndex | None = docs if isinstance(docs, DocsIndex) else None
+        self._model_string = model_string
+
+    def options(self) -> dict[str, Any]:
+        """How this researcher runs a project (stored with it, so a resume runs the same way)."""
+        docs = self._docs_source
+        return {
+            "model": self._model_string,
+            "default_model": self.settings.model,
+            "offline": self.settings.offline,
+            "docs": str(docs.expanduser().resolve()) if isinstance(docs, Path) else None,
+        }
+
+    async def toolboxes(self) -> dict[str, ToolBox]:
+        """Each agent's tools for one run; web tools share one breaker (offline: one warning per run)."""
+        docs = await self._docs_index()
+        settings = ToolSettings(offline=self.settings.offline)
+        breaker = CircuitBreaker("web search")
+        return {
+            a.name: ToolBox.for_agent(a.tools, settings, docs, breaker=breaker)
+            for a in self.profile.agents()
+            if a.tools
+        }
+
+    async def _docs_index(self) -> DocsIndex | None:
+        if not any("docs_search" in a.tools for a in self.profile.agents()):
+            return None
+        if self._docs is None:
+            source = self._docs_source
+            folder = source if isinstance(source, Path | DocsFolder) else None  # else: Python's docs
+            # Indexing runs in a thread, which a cancelled run cannot interrupt: it is told to stop.
+            cancel = threading.Event()
+            try:
+                self._docs = await asyncio.to_thread(open_docs_index, folder, self.settings, cancel)
+            except asyncio.CancelledError:
+                cancel.set()
+                raise
+        return self._docs
+
+
+def open_docs_index(
+    folder: Path | DocsFolder | None, settings: Settings, cancel: threading.Event | None = None
+) -> DocsIndex:
+    """The index a run researches: ``folder``, or Python's own documentation; hybrid (BM25 and
+    MiniLM vectors) when ``settings.retrieval`` says so. Blocking: call it from a thread;
+    setting ``cancel`` stops a folder's indexing."""
+    embeddings = default_embedder if settings.retrieval == "hybrid" else None
+    if folder is not None:
+        docs = folder if isinstance(folder, DocsFolder) else DocsFolder(folder)
+        return dataclasses.replace(docs, embeddings=embeddings).build(cancel)
+    return DocsIndex.python_docs(settings.cache_dir, embeddings=embeddings)

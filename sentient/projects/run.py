@@ -1,0 +1,353 @@
+"""One execution of a project's graph (a new run or a resumed one), and what it produces."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from loguru import logger
+
+from sentient.agents.processor import AgentProcessor
+from sentient.agents.runner import AgentRunner
+from sentient.budget import Budget, Spent
+from sentient.context.builder import ContextBuilder
+from sentient.context.knowledge import KnowledgeStore
+from sentient.engine.resume import prepare_resume
+from sentient.engine.scheduler import ExecutionEngine
+from sentient.events import EventBus, RunFinished, RunStarted, Subscriber, snapshot
+from sentient.exceptions import ConfigError, InvalidGoalError
+from sentient.graph.node import NodeType, TaskType
+from sentient.graph.status import TaskStatus
+from sentient.graph.task_graph import TaskGraph
+from sentient.projects.errors import ProjectCompletedError
+from sentient.projects.researcher import Researcher
+from sentient.projects.settings import merge_settings
+from sentient.report import Report, build_report, to_markdown
+from sentient.report.html import render_html
+from sentient.settings import EngineSettings
+from sentient.store import (
+    ProjectNotFoundError,
+    ProjectStore,
+    StoreError,
+    StoreWriter,
+    StoreWriterError,
+    check_project_id,
+)
+from sentient.text import goal_problem
+from sentient.trace import TraceRecorder, write_json, write_text
+
+RunStatus = Literal["completed", "completed_with_failures", "failed", "cancelled", "stopped"]
+
+
+@dataclass(frozen=True)
+class RunStats:
+    nodes: int
+    agent_calls: int
+    input_tokens: int
+    output_tokens: int
+    failed_nodes: int
+    elapsed_s: float
+    cost_usd: float = 0.0
+    model_calls: int = 0  # agent calls that reached a model (the others came from the cache)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a run produced. ``report`` is always set, even for failed or stopped runs;
+    ``report_markdown`` is its Markdown, as written to ``report.md``.
+
+    ``status`` is ``stopped`` when a budget (cost, calls, time) ended the run early; the report
+    then covers the finished work and says so. ``completed_with_failures``: the root finished
+    but some subtasks failed; the report lists what it does not cover.
+    """
+
+    project_id: str
+    status: RunStatus
+    final_answer: str | None
+    report_markdown: str
+    error: str | None
+    stats: RunStats
+    output_dir: Path | None
+    graph: TaskGraph
+    report: Report
+
+    @property
+    def partial(self) -> bool:
+        return self.status != "completed"
+
+
+class ProjectRun:
+    """One execution (a new run or a resumed one) of a project's graph."""
+
+    def __init__(
+        self,
+        researcher: Researcher,
+        project_id: str,
+        graph: TaskGraph,
+        settings: EngineSettings,
+        store: ProjectStore | None,
+        output_dir: Path | None,
+        write_files: bool,
+        subscribers: Iterable[Subscriber],
+    ) -> None:
+        self.researcher = researcher
+        self.project_id = project_id
+        self.graph = graph
+        self.settings = settings
+        self.store = store
+        self.out_dir = (output_dir or researcher.settings.results_dir / project_id) if write_files else None
+        self.trace = TraceRecorder()
+        self.spent = Spent()  # what earlier runs of the project used (budgets are cumulative)
+        self.budget: Budget | None = None
+        self.bus = EventBus()
+        self.bus.subscribe(self.trace)
+        self.writer = StoreWriter(store, project_id) if store is not None else None
+        if self.writer is not None:
+            self.bus.subscribe(self.writer)
+        for subscriber in subscribers:
+            self.bus.subscribe(subscriber)
+
+    async def execute(self, *, resume: bool) -> RunResult:
+        researcher, graph, settings = self.researcher, self.graph, self.settings
+        started = time.perf_counter()
+        if self.store is not None:
+            try:
+                self.store.claim(self.project_id, os.getpid())  # ProjectBusyError if another process has it
+            except StoreError:
+                if self.writer is not None:
+                    self.writer.close()  # nothing was written: the project stays as its owner keeps it
+                raise
+        knowledge = KnowledgeStore()
+        engine: ExecutionEngine | None = None
+        crash: str | None = None
+        try:
+            # Subscribers see the graph as the run finds it; every later change comes as an event.
+            self.bus.publish(RunStarted(self.project_id, tuple(snapshot(node) for node in graph), resumed=resume))
+            if resume:
+                for change in prepare_resume(graph):
+                    self.bus.publish(change)
+                for node in graph:
+                    if node.status is TaskStatus.DONE and node.result:
+                        knowledge.add(node.task_id, node.goal, node.result, [s.ref for s in node.sources])
+            await asyncio.to_thread(researcher.models.prepare)
+            toolboxes = await researcher.toolboxes()
+            budget = self.budget = Budget(settings, spent=self.spent)
+            runner = AgentRunner(
+                researcher.models.for_agent,
+                self.bus,
+                max_concurrent=settings.max_concurrent_llm_calls,
+                timeout_s=settings.agent_timeout_s,
+                max_validation_retries=settings.max_validation_retries,
+                budget=budget,
+                deadline_s=settings.call_deadline_s,
+                local_timeout_s=settings.local_timeout_s,
+            )
+            context = ContextBuilder(graph, knowledge, settings.context_token_budget, settings.knowledge_results)
+            processor = AgentProcessor(
+                graph,
+                researcher.profile,
+                settings,
+                runner,
+                context,
+                knowledge,
+                researcher.reviewer,
+                self.bus,
+                toolboxes,
+            )
+            engine = ExecutionEngine(processor, settings, budget)
+            logger.info(
+                "project {}: {} '{}' with profile {}",
+                self.project_id,
+                "resuming" if resume else "starting",
+                graph.root.goal,
+                researcher.profile.name,
+            )
+            await engine.run(resume=resume)
+        except Exception as exc:  # recorded as the run's error (not the root's idle status), then raised
+            crash = f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            knowledge.close()
+            stop_reason = engine.stop_reason if engine is not None else None
+            result = self._result(started, stop_reason, crash)
+            self.bus.publish(RunFinished(result.status, result.error, stats=asdict(result.stats)))
+            await asyncio.to_thread(self._save, result)
+        logger.info("project {}: {} in {:.1f}s", self.project_id, result.status, result.stats.elapsed_s)
+        return result
+
+    def _result(self, started: float, stop_reason: str | None, crash: str | None = None) -> RunResult:
+        graph, trace = self.graph, self.trace
+        root = graph.root
+        status: RunStatus
+        failed = [n.task_id for n in graph if n.status is TaskStatus.FAILED]
+        if root.status is TaskStatus.DONE:
+            status = "completed_with_failures" if failed else "completed"
+        elif stop_reason is not None:
+            status = "stopped"
+        elif root.status is TaskStatus.CANCELLED:
+            status = "cancelled"
+        else:
+            status = "failed"
+        stats = RunStats(
+            nodes=len(graph),
+            agent_calls=trace.agent_calls,
+            input_tokens=trace.input_tokens,
+            output_tokens=trace.output_tokens,
+            failed_nodes=len(failed),
+            elapsed_s=time.perf_counter() - started,
+            cost_usd=trace.cost_usd,
+            model_calls=trace.model_calls,
+        )
+        if status == "completed":
+            error = None
+        elif status == "completed_with_failures":
+            error = f"{len(failed)} subtask(s) failed: {', '.join(failed[:5])}" + (", …" if len(failed) > 5 else "")
+        else:
+            error = stop_reason or crash or root.error or root.status.value.lower()
+        report = build_report(graph, stopped=stop_reason)
+        return RunResult(
+            project_id=self.project_id,
+            status=status,
+            final_answer=root.result if root.status is TaskStatus.DONE else None,
+            report_markdown=to_markdown(report),
+            error=error,
+            stats=stats,
+            output_dir=self.out_dir,
+            graph=graph,
+            report=report,
+        )
+
+    def _save(self, result: RunResult) -> None:
+        """Persist the end of the run (store first: it is what resume reads), then the files."""
+        if self.writer is not None and self.store is not None:
+            try:
+                self.writer.close()
+            except StoreWriterError as exc:  # logged by the writer; the end of the run is still recorded
+                logger.error("project {}: {}", self.project_id, exc)
+            self.store.set_stats(self.project_id, asdict(result.stats))
+            self.store.set_report(self.project_id, result.report_markdown, result.report.model_dump(mode="json"))
+            if self.budget is not None:
+                self.store.set_spent(self.project_id, self.budget.spent().to_dict())
+            # The store knows "completed"; its error says which subtasks failed.
+            status = "completed" if result.status == "completed_with_failures" else result.status
+            self.store.set_status(self.project_id, status, result.error)
+        if self.out_dir is not None:
+            write_outputs(self.out_dir, self.graph, self.trace, result.report, result.report_markdown)
+
+
+def check_goal(goal: object) -> str:
+    """The goal, stripped; InvalidGoalError (a ValueError) if it is empty, holds control characters or is not
+    valid Unicode text."""
+    if not isinstance(goal, str):
+        raise InvalidGoalError(f"the goal must be text, not {type(goal).__name__}.", fix="pass a string.")
+    try:
+        goal.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidGoalError(
+            f"the goal is not valid text: {goal[exc.start]!r} at position {exc.start} is a lone surrogate"
+            " (bytes that are not UTF-8)."
+        ) from None
+    problem = goal_problem(goal)
+    if problem is not None:
+        raise InvalidGoalError(problem)
+    return goal.strip()
+
+
+def spent_before(stored: dict[str, Any], calls: list[dict[str, Any]]) -> Spent:
+    """What a project's earlier runs spent: as stored when a run ended, or (a run killed before
+    it could store it) at least what its recorded calls cost."""
+    spent = Spent.from_dict(stored)
+    paid = [c for c in calls if not c.get("cached")]
+    cost = sum(float(c.get("cost_usd") or 0.0) for c in paid)
+    requests = sum(int(c.get("attempts") or 1) for c in paid)
+    return Spent(max(spent.cost_usd, cost), max(spent.requests, requests), spent.elapsed_s)
+
+
+def new_project_id(goal: str) -> str:
+    """A readable, unique, filesystem-safe id: ``20261121-190405-python-asyncio-3f2a9c``."""
+    slug = re.sub(r"[^a-z0-9]+", "-", goal.lower()).strip("-")[:40].strip("-") or "project"
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{slug}-{uuid.uuid4().hex[:6]}"
+
+
+def write_outputs(out_dir: Path, graph: TaskGraph, trace: TraceRecorder, report: Report, markdown: str) -> None:
+    write_text(out_dir / "report.md", markdown)
+    write_text(out_dir / "report.html", render_html(markdown, title=report.title))
+    write_json(out_dir / "graph.json", graph.to_dict())
+    trace.write(out_dir, graph)
+
+
+async def run_project(
+    researcher: Researcher,
+    goal: str,
+    *,
+    project_id: str | None,
+    store: ProjectStore | None,
+    settings: EngineSettings,
+    output_dir: Path | None = None,
+    subscribers: Iterable[Subscriber] = (),
+    write_files: bool = True,
+) -> RunResult:
+    """Research ``goal`` from a fresh root; with a ``store``, the project is created there unless
+    it was beforehand (e.g. by the server), and every event is persisted as it happens."""
+    goal = check_goal(goal)
+    project_id = check_project_id(project_id) if project_id else new_project_id(goal)
+    if store is not None:
+        try:
+            store.get_project(project_id)
+        except ProjectNotFoundError:
+            store.create_project(
+                project_id, goal, researcher.profile.name, settings.model_dump(mode="json"), researcher.options()
+            )
+    graph = TaskGraph()
+    graph.add_root(goal, TaskType.SEARCH, NodeType.PLAN)
+    run = ProjectRun(researcher, project_id, graph, settings, store, output_dir, write_files, subscribers)
+    return await run.execute(resume=False)
+
+
+async def resume_project(
+    researcher: Researcher,
+    project_id: str,
+    *,
+    store: ProjectStore,
+    output_dir: Path | None = None,
+    subscribers: Iterable[Subscriber] = (),
+    write_files: bool = True,
+    overrides: Mapping[str, Any] | None = None,
+) -> RunResult:
+    """Continue a stored project that did not finish: DONE nodes are kept, the rest runs again.
+
+    FAILED nodes run again too (a failed aggregation whose children are DONE only aggregates).
+    Budgets are cumulative: ``overrides`` must raise a budget that stopped the run above what
+    the project has spent. ProjectCompletedError when there is nothing to resume, ConfigError
+    for another profile, ProjectBusyError when another live process runs the project.
+    """
+    record = store.get_project(project_id)
+    if record.status == "completed" and not record.failed_nodes:
+        raise ProjectCompletedError(
+            project_id, f"project '{project_id}' has already completed; there is nothing to resume."
+        )
+    if record.profile != researcher.profile.name:
+        raise ConfigError(
+            f"project '{project_id}' was run with profile '{record.profile}', not '{researcher.profile.name}'.",
+            field="profile",
+            fix=f"resume it with profile '{record.profile}'.",
+        )
+    settings = merge_settings(EngineSettings.model_validate(record.settings), overrides or {})
+    graph = store.load_graph(project_id)
+    fresh = not len(graph)
+    if fresh:
+        # Stopped before its first event: nothing was stored, so it starts over, and the
+        # engine announces (and the writer stores) the root as in a new run.
+        graph.add_root(record.goal, TaskType.SEARCH, NodeType.PLAN)
+    run = ProjectRun(researcher, project_id, graph, settings, store, output_dir, write_files, subscribers)
+    calls = store.calls(project_id)
+    run.trace.restore(calls)
+    run.spent = spent_before(record.spent, calls)
+    return await run.execute(resume=not fresh)

@@ -1,0 +1,328 @@
+"""ProjectService: the lifecycle of the projects in one store, for the CLI, the server and the API.
+
+create → execute (or resume) → report / export → delete; every operation names its project and
+raises the errors of :mod:`sentient.projects.errors`, which each adapter maps once (the server to
+HTTP statuses, the CLI to exit codes). How a run is driven (a terminal's event loop, the server's
+engine thread) is the adapter's; what it runs and what it may run is decided here.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from agno.models.base import Model
+from pydantic import ValidationError
+
+from sentient.agents.registry import AgentRegistry
+from sentient.events import Subscriber
+from sentient.exceptions import GraphError
+from sentient.graph.task_graph import TaskGraph
+from sentient.hitl.protocol import PlanReviewer
+from sentient.projects.errors import (
+    NoReportError,
+    ProjectCompletedError,
+    ProjectRunningError,
+    ProjectStateError,
+)
+from sentient.projects.researcher import Researcher
+from sentient.projects.run import RunResult, new_project_id, resume_project, run_project
+from sentient.projects.settings import merge_settings, stored_settings
+from sentient.report import Report, build_report, to_markdown
+from sentient.settings import EngineSettings, Settings
+from sentient.store import (
+    InvalidProjectIdError,
+    ProjectBusyError,
+    ProjectNotFoundError,
+    ProjectRecord,
+    ProjectStatus,
+    ProjectStore,
+    owner_alive,
+)
+from sentient.tools.docs_search import DocsFolder, DocsIndex
+
+DEFAULT_PROFILE = "deep_research_agent"
+Mode = Literal["execute", "resume"]
+
+
+class ProjectService:
+    """The projects of one store. Thread-safe as the store is; holds no per-run state."""
+
+    def __init__(self, store: ProjectStore, settings: Settings, registry: AgentRegistry | None = None) -> None:
+        self.store = store
+        self.settings = settings
+        self.registry = registry or AgentRegistry.load(settings.config_dir)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def get(self, project_id: str) -> ProjectRecord:
+        """The project; ProjectNotFoundError (or InvalidProjectIdError) otherwise."""
+        return self.store.get_project(project_id)
+
+    def exists(self, project_id: str) -> bool:
+        try:
+            self.get(project_id)
+        except (ProjectNotFoundError, InvalidProjectIdError):
+            return False
+        return True
+
+    def list(self) -> list[ProjectRecord]:
+        """Every project, newest first."""
+        return self.store.list_projects()
+
+    def graph(self, project_id: str) -> TaskGraph:
+        """The stored task graph (empty before the first event)."""
+        self.get(project_id)
+        try:
+            return self.store.load_graph(project_id)
+        except GraphError as exc:  # a store written by an older version could lack its root
+            raise ProjectStateError(
+                project_id, f"the stored graph of project '{project_id}' is incomplete ({exc}); execute it again."
+            ) from exc
+
+    def folder(self, project_id: str) -> Path:
+        """Where the project's files (report, graph, traces) are written."""
+        return self.store.project_dir(project_id)
+
+    def report(self, project_id: str) -> tuple[str, Report]:
+        """The report's Markdown and value: as its run stored them, else built from the graph so far.
+
+        NoReportError when the project has not run.
+        """
+        project = self.get(project_id)
+        markdown = self.store.get_report(project_id)
+        stored = self._stored_report(project_id) if markdown is not None else None
+        if markdown is not None and stored is not None:
+            return markdown, stored
+        # A run still going or killed (what it has so far), or a report stored before its data was.
+        graph = self.graph(project_id)
+        if not len(graph):
+            raise NoReportError(project_id)
+        stopped = project.error if markdown is not None and project.status is ProjectStatus.STOPPED else None
+        value = build_report(graph, stopped)
+        return (markdown if markdown is not None else to_markdown(value)), value
+
+    def export(self, project_id: str) -> dict[str, Any]:
+        """Everything stored about the project: record, graph, report (None before a run) and calls."""
+        project = self.get(project_id)
+        graph = self.graph(project_id)
+        try:
+            markdown, report = self.report(project_id)
+        except NoReportError:
+            markdown, data = None, None
+        else:
+            data = report.model_dump(mode="json")
+        return {
+            "project": project.to_dict(),
+            "graph": graph.to_dict(),
+            "report_markdown": markdown,
+            "report": data,
+            "calls": self.store.calls(project_id),
+        }
+
+    def _stored_report(self, project_id: str) -> Report | None:
+        data = self.store.get_report_data(project_id)
+        if data is None:
+            return None
+        try:
+            return Report.model_validate(data)
+        except ValidationError:
+            return None  # stored by another version of Sentient: rebuilt from the graph instead
+
+    # -- creating --------------------------------------------------------------------------
+
+    def create(
+        self,
+        goal: str,
+        profile: str | None = None,
+        overrides: Mapping[str, Any] | None = None,
+        *,
+        project_id: str | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> ProjectRecord:
+        """Store a new project (status ``created``) with its profile's settings plus ``overrides``.
+
+        ``options`` say how it runs (model, offline, ``docs`` folder) and are kept with it.
+        """
+        profile_name = profile or DEFAULT_PROFILE
+        settings = self.settings_for(profile_name, overrides or {})
+        project_id = project_id or new_project_id(goal)
+        return self.store.create_project(
+            project_id, goal, profile_name, settings.model_dump(mode="json"), dict(options or {})
+        )
+
+    def settings_for(self, profile: str, overrides: Mapping[str, Any]) -> EngineSettings:
+        """A profile's engine settings plus ``overrides`` (ProfileNotFoundError, ConfigError)."""
+        return merge_settings(self.registry.profile(profile).settings, overrides)
+
+    def settings_of(self, record: ProjectRecord) -> EngineSettings:
+        """A stored project's engine settings (its profile's, as stored with it)."""
+        return stored_settings(self.registry.profile(record.profile).settings, record.settings)
+
+    def researcher(
+        self,
+        profile: str,
+        *,
+        engine_settings: EngineSettings,
+        model: Model | str | None = None,
+        reviewer: PlanReviewer | None = None,
+        docs: Path | DocsFolder | DocsIndex | None = None,
+        settings: Settings | None = None,
+    ) -> Researcher:
+        """What runs a project of ``profile``: its models (checked now), reviewer and docs."""
+        return Researcher(
+            self.registry.profile(profile),
+            settings or self.settings,
+            engine_settings=engine_settings,
+            model=model if isinstance(model, Model) else None,
+            model_string=model if isinstance(model, str) else None,
+            reviewer=reviewer,
+            docs=docs,
+        )
+
+    def resume_researcher(
+        self,
+        record: ProjectRecord,
+        *,
+        model: str | None = None,
+        offline: bool = False,
+        docs: Path | None = None,
+        reviewer: PlanReviewer | None = None,
+        agent_timeout_s: float | None = None,
+    ) -> Researcher:
+        """What continues ``record``: the model, offline and docs options stored with it, except
+        what is given now, which is recorded with the project (under ``overrides``)."""
+        stored = record.options
+        settings = self.settings
+        if stored.get("default_model"):
+            settings = settings.model_copy(update={"model": stored["default_model"]})
+        if offline or stored.get("offline"):
+            settings = settings.model_copy(update={"offline": True})
+        folder = docs or (Path(stored["docs"]) if stored.get("docs") else None)
+        # The provider clients get the run's per-attempt timeout too (the stored one, or the one given now).
+        timeout = agent_timeout_s or record.settings.get("agent_timeout_s")
+        profile = self.registry.profile(record.profile)
+        researcher = self.researcher(
+            record.profile,
+            engine_settings=merge_settings(profile.settings, {"agent_timeout_s": timeout}),
+            model=model or stored.get("model"),
+            reviewer=reviewer,
+            docs=folder,
+            settings=settings,
+        )
+        given = {
+            "model": model if model and model != stored.get("model") else None,
+            "offline": True if offline and not stored.get("offline") else None,
+            "docs": str(docs.resolve()) if docs and str(docs.resolve()) != stored.get("docs") else None,
+        }
+        changed = {k: v for k, v in given.items() if v is not None}
+        if changed:
+            options = {**stored, **researcher.options()}
+            options["overrides"] = [*stored.get("overrides", []), {"at": time.time(), **changed}]
+            self.store.set_options(record.project_id, options)
+        elif not stored:  # a project stored before options were: remember how it runs from now on
+            self.store.set_options(record.project_id, researcher.options())
+        return researcher
+
+    # -- starting --------------------------------------------------------------------------
+
+    def check_free(self, project_id: str) -> ProjectRecord:
+        """The project, unless another live process runs it (ProjectBusyError)."""
+        record = self.get(project_id)
+        if record.status is ProjectStatus.RUNNING and record.owner_pid != os.getpid() and owner_alive(record):
+            raise ProjectBusyError(project_id, record.owner_pid)
+        return record
+
+    def restart(self, project_id: str, goal: str | None = None, profile: str | None = None) -> ProjectRecord:
+        """Make the project ready to execute from scratch: a finished one is reset; a new goal or
+        profile makes it a different project under the same id (its nodes, calls and reviews go)."""
+        record = self.check_free(project_id)
+        new_goal = goal or record.goal
+        new_profile = profile or record.profile
+        if new_goal != record.goal or new_profile != record.profile:
+            settings = record.settings
+            if new_profile != record.profile:
+                settings = self.settings_for(new_profile, {}).model_dump(mode="json")  # the new profile's defaults
+            self.store.delete_project(project_id)
+            return self.store.create_project(project_id, new_goal, new_profile, settings, record.options)
+        if record.status is not ProjectStatus.CREATED:
+            self.store.reset_project(project_id)
+        return self.get(project_id)
+
+    def resume_mode(self, project_id: str) -> Mode:
+        """How the project continues: ``execute`` (never started) or ``resume``; ProjectCompletedError
+        when it completed, ProjectBusyError when another live process runs it."""
+        record = self.check_free(project_id)
+        if record.status is ProjectStatus.COMPLETED:
+            raise ProjectCompletedError(project_id)
+        return "execute" if record.status is ProjectStatus.CREATED else "resume"
+
+    async def execute(
+        self,
+        researcher: Researcher,
+        project_id: str,
+        *,
+        output_dir: Path | None = None,
+        subscribers: Iterable[Subscriber] = (),
+        write_files: bool = True,
+    ) -> RunResult:
+        """Run the stored project from its root."""
+        record = self.get(project_id)
+        return await run_project(
+            researcher,
+            record.goal,
+            project_id=project_id,
+            store=self.store,
+            settings=researcher.engine_settings,
+            output_dir=output_dir,
+            subscribers=subscribers,
+            write_files=write_files,
+        )
+
+    async def resume(
+        self,
+        researcher: Researcher,
+        project_id: str,
+        *,
+        output_dir: Path | None = None,
+        subscribers: Iterable[Subscriber] = (),
+        write_files: bool = True,
+        overrides: Mapping[str, Any] | None = None,
+    ) -> RunResult:
+        """Continue the stored project: DONE nodes are kept, the rest runs again."""
+        return await resume_project(
+            researcher,
+            project_id,
+            store=self.store,
+            output_dir=output_dir,
+            subscribers=subscribers,
+            write_files=write_files,
+            overrides=overrides or {},
+        )
+
+    # -- deleting --------------------------------------------------------------------------
+
+    def check_stopped(self, project_id: str) -> ProjectRecord:
+        """The project, unless a live process (this one included) runs it: ProjectRunningError."""
+        record = self.get(project_id)
+        if record.status is ProjectStatus.RUNNING and owner_alive(record):
+            raise ProjectRunningError(
+                project_id,
+                f"project '{project_id}' is running in process {record.owner_pid}:"
+                " stop it first (Ctrl-C in its terminal, or cancel it in the server)",
+            )
+        return record
+
+    def delete(self, project_id: str) -> None:
+        """Delete the project and its folder; ProjectRunningError while a live process runs it."""
+        self.check_stopped(project_id)
+        folder = self.folder(project_id)
+        self.store.delete_project(project_id)
+        if folder.is_symlink():
+            folder.unlink()
+        elif folder.is_dir():
+            shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,48 @@
+"""The one settings merge: a project's engine settings are its base (profile or stored) plus overrides."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from sentient.exceptions import ConfigError
+from sentient.settings import EngineSettings
+
+
+def merge_settings(base: EngineSettings, overrides: Mapping[str, Any]) -> EngineSettings:
+    """``base`` with the non-None ``overrides``; ConfigError (one line, naming the setting) otherwise.
+
+    Every caller goes through here: the Python API (profile + keyword overrides), the server
+    (profile + a request's ``config``), a resume (stored settings + the options given now).
+    """
+    unknown = sorted(set(overrides) - set(EngineSettings.model_fields))
+    if unknown:
+        raise ConfigError(
+            f"unknown engine setting(s) {unknown}.",
+            fix=f"use: {', '.join(sorted(EngineSettings.model_fields))}.",
+        )
+    values = {k: v for k, v in overrides.items() if v is not None}
+    if not values:
+        return base
+    try:
+        return EngineSettings.model_validate({**base.model_dump(), **values})
+    except ValidationError as exc:
+        # One line naming the setting, not pydantic's multi-line report.
+        error = exc.errors()[0]
+        field = ".".join(str(part) for part in error["loc"])
+        raise ConfigError(
+            f"invalid engine setting: {error['msg']} (got {error.get('input')!r}).",
+            field=field,
+            fix="correct the value.",
+        ) from exc
+
+
+def stored_settings(base: EngineSettings, stored: Mapping[str, Any]) -> EngineSettings:
+    """A stored project's settings read over its profile's (keys a newer version dropped are ignored)."""
+    values = {k: v for k, v in stored.items() if k in EngineSettings.model_fields}
+    try:
+        return EngineSettings.model_validate({**base.model_dump(), **values})
+    except ValidationError as exc:
+        raise ConfigError(f"the stored settings cannot be used: {exc.errors()[0]['msg']}.") from exc
