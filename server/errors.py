@@ -14,9 +14,11 @@ from pydantic import ValidationError
 from werkzeug.exceptions import HTTPException
 
 from sentient.exceptions import ConfigError
+from sentient.projects.errors import DocsNotAllowedError, NoReportError, ProjectStateError
 from sentient.store import (
     InvalidProjectIdError,
     NodeNotFoundError,
+    ProjectBusyError,
     ProjectExistsError,
     ProjectNotFoundError,
     ReviewAlreadyAnsweredError,
@@ -59,15 +61,26 @@ def describe_validation(exc: ValidationError) -> str:
 
 
 def as_api_error(exc: BaseException) -> ApiError | None:
-    """Map a known exception to an ApiError; None for anything unexpected."""
+    """Map a known exception to an ApiError; None for anything unexpected.
+
+    The one place where the domain's errors (:mod:`sentient.projects.errors`) become statuses.
+    """
     if isinstance(exc, ApiError):
         return exc
     if isinstance(exc, ValidationError):
         return bad_request(describe_validation(exc))
+    if isinstance(exc, DocsNotAllowedError):
+        return ApiError(403, "forbidden", str(exc))
     if isinstance(exc, ConfigError):
         return bad_request(str(exc), "invalid_config")
     if isinstance(exc, ProjectNotFoundError | NodeNotFoundError | ReviewNotFoundError | InvalidProjectIdError):
         return ApiError(404, "not_found", f"{exc}.")
+    if isinstance(exc, NoReportError):
+        return ApiError(404, "no_report", str(exc))
+    if isinstance(exc, ProjectStateError):
+        return conflict(str(exc))
+    if isinstance(exc, ProjectBusyError):
+        return conflict(str(exc))
     if isinstance(exc, ProjectExistsError | ReviewAlreadyAnsweredError):
         return conflict(f"{exc}.")
     return None

@@ -9,36 +9,32 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import json
 import os
-import shutil
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from agno.models.base import Model
 from loguru import logger
-from pydantic import ValidationError
 
-from sentient.agents.registry import AgentRegistry
-from sentient.api import ProfiledSentientAgent, new_project_id
-from sentient.exceptions import ConfigError, GraphError
-from sentient.settings import EngineSettings
-from sentient.store import ProjectBusyError, ProjectNotFoundError, ProjectStatus, ProjectStore, owner_alive
+from sentient.exceptions import ConfigError, SentientError
+from sentient.projects import (
+    DocsNotAllowedError,
+    ProjectNotRunningError,
+    ProjectRunningError,
+    ProjectService,
+    Researcher,
+)
+from sentient.projects.service import Mode
+from sentient.store import ProjectRecord, ProjectStore
 from sentient.tools.docs_search import DocsFolder
-from sentient.trace import write_json
 
 from .bridge import EngineLoop
 from .config import DOCS_ROOTS_ENV, ServerSettings
-from .errors import ApiError, bad_request, conflict, describe_validation, not_found
+from .errors import as_api_error, bad_request
 from .events import Broadcaster, ProjectFeed, graph_json, room_of
 from .reviews import ReviewBroker
 from .schemas import valid_project_id
-
-DEFAULT_PROFILE = "deep_research_agent"
-RESUMABLE_ON_START = frozenset({"running", "interrupted"})
-Mode = Literal["execute", "resume"]
 
 
 def project_json(record: Any) -> dict[str, Any]:
@@ -62,7 +58,11 @@ class Run:
 
 
 class RunManager:
-    """Starts and stops project runs; reads projects and graphs for the routes and sockets."""
+    """Drives project runs on the engine loop; the lifecycle itself is :class:`ProjectService`'s.
+
+    What is left here is what a server adds: one future per running project (cancel, shut
+    down), a lock per project, the Socket.IO feed and announcements, and the docs-roots policy.
+    """
 
     def __init__(
         self,
@@ -74,7 +74,8 @@ class RunManager:
     ) -> None:
         self.config = config
         self.store = store
-        self.registry = AgentRegistry.load(config.sentient.config_dir)
+        self.service = ProjectService(store, config.sentient)
+        self.registry = self.service.registry
         self._engine = engine
         self._broadcaster = broadcaster
         self._reviews = reviews
@@ -95,20 +96,15 @@ class RunManager:
         with self._lock:
             return project_id in self._runs
 
-    def record(self, project_id: str) -> Any:
-        """The store record; 404 for an id that is malformed or unknown."""
-        if not valid_project_id(project_id):
-            raise not_found("project", project_id)
-        try:
-            return self.store.get_project(project_id)
-        except ProjectNotFoundError as exc:
-            raise not_found("project", project_id) from exc
+    def record(self, project_id: str) -> ProjectRecord:
+        """The store record; ProjectNotFoundError or InvalidProjectIdError (both 404)."""
+        return self.service.get(project_id)
 
     def project(self, project_id: str) -> dict[str, Any]:
         return project_json(self.record(project_id))
 
     def projects(self) -> list[dict[str, Any]]:
-        records = [project_json(r) for r in self.store.list_projects()]
+        records = [project_json(r) for r in self.service.list()]
         return sorted(records, key=lambda p: p.get("created_at") or 0, reverse=True)
 
     def live_graph(self, project_id: str) -> dict[str, Any] | None:
@@ -128,73 +124,46 @@ class RunManager:
         return self.stored_graph(project_id)
 
     def stored_graph(self, project_id: str) -> dict[str, Any]:
-        try:
-            graph = self.store.load_graph(project_id)
-        except GraphError as exc:  # a store written by an older version could lack its root
-            raise conflict(
-                f"the stored graph of project '{project_id}' is incomplete ({exc}); execute it again."
-            ) from exc
-        return graph_json(graph)
+        return graph_json(self.service.graph(project_id))
 
     # -- creating and starting ----------------------------------------------------------------
 
     def create(
         self, goal: str, profile: str | None, config: dict[str, Any], project_id: str | None = None
     ) -> dict[str, Any]:
-        """Store a new project (status ``created``); its settings are validated now."""
-        profile_name = profile or DEFAULT_PROFILE
-        settings, docs = self._project_settings(profile_name, config)
-        project_id = project_id or new_project_id(goal)
-        if not valid_project_id(project_id):
+        """Store a new project (status ``created``); its settings are validated now, and its
+        ``config.docs`` folder, checked against the docs roots, is kept with it."""
+        overrides = {k: v for k, v in config.items() if v is not None}
+        docs = overrides.pop("docs", None)
+        options = {"docs": self._allowed_docs(docs)} if docs is not None else None
+        if project_id is not None and not valid_project_id(project_id):
             raise bad_request(f"'{project_id}' is not a valid project id.", "invalid_id")
-        if self.exists(project_id):
-            raise conflict(f"project '{project_id}' already exists.")
-        record = self.store.create_project(project_id, goal, profile_name, settings)
-        if docs is not None:
-            write_json(self._docs_file(project_id), {"docs": docs})
-        return project_json(record)
+        return project_json(self.service.create(goal, profile, overrides, project_id=project_id, options=options))
 
     def execute(self, project_id: str, goal: str | None = None, profile: str | None = None) -> dict[str, Any]:
         """Start the project from scratch (a finished one is reset); 409 while it runs."""
         self.record(project_id)
         with self._project_lock(project_id):
             self._wait_if_finishing(project_id)
-            record = self.project(project_id)
             with self._lock:
                 self._refuse_if_running(project_id)
-                new_goal = goal or record["goal"]
-                new_profile = profile or record["profile"]
-                settings = dict(record.get("settings") or {})
-                if new_profile != record["profile"]:
-                    settings, _ = self._project_settings(new_profile, {})  # the new profile's defaults
-                if new_goal != record["goal"] or new_profile != record["profile"]:
-                    # A different project under the same id: nodes, calls and reviews of the old one go.
-                    self.store.delete_project(project_id)
-                    self.store.create_project(project_id, new_goal, new_profile, settings)
-                elif record["status"] != "created":
-                    self.store.reset_project(project_id)
+                self.service.restart(project_id, goal, profile)
                 self._start(project_id, "execute")
             return self.project(project_id)
 
     def _refuse_if_running(self, project_id: str) -> None:
-        """409 while this server or another live process runs the project (its work is not reset)."""
+        """ProjectRunningError while this server runs the project (the service refuses another process's)."""
         if project_id in self._runs:
-            raise conflict(f"project '{project_id}' is already running.")
-        held = self.store.get_project(project_id)
-        if held.status is ProjectStatus.RUNNING and held.owner_pid != os.getpid() and owner_alive(held):
-            raise conflict(str(ProjectBusyError(project_id, held.owner_pid)))
+            raise ProjectRunningError(project_id)
 
     def resume(self, project_id: str) -> dict[str, Any]:
         """Continue a stopped project, keeping its finished nodes; 409 if it runs or completed."""
         self.record(project_id)
         with self._project_lock(project_id):
             self._wait_if_finishing(project_id)
-            record = self.project(project_id)
             with self._lock:
                 self._refuse_if_running(project_id)
-                if record["status"] == "completed":
-                    raise conflict(f"project '{project_id}' already completed; execute it to run it again.")
-                self._start(project_id, "execute" if record["status"] == "created" else "resume")
+                self._start(project_id, self.service.resume_mode(project_id))
             return self.project(project_id)
 
     def cancel(self, project_id: str) -> dict[str, Any]:
@@ -204,7 +173,7 @@ class RunManager:
             with self._lock:
                 run = self._runs.get(project_id)
                 if run is None:
-                    raise conflict(f"project '{project_id}' is not running.")
+                    raise ProjectNotRunningError(project_id)
                 run.stopping = run.stopping or "cancel"
                 if run.future is not None:
                     run.future.cancel()
@@ -221,11 +190,10 @@ class RunManager:
                     if run.future is not None:
                         run.future.cancel()
             if run is not None and not run.done.wait(timeout):
-                raise ApiError(409, "conflict", f"project '{project_id}' did not stop within {timeout:g}s; try again.")
-            self.store.delete_project(project_id)
-            folder = self.store.project_dir(project_id).resolve()
-            if folder.parent == self.store.path.parent.resolve() and folder.is_dir():
-                shutil.rmtree(folder, ignore_errors=True)
+                raise ProjectRunningError(
+                    project_id, f"project '{project_id}' did not stop within {timeout:g}s; try again."
+                )
+            self.service.delete(project_id)
         with self._lock:
             self._project_locks.pop(project_id, None)
 
@@ -271,11 +239,7 @@ class RunManager:
             return self._project_locks.setdefault(project_id, threading.Lock())
 
     def exists(self, project_id: str) -> bool:
-        try:
-            self.store.get_project(project_id)
-        except ProjectNotFoundError:
-            return False
-        return True
+        return self.service.exists(project_id)
 
     def _wait_if_finishing(self, project_id: str, timeout: float = 10.0) -> None:
         """A run whose project already reads as finished is only saving its end: wait for it,
@@ -285,25 +249,6 @@ class RunManager:
         if run is not None and self.project(project_id)["status"] != "running":
             run.done.wait(timeout)
 
-    def _project_settings(self, profile_name: str, config: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
-        """The project's engine settings (profile defaults + ``config``), and its ``docs`` folder."""
-        profile = self.registry.profile(profile_name)  # ProfileNotFoundError -> 400
-        overrides = {k: v for k, v in config.items() if v is not None}
-        docs = overrides.pop("docs", None)
-        unknown = sorted(set(overrides) - set(EngineSettings.model_fields))
-        if unknown:
-            raise bad_request(
-                f"unknown setting(s) {unknown} in config; known: docs, {', '.join(sorted(EngineSettings.model_fields))}.",
-                "invalid_config",
-            )
-        try:
-            merged = EngineSettings.model_validate({**profile.settings.model_dump(), **overrides})
-        except ValidationError as exc:
-            raise bad_request(f"invalid config: {describe_validation(exc)}", "invalid_config") from exc
-        if docs is not None:
-            docs = self._allowed_docs(docs)
-        return merged.model_dump(mode="json"), docs
-
     def _allowed_docs(self, docs: object) -> str:
         """``config.docs`` as a real folder inside one of the configured docs roots.
 
@@ -312,14 +257,12 @@ class RunManager:
         depend on whether it exists.
         """
         if not isinstance(docs, str) or not docs.strip() or "\x00" in docs:
-            raise bad_request("config.docs must be the path of a folder on the server.", "invalid_config")
+            raise ConfigError("config.docs must be the path of a folder on the server.")
         roots = [Path(root).expanduser().resolve() for root in self.config.docs_roots]
         if not roots:
-            raise ApiError(
-                403,
-                "forbidden",
+            raise DocsNotAllowedError(
                 "config.docs is off on this server: its operator lists the folders clients may use "
-                f"in {DOCS_ROOTS_ENV}.",
+                f"in {DOCS_ROOTS_ENV}."
             )
         folder = Path(docs).expanduser()
         if not folder.is_absolute():
@@ -327,23 +270,17 @@ class RunManager:
         try:
             resolved = folder.resolve()
         except (OSError, RuntimeError) as exc:  # a symlink loop
-            raise bad_request(f"config.docs: '{docs}' cannot be resolved.", "invalid_config") from exc
+            raise ConfigError(f"config.docs: '{docs}' cannot be resolved.") from exc
         if not any(resolved.is_relative_to(root) for root in roots):
-            raise ApiError(403, "forbidden", f"config.docs: '{docs}' is not inside a docs root of this server.")
+            raise DocsNotAllowedError(f"config.docs: '{docs}' is not inside a docs root of this server.")
         if not resolved.is_dir():
-            raise bad_request(f"config.docs: '{docs}' is not a folder on the server.", "invalid_config")
+            raise ConfigError(f"config.docs: '{docs}' is not a folder on the server.")
         return str(resolved)
 
-    def _docs_file(self, project_id: str) -> Path:
-        # Beside the database rather than in the settings: the engine validates those strictly.
-        return self.store.project_dir(project_id) / "server.json"
-
-    def _docs_of(self, project_id: str) -> DocsFolder | None:
-        """The project's docs folder, indexed within the server's limits, with sources relative to it."""
-        try:
-            docs = json.loads(self._docs_file(project_id).read_text()).get("docs")
-        except (OSError, ValueError, AttributeError):
-            docs = None
+    def _docs_of(self, record: ProjectRecord) -> DocsFolder | None:
+        """The project's docs folder (kept with it), else the server's; indexed within the
+        server's limits, with sources relative to it."""
+        docs = record.options.get("docs")
         folder = Path(docs) if isinstance(docs, str) else self.config.docs
         if folder is None:
             return None
@@ -354,50 +291,36 @@ class RunManager:
             relative_sources=True,
         )
 
-    def _agent(self, project_id: str, record: dict[str, Any]) -> ProfiledSentientAgent:
-        stored = dict(record.get("settings") or {})
-        profile = self.registry.profile(record["profile"])
-        values = {
-            **profile.settings.model_dump(),
-            **{k: v for k, v in stored.items() if k in EngineSettings.model_fields},
-        }
-        engine_settings = EngineSettings.model_validate(values)
-        model = self.config.model
-        return ProfiledSentientAgent(
-            profile,
-            self.config.sentient,
-            model=model if isinstance(model, Model) else None,
-            model_string=model if isinstance(model, str) else None,
-            reviewer=self._reviews.reviewer_for(project_id, engine_settings),
-            docs=self._docs_of(project_id),
+    def _researcher(self, record: ProjectRecord) -> Researcher:
+        engine_settings = self.service.settings_of(record)
+        return self.service.researcher(
+            record.profile,
             engine_settings=engine_settings,
+            model=self.config.model,
+            reviewer=self._reviews.reviewer_for(record.project_id, engine_settings),
+            docs=self._docs_of(record),
+            settings=self.config.sentient,
         )
 
     def _start(self, project_id: str, mode: Mode) -> None:
         """Submit the run (the caller holds the lock and has checked it is not running)."""
-        record = self.project(project_id)
-        try:
-            agent = self._agent(project_id, record)
-        except (ConfigError, ValidationError) as exc:
-            raise bad_request(f"project '{project_id}' cannot run: {exc}", "invalid_config") from exc
-        try:  # one conditional update: a CLI running the project at the same time keeps it
-            self.store.claim(project_id, os.getpid())
-        except ProjectBusyError as exc:
-            raise conflict(str(exc)) from exc
+        researcher = self._researcher(self.record(project_id))  # ConfigError: it cannot run (400)
+        # One conditional update: a CLI running the project at the same time keeps it (ProjectBusyError).
+        self.store.claim(project_id, os.getpid())
         run = Run(project_id)
         self._runs[project_id] = run
-        run.future = self._engine.submit(self._drive(run, agent, record, mode))
+        run.future = self._engine.submit(self._drive(run, researcher, mode))
 
-    async def _drive(self, run: Run, agent: ProfiledSentientAgent, record: dict[str, Any], mode: Mode) -> None:
+    async def _drive(self, run: Run, researcher: Researcher, mode: Mode) -> None:
         project_id = run.project_id
         feed = ProjectFeed(project_id, self._broadcaster, self.config.flush_interval_s)
         run.feed = feed
         try:
             await self._announce("project_status", project_id)
             if mode == "execute":
-                await agent.arun(record["goal"], project_id=project_id, store=self.store, subscribers=[feed])
+                await self.service.execute(researcher, project_id, subscribers=[feed])
             else:
-                await agent.aresume(project_id, store=self.store, subscribers=[feed])
+                await self.service.resume(researcher, project_id, subscribers=[feed])
         except asyncio.CancelledError:
             logger.info("project {}: run stopped ({})", project_id, run.stopping or "cancelled")
         except Exception as exc:
@@ -436,7 +359,7 @@ class RunManager:
         """Send ``project_status`` to the project's room (from a request thread)."""
         try:
             project = self.project(project_id)
-        except ApiError:
+        except SentientError:
             return
         self._broadcaster.emit("project_status", {"project": project}, room_of(project_id))
 
@@ -463,8 +386,11 @@ class RunManager:
         server.enter_room(sid, room_of(project_id), namespace="/")
         try:
             project = self.project(project_id)
-        except ApiError as exc:
-            server.emit("error", exc.payload(), to=sid, namespace="/")
+        except SentientError as exc:
+            error = as_api_error(exc)
+            server.emit(
+                "error", error.payload() if error else {"code": "internal_error", "message": ""}, to=sid, namespace="/"
+            )
             return
         snapshot = {
             "project": project,

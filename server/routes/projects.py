@@ -5,11 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
-from pydantic import ValidationError
 
-from sentient.report import Report, build_report, to_markdown
-
-from ..errors import ApiError, bad_request, not_found
+from ..errors import bad_request, not_found
 from ..headers import REPORT_CSP
 from ..responses import ReportResponse
 from ..schemas import CreateProject, ExecuteProject, valid_node_id
@@ -89,18 +86,7 @@ def report(project_id: str) -> Any:
         raise bad_request("format must be md, html or json.")
     runs = services().runs
     project = runs.project(project_id)
-    markdown = runs.store.get_report(project_id)
-    stored = _stored_report(project_id) if markdown is not None else None
-    if markdown is None or stored is None:
-        # A run still going or killed (what it has so far), or a report stored before its data was.
-        graph = runs.store.load_graph(project_id)
-        if len(graph) == 0:
-            raise ApiError(404, "no_report", f"project '{project_id}' has no report yet: execute it first.")
-        stopped = project["error"] if markdown is not None and project["status"] == "stopped" else None
-        value = build_report(graph, stopped)
-        markdown = markdown if markdown is not None else to_markdown(value)
-    else:
-        value = stored
+    markdown, value = runs.service.report(project_id)  # NoReportError: 404 no_report
     if fmt == "md":
         return Response(markdown, mimetype="text/markdown", headers=_download(project_id, "md"))
     if fmt == "html":
@@ -128,13 +114,3 @@ def _html(markdown: str, title: str) -> str:
 
     return render_html(markdown, title)
 
-
-def _stored_report(project_id: str) -> Report | None:
-    """The report its run stored as data, or None (none stored, or not readable as a Report)."""
-    data = services().runs.store.get_report_data(project_id)
-    if data is None:
-        return None
-    try:
-        return Report.model_validate(data)
-    except ValidationError:
-        return None  # stored by another version of Sentient: rebuilt from the graph instead
