@@ -16,7 +16,6 @@ import logging
 import os
 import signal
 import sys
-import time
 from collections.abc import Coroutine
 from dataclasses import asdict
 from pathlib import Path
@@ -27,7 +26,15 @@ from rich.console import Console
 from rich.markup import escape
 
 from sentient.agents.registry import AgentRegistry
-from sentient.api import ProfiledSentientAgent, RunResult, check_goal, new_project_id
+from sentient.cli.errors import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_PARTIAL,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+    report_error,
+)
 from sentient.cli.progress import ProgressDisplay, ProgressLog
 from sentient.cli.projects import add_projects_parser, run_projects
 from sentient.cli.review import TerminalReviewer
@@ -35,11 +42,11 @@ from sentient.cli.serve import add_serve_parser, run_serve
 from sentient.eval.cli import add_eval_parser, run_eval_command
 from sentient.events import Subscriber
 from sentient.exceptions import SentientError
+from sentient.projects import ProjectService, RunResult, check_goal, new_project_id
 from sentient.settings import Settings
-from sentient.store import ProjectRecord, ProjectStore
+from sentient.store import ProjectStore
 from sentient.tools.sandbox import hide_process_memory
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PARTIAL, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 3, 130, 143
 T = TypeVar("T")
 
 
@@ -110,8 +117,7 @@ def main(argv: list[str] | None = None) -> int:
             return run_eval_command(args, settings)
         return _run(args, settings, err)
     except SentientError as exc:
-        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        return EXIT_USAGE
+        return report_error(err, exc)
     except KeyboardInterrupt:
         err.print("[yellow]interrupted[/]")
         return EXIT_INTERRUPTED
@@ -167,20 +173,35 @@ def _run(args: argparse.Namespace, settings: Settings, err: Console) -> int:
     store = ProjectStore.open(settings.results_dir)
     try:
         store.check_integrity()  # a damaged store fails now, not after the model calls are paid for
+        service = ProjectService(store, settings)
         if resuming:
-            record = store.get_project(args.project_id)
+            record = service.get(args.project_id)
             project_id, goal, profile = record.project_id, record.goal, record.profile
-            agent = _agent_for_resume(record, args, settings, reviewer, store)
+            researcher = service.resume_researcher(
+                record,
+                model=args.model,
+                offline=args.offline,
+                docs=args.docs,
+                reviewer=reviewer,
+                agent_timeout_s=args.call_timeout,
+            )
             out_dir = settings.results_dir / project_id
-            run = agent.aresume(project_id, store=store, output_dir=out_dir, subscribers=_subs(display), **overrides)
+            run = service.resume(
+                researcher, project_id, output_dir=out_dir, subscribers=_subs(display), overrides=overrides
+            )
         else:
             goal, profile = args.goal.strip(), args.profile
-            agent = ProfiledSentientAgent.create_with_profile(
-                profile, settings=settings, model=args.model, reviewer=reviewer, docs=args.docs, **overrides
+            researcher = service.researcher(
+                profile,
+                engine_settings=service.settings_for(profile, overrides),
+                model=args.model,
+                reviewer=reviewer,
+                docs=args.docs,
             )
             project_id = new_project_id(goal)
+            service.create(goal, profile, overrides, project_id=project_id, options=researcher.options())
             out_dir = out_dir_arg or settings.results_dir / project_id
-            run = agent.arun(goal, project_id=project_id, output_dir=out_dir, subscribers=_subs(display), store=store)
+            run = service.execute(researcher, project_id, output_dir=out_dir, subscribers=_subs(display))
         try:
             if display is None:
                 result = _run_until_signal(run)
@@ -241,42 +262,6 @@ def _run_until_signal(coro: Coroutine[Any, Any, T]) -> T:
             loop.remove_signal_handler(signal.SIGTERM)
 
     return asyncio.run(main())
-
-
-def _agent_for_resume(
-    record: ProjectRecord,
-    args: argparse.Namespace,
-    settings: Settings,
-    reviewer: TerminalReviewer | None,
-    store: ProjectStore,
-) -> ProfiledSentientAgent:
-    """The agent that continues ``record``: the project's own model, offline and docs settings,
-    except what was given explicitly now (recorded with the project)."""
-    stored = record.options
-    model = args.model or stored.get("model")
-    if stored.get("default_model"):
-        settings = settings.model_copy(update={"model": stored["default_model"]})
-    if stored.get("offline"):
-        settings = settings.model_copy(update={"offline": True})
-    docs = args.docs or (Path(stored["docs"]) if stored.get("docs") else None)
-    # The provider clients get the run's per-attempt timeout too (the stored one, or --call-timeout).
-    timeout = args.call_timeout or record.settings.get("agent_timeout_s")
-    agent = ProfiledSentientAgent.create_with_profile(
-        record.profile, settings=settings, model=model, reviewer=reviewer, docs=docs, agent_timeout_s=timeout
-    )
-    given = {
-        "model": args.model if args.model and args.model != stored.get("model") else None,
-        "offline": True if args.offline and not stored.get("offline") else None,
-        "docs": str(args.docs.resolve()) if args.docs and str(args.docs.resolve()) != stored.get("docs") else None,
-    }
-    changed = {k: v for k, v in given.items() if v is not None}
-    if changed:
-        options = {**stored, **agent.options()}
-        options["overrides"] = [*stored.get("overrides", []), {"at": time.time(), **changed}]
-        store.set_options(record.project_id, options)
-    elif not stored:  # a project stored before options were: remember how it runs from now on
-        store.set_options(record.project_id, agent.options())
-    return agent
 
 
 def _unusable_folder(folder: Path) -> str | None:

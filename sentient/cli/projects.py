@@ -10,7 +10,6 @@ import argparse
 import json
 import os
 import re
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -21,16 +20,17 @@ from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
+from sentient.cli.errors import EXIT_OK, EXIT_USAGE, report_error
 from sentient.exceptions import SentientError
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
-from sentient.report import build_report, to_markdown
+from sentient.projects import ProjectService
 from sentient.report.html import render_html
 from sentient.settings import Settings
 from sentient.store import ProjectRecord, ProjectStatus, ProjectStore, owner_alive
 from sentient.trace import write_text
 
-EXIT_OK, EXIT_DECLINED, EXIT_USAGE = 0, 1, 2
+EXIT_DECLINED = 1
 _GOAL_WIDTH = 60
 _MIN_GOAL_WIDTH = 12
 _MAX_TREE_NODES = 300  # a 10,000-node tree is for export, not for the terminal
@@ -77,19 +77,18 @@ def run_projects(
     handler = {"list": _list, "show": _show, "export": _export, "delete": _delete}[args.projects_command]
     try:
         with ProjectStore.open(settings.results_dir) as store:
-            return handler(args, store, out, err)
+            return handler(args, ProjectService(store, settings), out, err)
     except SentientError as exc:
-        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        return EXIT_USAGE
+        return report_error(err, exc)
 
 
 # -- list ----------------------------------------------------------------------------------
 
 
-def _list(args: argparse.Namespace, store: ProjectStore, out: Console, err: Console) -> int:
-    projects = store.list_projects()
+def _list(args: argparse.Namespace, service: ProjectService, out: Console, err: Console) -> int:
+    projects = service.list()
     if not projects:
-        err.print(f"no projects yet in {store.path.parent}", highlight=False, soft_wrap=True)
+        err.print(f"no projects yet in {service.store.path.parent}", highlight=False, soft_wrap=True)
         return EXIT_OK
     now = time.time()
     rows = []
@@ -138,10 +137,10 @@ def _list(args: argparse.Namespace, store: ProjectStore, out: Console, err: Cons
 # -- show ----------------------------------------------------------------------------------
 
 
-def _show(args: argparse.Namespace, store: ProjectStore, out: Console, err: Console) -> int:
-    project = store.get_project(args.project_id)
-    graph = store.load_graph(project.project_id)
-    reviews = store.pending_reviews(project.project_id)
+def _show(args: argparse.Namespace, service: ProjectService, out: Console, err: Console) -> int:
+    project = service.get(args.project_id)
+    graph = service.graph(project.project_id)
+    reviews = service.store.pending_reviews(project.project_id)
     stats = project.live_stats()
     line = f"[bold]{escape(project.project_id)}[/]  {_status(project)}"
     if project.error:
@@ -163,7 +162,7 @@ def _show(args: argparse.Namespace, store: ProjectStore, out: Console, err: Cons
     if stats.get("failed_nodes"):
         summary += f", [red]{stats['failed_nodes']} failed[/]"
     out.print(summary, highlight=False, soft_wrap=True)
-    out.print(f"report:   {escape(_report_location(store, project))}", highlight=False, soft_wrap=True)
+    out.print(f"report:   {escape(_report_location(service, project))}", highlight=False, soft_wrap=True)
     out.print(f"reviews:  {len(reviews)} pending", highlight=False)
     for review in reviews:
         out.print(
@@ -178,8 +177,8 @@ def _show(args: argparse.Namespace, store: ProjectStore, out: Console, err: Cons
     return EXIT_OK
 
 
-def _report_location(store: ProjectStore, project: ProjectRecord) -> str:
-    path = store.project_dir(project.project_id) / "report.md"
+def _report_location(service: ProjectService, project: ProjectRecord) -> str:
+    path = service.folder(project.project_id) / "report.md"
     if path.is_file():
         return str(path)
     if project.has_report:
@@ -215,41 +214,17 @@ def _node_label(graph: TaskGraph, task_id: str) -> str:
 # -- export --------------------------------------------------------------------------------
 
 
-def _export(args: argparse.Namespace, store: ProjectStore, out: Console, err: Console) -> int:
+def _export(args: argparse.Namespace, service: ProjectService, out: Console, err: Console) -> int:
     if args.out is not None:
         problem = _unwritable_file(args.out)
         if problem:
             err.print(f"[red]error:[/] --out {escape(str(args.out))}: {problem}", highlight=False, soft_wrap=True)
             return EXIT_USAGE
-    project = store.get_project(args.project_id)
-    graph = store.load_graph(project.project_id)
-    markdown = store.get_report(project.project_id)
-    report = store.get_report_data(project.project_id) if markdown is not None else None
-    if report is None and len(graph):
-        # A run still going or killed (what it has so far), or a report stored before its data was.
-        built = build_report(graph)
-        markdown = markdown if markdown is not None else to_markdown(built)
-        report = built.model_dump(mode="json")
     if args.format == "json":
-        payload = {
-            "project": project.to_dict(),
-            "graph": graph.to_dict(),
-            "report_markdown": markdown,
-            "report": report,
-            "calls": store.calls(project.project_id),
-        }
-        text = json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n"
-    elif markdown is None:
-        err.print(
-            f"[red]error:[/] project '{escape(project.project_id)}' has no report yet: it has not run",
-            highlight=False,
-            soft_wrap=True,
-        )
-        return EXIT_USAGE
-    elif args.format == "html":
-        text = render_html(markdown, title=project.goal)
+        text = json.dumps(service.export(args.project_id), indent=2, ensure_ascii=False, default=str) + "\n"
     else:
-        text = markdown
+        markdown, _ = service.report(args.project_id)  # NoReportError: it has not run
+        text = render_html(markdown, title=service.get(args.project_id).goal) if args.format == "html" else markdown
     if args.out is None:
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -272,17 +247,9 @@ def _export(args: argparse.Namespace, store: ProjectStore, out: Console, err: Co
 # -- delete --------------------------------------------------------------------------------
 
 
-def _delete(args: argparse.Namespace, store: ProjectStore, out: Console, err: Console) -> int:
-    project = store.get_project(args.project_id)
-    if project.status is ProjectStatus.RUNNING and owner_alive(project):
-        err.print(
-            f"[red]error:[/] project '{escape(project.project_id)}' is running in process {project.owner_pid}:"
-            " stop it first (Ctrl-C in its terminal, or cancel it in the server)",
-            highlight=False,
-            soft_wrap=True,
-        )
-        return EXIT_USAGE
-    folder = store.project_dir(project.project_id)
+def _delete(args: argparse.Namespace, service: ProjectService, out: Console, err: Console) -> int:
+    project = service.check_stopped(args.project_id)  # ProjectRunningError: stop it first
+    folder = service.folder(project.project_id)
     if not args.yes:
         if not sys.stdin.isatty():
             err.print("[red]error:[/] not a terminal: pass --yes to delete without a prompt", highlight=False)
@@ -291,11 +258,7 @@ def _delete(args: argparse.Namespace, store: ProjectStore, out: Console, err: Co
         if answer.strip().lower() not in ("y", "yes"):
             err.print("kept", highlight=False)
             return EXIT_DECLINED
-    store.delete_project(project.project_id)
-    if folder.is_symlink():
-        folder.unlink()
-    elif folder.is_dir():
-        shutil.rmtree(folder)
+    service.delete(project.project_id)  # ProjectRunningError while a live process runs it
     out.print(f"deleted {escape(project.project_id)}", highlight=False)
     return EXIT_OK
 
