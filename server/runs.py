@@ -278,10 +278,13 @@ class RunManager:
         return str(resolved)
 
     def _docs_of(self, record: ProjectRecord) -> DocsFolder | None:
-        """The project's docs folder (kept with it), else the server's; indexed within the
+        """The project's docs folder (kept with it) when it lies inside a docs root of this server
+        (a project stored by the CLI may name any folder), else the server's; indexed within the
         server's limits, with sources relative to it."""
         docs = record.options.get("docs")
-        folder = Path(docs) if isinstance(docs, str) else self.config.docs
+        roots = [Path(root).expanduser().resolve() for root in self.config.docs_roots]
+        inside = isinstance(docs, str) and any(Path(docs).resolve().is_relative_to(root) for root in roots)
+        folder = Path(docs) if inside and isinstance(docs, str) else self.config.docs
         if folder is None:
             return None
         return DocsFolder(

@@ -113,4 +113,3 @@ def _html(markdown: str, title: str) -> str:
     from sentient.report.html import render_html  # sanitised Markdown -> HTML
 
     return render_html(markdown, title)
-
