@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import os
 import threading
 from dataclasses import dataclass, field
@@ -281,7 +282,7 @@ class RunManager:
         """The project's docs folder (kept with it) when it lies inside a docs root of this server
         (a project stored by the CLI may name any folder), else the server's; indexed within the
         server's limits, with sources relative to it."""
-        docs = record.options.get("docs")
+        docs = record.options.get("docs", self._legacy_docs(record.project_id))
         roots = [Path(root).expanduser().resolve() for root in self.config.docs_roots]
         inside = isinstance(docs, str) and any(Path(docs).resolve().is_relative_to(root) for root in roots)
         folder = Path(docs) if inside and isinstance(docs, str) else self.config.docs
@@ -293,6 +294,14 @@ class RunManager:
             max_bytes=self.config.docs_max_bytes,
             relative_sources=True,
         )
+
+    def _legacy_docs(self, project_id: str) -> Any:
+        """The docs folder of a project created before it was kept in the project's options (a
+        ``server.json`` beside its files), so that upgrading the server loses no project's folder."""
+        try:
+            return json.loads((self.store.project_dir(project_id) / "server.json").read_text()).get("docs")
+        except (OSError, ValueError, AttributeError):
+            return None
 
     def _researcher(self, record: ProjectRecord) -> Researcher:
         engine_settings = self.service.settings_of(record)

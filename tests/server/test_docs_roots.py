@@ -159,3 +159,22 @@ def test_execute_cancel_resume_in_quick_succession_keep_the_graph_whole(
     graph = client.get(f"/api/projects/{pid}/graph")
     assert graph.status_code == 200
     assert "root" in graph.get_json()["nodes"]
+
+
+def test_a_project_created_before_the_docs_folder_was_kept_in_its_options_still_uses_its_folder(
+    make_app: Any, server_settings: ServerSettings, tmp_path: Path
+) -> None:
+    corpus = tmp_path / "root" / "corpus"
+    corpus.mkdir(parents=True)
+    (corpus / "loop.md").write_text("# Asyncio\n\nThe event loop schedules tasks and coroutines.\n")
+    app = make_app(replace(server_settings, docs_roots=(tmp_path / "root",)))
+    client = app.test_client()
+    response = client.post("/api/projects", json={"goal": GOAL, "profile": "general_agent"})
+    pid = response.get_json()["project_id"]
+    folder = server_settings.sentient.results_dir / pid
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "server.json").write_text(f'{{"docs": "{corpus}"}}')  # as older servers kept it
+    assert client.post(f"/api/projects/{pid}/execute").status_code == 202
+    assert wait_status(client, pid, ENDED)["status"] == "completed"
+    nodes = client.get(f"/api/projects/{pid}/graph").get_json()["nodes"].values()
+    assert {s["ref"] for n in nodes for s in n["sources"]} == {"loop.md"}
