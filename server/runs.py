@@ -21,7 +21,6 @@ from loguru import logger
 from sentient.exceptions import ConfigError, SentientError
 from sentient.projects import (
     DocsNotAllowedError,
-    ProjectNotRunningError,
     ProjectRunningError,
     ProjectService,
     Researcher,
@@ -47,6 +46,9 @@ def project_json(record: Any) -> dict[str, Any]:
     return data
 
 
+Stopping = Literal["cancel", "delete", "shutdown"]
+
+
 @dataclass
 class Run:
     """A project's run in progress."""
@@ -54,7 +56,7 @@ class Run:
     project_id: str
     future: concurrent.futures.Future[None] | None = None
     feed: ProjectFeed | None = None
-    stopping: Literal["cancel", "delete", "shutdown"] | None = None
+    stopping: Stopping | None = None
     done: threading.Event = field(default_factory=threading.Event)
 
 
@@ -168,16 +170,17 @@ class RunManager:
             return self.project(project_id)
 
     def cancel(self, project_id: str) -> dict[str, Any]:
-        """Ask the run to stop; the project ends ``cancelled`` (announced by ``project_completed``)."""
-        self.record(project_id)
+        """Ask the run to stop; the project ends ``cancelled`` (announced by ``project_completed``).
+
+        Whether it can be cancelled is the service's to say (ProjectNotRunningError, or
+        ProjectBusyError when another process runs it); stopping this server's run is done here.
+        """
         with self._project_lock(project_id):
             with self._lock:
-                run = self._runs.get(project_id)
-                if run is None:
-                    raise ProjectNotRunningError(project_id)
-                run.stopping = run.stopping or "cancel"
-                if run.future is not None:
-                    run.future.cancel()
+                self.service.check_running(project_id)
+                run = self._runs.get(project_id)  # the store says this process runs it: its run is here
+                if run is not None:
+                    self._stop(run, "cancel")
             return self.project(project_id)
 
     def delete(self, project_id: str, timeout: float = 30.0) -> None:
@@ -187,9 +190,7 @@ class RunManager:
             with self._lock:
                 run = self._runs.get(project_id)
                 if run is not None:
-                    run.stopping = "delete"
-                    if run.future is not None:
-                        run.future.cancel()
+                    self._stop(run, "delete")
             if run is not None and not run.done.wait(timeout):
                 raise ProjectRunningError(
                     project_id, f"project '{project_id}' did not stop within {timeout:g}s; try again."
@@ -226,14 +227,20 @@ class RunManager:
         with self._lock:
             runs = list(self._runs.values())
             for run in runs:
-                run.stopping = "shutdown"
-                if run.future is not None:
-                    run.future.cancel()
+                self._stop(run, "shutdown")
         for run in runs:
             if not run.done.wait(timeout):
                 logger.warning("project {}: run did not stop within {}s", run.project_id, timeout)
 
     # -- internals ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _stop(run: Run, why: Stopping) -> None:
+        """Cancel the run's coroutine on the engine loop (the caller holds the lock); the first reason stands
+        for a cancel, a delete or shutdown overrides it."""
+        run.stopping = run.stopping if why == "cancel" and run.stopping else why
+        if run.future is not None:
+            run.future.cancel()
 
     def _project_lock(self, project_id: str) -> threading.Lock:
         with self._lock:
@@ -345,12 +352,8 @@ class RunManager:
     async def _finish(self, run: Run) -> None:
         project_id = run.project_id
         try:
-            if run.stopping == "shutdown":
-                await asyncio.to_thread(self.store.set_status, project_id, "interrupted")
-            elif run.stopping is not None:
-                record = await asyncio.to_thread(self.store.get_project, project_id)
-                if project_json(record).get("status") == "running":
-                    await asyncio.to_thread(self.store.set_status, project_id, "cancelled")
+            if run.stopping is not None:
+                await asyncio.to_thread(self.service.record_stop, project_id, interrupted=run.stopping == "shutdown")
         except Exception:
             logger.opt(exception=True).error("project {}: could not record the end of the run", project_id)
         with self._lock:

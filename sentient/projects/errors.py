@@ -16,7 +16,7 @@ exit code::
     └── RunError
         └── ProjectStateError         the project's state forbids the request    -> 409 / exit 2
             ├── ProjectRunningError   it runs (here): execute, delete refused
-            ├── ProjectNotRunningError  nothing to cancel
+            ├── ProjectNotRunningError  nothing to cancel (ProjectBusyError: another process runs it)
             ├── ProjectCompletedError   nothing to resume
             └── NoReportError         it has not run yet                         -> 404 / exit 2
 """

@@ -26,6 +26,7 @@ from sentient.hitl.protocol import PlanReviewer
 from sentient.projects.errors import (
     NoReportError,
     ProjectCompletedError,
+    ProjectNotRunningError,
     ProjectRunningError,
     ProjectStateError,
 )
@@ -303,6 +304,26 @@ class ProjectService:
             write_files=write_files,
             overrides=overrides or {},
         )
+
+    # -- stopping --------------------------------------------------------------------------
+
+    def check_running(self, project_id: str) -> ProjectRecord:
+        """The project, if this process runs it and so may stop it: ProjectBusyError when another
+        live process runs it (that process stops it), ProjectNotRunningError when none does."""
+        record = self.get(project_id)
+        if record.status is not ProjectStatus.RUNNING or not owner_alive(record):
+            raise ProjectNotRunningError(project_id)
+        if record.owner_pid != os.getpid():
+            raise ProjectBusyError(project_id, record.owner_pid)
+        return record
+
+    def record_stop(self, project_id: str, *, interrupted: bool) -> None:
+        """Record the end of a run stopped from outside: ``interrupted`` when its process is shutting
+        down (the next start resumes it), else ``cancelled`` unless the run recorded its own end."""
+        if interrupted:
+            self.store.set_status(project_id, ProjectStatus.INTERRUPTED)
+        elif self.get(project_id).status is ProjectStatus.RUNNING:
+            self.store.set_status(project_id, ProjectStatus.CANCELLED)
 
     # -- deleting --------------------------------------------------------------------------
 

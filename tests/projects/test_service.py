@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from sentient.graph.status import TaskStatus
 from sentient.projects import (
     NoReportError,
     ProjectCompletedError,
+    ProjectNotRunningError,
     ProjectRunningError,
     ProjectService,
     Researcher,
@@ -140,6 +142,32 @@ def test_a_project_another_live_process_runs_is_busy(service: ProjectService) ->
         service.restart("p4")
 
 
+def test_only_a_project_this_process_runs_can_be_stopped_here(service: ProjectService) -> None:
+    service.create(GOAL, PROFILE, ENGINE, project_id="p8")
+    with pytest.raises(ProjectNotRunningError):
+        service.check_running("p8")
+    service.store.set_status("p8", "running", owner_pid=1)  # init: alive, and not this process
+    with pytest.raises(ProjectBusyError):
+        service.check_running("p8")
+    service.store.set_status("p8", "running", owner_pid=os.getpid())
+    assert service.check_running("p8").status == "running"
+
+
+@pytest.mark.parametrize(
+    ("status", "interrupted", "ends"),
+    [("running", False, "cancelled"), ("running", True, "interrupted"), ("completed", False, "completed")],
+)
+def test_a_stopped_run_ends_cancelled_or_interrupted_unless_it_recorded_its_end(
+    service: ProjectService, status: str, interrupted: bool, ends: str
+) -> None:
+    service.create(GOAL, PROFILE, ENGINE, project_id="p9")
+    service.store.set_status("p9", status, owner_pid=os.getpid())
+    service.record_stop("p9", interrupted=interrupted)
+    assert service.get("p9").status == ends
+    with pytest.raises(ProjectNotRunningError):
+        service.check_running("p9")
+
+
 # -- restart, delete -----------------------------------------------------------------------
 
 
@@ -177,7 +205,9 @@ def test_delete_refuses_a_project_a_live_process_runs(service: ProjectService) -
 # -- unknown projects ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("call", ["get", "graph", "report", "export", "delete", "restart", "resume_mode"])
+@pytest.mark.parametrize(
+    "call", ["get", "graph", "report", "export", "delete", "restart", "resume_mode", "check_running"]
+)
 def test_an_unknown_project_is_project_not_found(service: ProjectService, call: str) -> None:
     with pytest.raises(ProjectNotFoundError):
         getattr(service, call)("nope")

@@ -51,7 +51,7 @@ def test_a_project_another_process_runs_is_409_and_is_not_reset(client: FlaskCli
     services = client.application.extensions["sentient"]
     services.store.set_status(pid, "running", owner_pid=1)  # init: alive, and not the server
 
-    for action in ("execute", "resume"):
+    for action in ("execute", "resume", "cancel"):
         response = client.post(f"/api/projects/{pid}/{action}")
         assert response.status_code == 409, action
         assert "process 1" in response.get_json()["error"]["message"]
