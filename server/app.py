@@ -9,6 +9,7 @@ from flask import Flask
 from flask_socketio import SocketIO
 from loguru import logger
 
+from sentient.projects import ProjectService
 from sentient.store import ProjectStore
 
 from . import auth, headers, sockets
@@ -84,8 +85,9 @@ def create_app(config: ServerSettings | None = None, *, store: ProjectStore | No
     store = store or ProjectStore.open(config.sentient.results_dir)
     engine = EngineLoop()
     broadcaster = Broadcaster(socketio.server)
-    review_broker = ReviewBroker(store, engine, broadcaster)
-    runs = RunManager(config, store, engine, broadcaster, review_broker)
+    service = ProjectService(store, config.sentient)
+    review_broker = ReviewBroker(service, engine, broadcaster)
+    runs = RunManager(config, service, engine, broadcaster, review_broker)
     # In front of Socket.IO's own WSGI app: refused handshakes never open an engine.io session.
     guard = HandshakeGuard(app.wsgi_app, config)
     app.wsgi_app = guard  # type: ignore[method-assign]

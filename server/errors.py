@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from werkzeug.exceptions import HTTPException
 
 from sentient.exceptions import ConfigError
-from sentient.projects.errors import DocsNotAllowedError, NoReportError, ProjectStateError
+from sentient.projects.errors import DocsNotAllowedError, NoReportError, ProjectStateError, UnusablePlanError
 from sentient.store import (
     InvalidProjectIdError,
     NodeNotFoundError,
@@ -71,6 +71,8 @@ def as_api_error(exc: BaseException) -> ApiError | None:
         return bad_request(describe_validation(exc))
     if isinstance(exc, DocsNotAllowedError):
         return ApiError(403, "forbidden", str(exc))
+    if isinstance(exc, UnusablePlanError):
+        return bad_request(str(exc), "invalid_plan")
     if isinstance(exc, ConfigError):
         return bad_request(str(exc), "invalid_config")
     if isinstance(exc, ProjectNotFoundError | NodeNotFoundError | ReviewNotFoundError | InvalidProjectIdError):

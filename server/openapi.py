@@ -11,10 +11,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from sentient.projects import ReviewAnswer
 from sentient.settings import EngineSettings
 
 from .responses import ReportResponse
-from .schemas import PROJECT_ID_PATTERN, CreateProject, ExecuteProject, ReviewAnswer
+from .schemas import PROJECT_ID_PATTERN, CreateProject, ExecuteProject
 
 _REF = "#/components/schemas/{model}"
 

@@ -6,6 +6,11 @@ the other responses are described in ``docs/server-protocol.md``.
 
 from __future__ import annotations
 
+from typing import Any
+
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
+
+from sentient.projects import Review
 from sentient.report import Report
 
 
@@ -17,3 +22,22 @@ class ReportResponse(Report):
 
     markdown: str
     """The report as Markdown, exactly as ``format=md`` serves it."""
+
+
+class ReviewResponse(Review):
+    """The protocol's Review (``GET …/reviews``, an answer, ``hitl_request``, ``project_snapshot``):
+    ``decision`` only once answered, and no ``answered_at`` (the decision says when). A node's
+    detail lists its reviews as stored instead (:class:`~sentient.projects.Review`)."""
+
+    answered_at: float | None = Field(default=None, exclude=True)
+
+    @model_serializer(mode="wrap")
+    def _decision_once_answered(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("decision") is None:
+            data.pop("decision", None)
+        return data
+
+    @classmethod
+    def of(cls, review: Review) -> ReviewResponse:
+        return cls.model_validate(review, from_attributes=True)

@@ -26,13 +26,14 @@ from sentient.projects import (
     Researcher,
 )
 from sentient.projects.service import Mode
-from sentient.store import ProjectRecord, ProjectStore
+from sentient.store import ProjectRecord
 from sentient.tools.docs_search import DocsFolder
 
 from .bridge import EngineLoop
 from .config import DOCS_ROOTS_ENV, ServerSettings
 from .errors import as_api_error, bad_request
 from .events import Broadcaster, ProjectFeed, graph_json, room_of
+from .responses import ReviewResponse
 from .reviews import ReviewBroker
 from .schemas import valid_project_id
 
@@ -70,14 +71,14 @@ class RunManager:
     def __init__(
         self,
         config: ServerSettings,
-        store: ProjectStore,
+        service: ProjectService,
         engine: EngineLoop,
         broadcaster: Broadcaster,
         reviews: ReviewBroker,
     ) -> None:
         self.config = config
-        self.store = store
-        self.service = ProjectService(store, config.sentient)
+        self.service = service
+        self.store = service.store
         self.registry = self.service.registry
         self._engine = engine
         self._broadcaster = broadcaster
@@ -410,7 +411,7 @@ class RunManager:
         snapshot = {
             "project": project,
             "graph": graph if graph is not None else self.stored_graph(project_id),
-            "reviews": self._reviews.pending(project_id),
+            "reviews": [ReviewResponse.of(r).model_dump(mode="json") for r in self.service.pending_reviews(project_id)],
         }
         server.emit("project_snapshot", snapshot, to=sid, namespace="/")
 

@@ -7,12 +7,11 @@ Ids are checked here, before they reach the store or the filesystem.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
-from sentient.graph.plan import PlanOutput
-from sentient.hitl.protocol import Approve, Modify, Reject, ReviewDecision, plan_problems
+from sentient.projects import ReviewAnswer
 from sentient.text import goal_problem
 
 PROJECT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
@@ -57,10 +56,6 @@ def valid_profile_name(value: str) -> bool:
     return bool(re.fullmatch(PROFILE_PATTERN, value))
 
 
-def valid_review_id(value: str) -> bool:
-    return bool(re.fullmatch(REVIEW_ID_PATTERN, value))
-
-
 class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -80,41 +75,9 @@ class ExecuteProject(_Body):
     profile: ProfileName | None = None
 
 
-class ReviewAnswer(_Body):
-    """``POST /api/reviews/{id}`` and the ``hitl_response`` event (without ``review_id``)."""
-
-    action: Literal["approve", "modify", "reject"]
-    instructions: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=8000)] | None = None
-    plan: PlanOutput | None = None
-    reason: Annotated[str, StringConstraints(strip_whitespace=True, max_length=2000)] | None = None
-
-    @model_validator(mode="after")
-    def _consistent(self) -> ReviewAnswer:
-        if self.action == "modify" and (self.instructions is None) == (self.plan is None):
-            raise ValueError("modify needs exactly one of 'instructions' (text) or 'plan' (an edited plan)")
-        if self.action != "modify" and (self.instructions is not None or self.plan is not None):
-            raise ValueError(f"'{self.action}' takes no instructions or plan")
-        if self.action != "reject" and self.reason is not None:
-            raise ValueError("only 'reject' takes a reason")
-        return self
-
-    def problems(self) -> list[str]:
-        """Why an edited plan cannot be used (bad indices, cycles, empty goals)."""
-        return plan_problems(self.plan) if self.plan is not None else []
-
-    def to_record(self) -> dict[str, Any]:
-        """The decision as stored with the review."""
-        record: dict[str, Any] = {"action": self.action}
-        if self.instructions is not None:
-            record["instructions"] = self.instructions
-        if self.plan is not None:
-            record["plan"] = self.plan.model_dump(mode="json")
-        if self.action == "reject":
-            record["reason"] = self.reason or "rejected by the reviewer"
-        return record
-
-
 class HitlResponse(ReviewAnswer):
+    """The ``hitl_response`` event: an answer to the review ``review_id``."""
+
     review_id: Annotated[str, StringConstraints(pattern=REVIEW_ID_PATTERN)]
 
 
@@ -129,15 +92,3 @@ class ExecuteTask(_Body):
     goal: Goal
     profile: ProfileName | None = None
     config: dict[str, Any] = Field(default_factory=dict)
-
-
-def decision_from_record(record: dict[str, Any]) -> ReviewDecision:
-    """A stored decision back into the engine's decision type."""
-    action = record.get("action")
-    if action == "approve":
-        return Approve()
-    if action == "reject":
-        return Reject(str(record.get("reason") or "rejected by the reviewer"))
-    if record.get("plan") is not None:
-        return Modify(plan=PlanOutput.model_validate(record["plan"]))
-    return Modify(instructions=str(record.get("instructions") or ""))

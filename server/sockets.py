@@ -72,7 +72,7 @@ def register(socketio: SocketIO, services: Any) -> None:
         def handle(sid: str) -> dict[str, Any]:
             body = _parse(HitlResponse, data)
             review = services.reviews.answer(body.review_id, body, by="socket")
-            return {"ok": True, "review": review}
+            return {"ok": True, "review": review.model_dump(mode="json")}
 
         return _guarded(socketio, handle)
 

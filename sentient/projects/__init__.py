@@ -1,4 +1,5 @@
-"""The project lifecycle as one service: create, run, resume, cancel, delete, report, export, list.
+"""The project lifecycle as one service: create, run, resume, cancel, delete, review
+answers, report, export, list.
 
 No web or command-line code here: the Python API (:mod:`sentient.api`), the CLI and the server
 are adapters over :class:`ProjectService`, and map :mod:`sentient.projects.errors` to what their
@@ -12,8 +13,10 @@ from sentient.projects.errors import (
     ProjectNotRunningError,
     ProjectRunningError,
     ProjectStateError,
+    UnusablePlanError,
 )
 from sentient.projects.researcher import Researcher, open_docs_index
+from sentient.projects.reviews import Decision, Review, ReviewAnswer
 from sentient.projects.run import (
     ProjectRun,
     RunResult,
@@ -29,6 +32,7 @@ from sentient.projects.settings import merge_settings
 
 __all__ = [
     "DEFAULT_PROFILE",
+    "Decision",
     "DocsNotAllowedError",
     "NoReportError",
     "ProjectCompletedError",
@@ -38,9 +42,12 @@ __all__ = [
     "ProjectService",
     "ProjectStateError",
     "Researcher",
+    "Review",
+    "ReviewAnswer",
     "RunResult",
     "RunStats",
     "RunStatus",
+    "UnusablePlanError",
     "check_goal",
     "merge_settings",
     "new_project_id",

@@ -7,12 +7,16 @@ exit code::
 
     SentientError
     ├── ConfigError                   bad settings, profile or goal              -> 400 / exit 2
-    │   └── DocsNotAllowedError       a docs folder outside the allowed roots    -> 403 / exit 2
+    │   ├── DocsNotAllowedError       a docs folder outside the allowed roots    -> 403 / exit 2
+    │   └── UnusablePlanError         a review answered with an unusable plan    -> 400 / exit 2
     ├── StoreError
     │   ├── InvalidProjectIdError     an id that cannot name a project           -> 404 / exit 2
     │   ├── ProjectNotFoundError                                                 -> 404 / exit 2
+    │   ├── NodeNotFoundError         a task id the project does not have        -> 404 / exit 2
+    │   ├── ReviewNotFoundError                                                  -> 404 / exit 2
     │   ├── ProjectExistsError                                                   -> 409 / exit 2
-    │   └── ProjectBusyError          another live process runs it               -> 409 / exit 2
+    │   ├── ProjectBusyError          another live process runs it               -> 409 / exit 2
+    │   └── ReviewAlreadyAnsweredError  the first answer stands                  -> 409 / exit 2
     └── RunError
         └── ProjectStateError         the project's state forbids the request    -> 409 / exit 2
             ├── ProjectRunningError   it runs (here): execute, delete refused
@@ -26,9 +30,12 @@ from __future__ import annotations
 from sentient.exceptions import ConfigError, RunError
 from sentient.store import (
     InvalidProjectIdError,
+    NodeNotFoundError,
     ProjectBusyError,
     ProjectExistsError,
     ProjectNotFoundError,
+    ReviewAlreadyAnsweredError,
+    ReviewNotFoundError,
     StoreError,
 )
 
@@ -37,6 +44,7 @@ __all__ = [
     "DocsNotAllowedError",
     "InvalidProjectIdError",
     "NoReportError",
+    "NodeNotFoundError",
     "ProjectBusyError",
     "ProjectCompletedError",
     "ProjectExistsError",
@@ -44,7 +52,10 @@ __all__ = [
     "ProjectNotRunningError",
     "ProjectRunningError",
     "ProjectStateError",
+    "ReviewAlreadyAnsweredError",
+    "ReviewNotFoundError",
     "StoreError",
+    "UnusablePlanError",
 ]
 
 
@@ -53,6 +64,18 @@ class DocsNotAllowedError(ConfigError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, field="config.docs")
+
+    def _render(self) -> str:
+        return self.message
+
+
+class UnusablePlanError(ConfigError):
+    """A review answered with an edited plan that cannot run (bad indices, cycles, empty goals)."""
+
+    def __init__(self, review_id: str, problems: list[str]) -> None:
+        self.review_id = review_id
+        self.problems = problems
+        super().__init__("the edited plan cannot be used: " + "; ".join(problems), field="plan")
 
     def _render(self) -> str:
         return self.message

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -22,15 +23,17 @@ from sentient.agents.registry import AgentRegistry
 from sentient.events import Subscriber
 from sentient.exceptions import GraphError
 from sentient.graph.task_graph import TaskGraph
-from sentient.hitl.protocol import PlanReviewer
+from sentient.hitl.protocol import PlanReviewer, ReviewRequest
 from sentient.projects.errors import (
     NoReportError,
     ProjectCompletedError,
     ProjectNotRunningError,
     ProjectRunningError,
     ProjectStateError,
+    UnusablePlanError,
 )
 from sentient.projects.researcher import Researcher
+from sentient.projects.reviews import Review, ReviewAnswer
 from sentient.projects.run import RunResult, new_project_id, resume_project, run_project
 from sentient.projects.settings import merge_settings, stored_settings
 from sentient.report import Report, build_report, to_markdown
@@ -42,12 +45,15 @@ from sentient.store import (
     ProjectRecord,
     ProjectStatus,
     ProjectStore,
+    ReviewAlreadyAnsweredError,
     owner_alive,
 )
 from sentient.tools.docs_search import DocsFolder, DocsIndex
 
 DEFAULT_PROFILE = "deep_research_agent"
 Mode = Literal["execute", "resume"]
+# Module-level names for what the methods below return: inside the class, ``list`` is a method.
+Reviews = list[Review]
 
 
 class ProjectService:
@@ -324,6 +330,59 @@ class ProjectService:
             self.store.set_status(project_id, ProjectStatus.INTERRUPTED)
         elif self.get(project_id).status is ProjectStatus.RUNNING:
             self.store.set_status(project_id, ProjectStatus.CANCELLED)
+
+    # -- reviews ---------------------------------------------------------------------------
+
+    def open_review(self, project_id: str, request: ReviewRequest, timeout_s: float | None) -> Review:
+        """The stored review of the node's plan round, stored pending now when there is none (a run
+        resumed after a restart asks again for the same round and finds it, answered or not)."""
+        found = self.store.find_review(project_id, request.task_id, request.round)
+        if found is not None:
+            return Review.model_validate(found)
+        now = time.time()
+        review = Review(
+            review_id=uuid.uuid4().hex,
+            project_id=project_id,
+            task_id=request.task_id,
+            goal=request.goal,
+            layer=request.layer,
+            round=request.round,
+            plan=request.plan,
+            context=request.context,
+            created_at=now,
+            deadline=now + timeout_s if timeout_s else None,
+            status="pending",
+        )
+        self.store.add_review(review.model_dump(mode="json", exclude={"decision", "answered_at"}))
+        return review
+
+    def review(self, review_id: str) -> Review:
+        """One review; ReviewNotFoundError otherwise."""
+        return Review.model_validate(self.store.get_review(review_id))
+
+    def pending_reviews(self, project_id: str) -> Reviews:
+        """The project's reviews waiting for an answer, oldest first."""
+        self.get(project_id)
+        return [Review.model_validate(row) for row in self.store.pending_reviews(project_id)]
+
+    def reviews(self, project_id: str, task_id: str | None = None) -> Reviews:
+        """Every review of the project (or of one of its nodes), answered ones included, oldest first."""
+        self.get(project_id)
+        return [Review.model_validate(row) for row in self.store.reviews(project_id, task_id)]
+
+    def answer_review(self, review_id: str, answer: ReviewAnswer, *, by: str) -> Review:
+        """Record the answer of a pending review (``by`` says who gave it); returns the answered review.
+
+        ReviewNotFoundError, ReviewAlreadyAnsweredError (the first answer stands, also when two
+        race), UnusablePlanError for an edited plan that cannot run.
+        """
+        if not self.review(review_id).pending:
+            raise ReviewAlreadyAnsweredError(review_id)
+        problems = answer.problems()
+        if problems:
+            raise UnusablePlanError(review_id, problems)
+        decision = answer.decision(by, time.time())
+        return Review.model_validate(self.store.answer_review(review_id, decision.model_dump(mode="json")))
 
     # -- deleting --------------------------------------------------------------------------
 

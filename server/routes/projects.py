@@ -8,7 +8,7 @@ from flask import Blueprint, Response, jsonify, request
 
 from ..errors import bad_request, not_found
 from ..headers import REPORT_CSP
-from ..responses import ReportResponse
+from ..responses import ReportResponse, ReviewResponse
 from ..schemas import CreateProject, ExecuteProject, valid_node_id
 from . import parse_body, services
 
@@ -99,9 +99,8 @@ def report(project_id: str) -> Any:
 
 @bp.get("/<project_id>/reviews")
 def reviews(project_id: str) -> Any:
-    runs = services().runs
-    runs.record(project_id)
-    return jsonify(reviews=services().reviews.pending(project_id))
+    pending = services().runs.service.pending_reviews(project_id)
+    return jsonify(reviews=[ReviewResponse.of(review).model_dump(mode="json") for review in pending])
 
 
 def _download(project_id: str, ext: str) -> dict[str, str]:

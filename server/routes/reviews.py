@@ -6,7 +6,8 @@ from typing import Any
 
 from flask import Blueprint, jsonify
 
-from ..schemas import ReviewAnswer
+from sentient.projects import ReviewAnswer
+
 from . import parse_body, services
 
 bp = Blueprint("reviews", __name__, url_prefix="/api/reviews")
@@ -15,4 +16,4 @@ bp = Blueprint("reviews", __name__, url_prefix="/api/reviews")
 @bp.post("/<review_id>")
 def answer(review_id: str) -> Any:
     body = parse_body(ReviewAnswer)
-    return jsonify(services().reviews.answer(review_id, body, by="rest"))
+    return jsonify(services().reviews.answer(review_id, body, by="rest").model_dump(mode="json"))

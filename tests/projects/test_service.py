@@ -23,7 +23,12 @@ from sentient.projects import (
     Researcher,
 )
 from sentient.settings import Settings
-from sentient.store import InvalidProjectIdError, ProjectBusyError, ProjectNotFoundError, ProjectStore
+from sentient.store import (
+    InvalidProjectIdError,
+    ProjectBusyError,
+    ProjectNotFoundError,
+    ProjectStore,
+)
 
 GOAL = "Compare the event loops of asyncio and trio"
 PROFILE = "general_agent"
@@ -206,7 +211,8 @@ def test_delete_refuses_a_project_a_live_process_runs(service: ProjectService) -
 
 
 @pytest.mark.parametrize(
-    "call", ["get", "graph", "report", "export", "delete", "restart", "resume_mode", "check_running"]
+    "call",
+    ["get", "graph", "report", "export", "delete", "restart", "resume_mode", "check_running", "reviews"],
 )
 def test_an_unknown_project_is_project_not_found(service: ProjectService, call: str) -> None:
     with pytest.raises(ProjectNotFoundError):

@@ -12,8 +12,17 @@ from sentient.projects import (
     ProjectCompletedError,
     ProjectNotRunningError,
     ProjectRunningError,
+    UnusablePlanError,
 )
-from sentient.store import InvalidProjectIdError, ProjectBusyError, ProjectExistsError, ProjectNotFoundError
+from sentient.store import (
+    InvalidProjectIdError,
+    NodeNotFoundError,
+    ProjectBusyError,
+    ProjectExistsError,
+    ProjectNotFoundError,
+    ReviewAlreadyAnsweredError,
+    ReviewNotFoundError,
+)
 from sentient_server.errors import as_api_error
 
 
@@ -24,14 +33,18 @@ from sentient_server.errors import as_api_error
         (InvalidGoalError("empty"), 400, "invalid_config"),
         (ProfileNotFoundError("x", ["general_agent"]), 400, "invalid_config"),
         (DocsNotAllowedError("outside every root"), 403, "forbidden"),
+        (UnusablePlanError("r", ["subtask 0 depends on itself"]), 400, "invalid_plan"),
         (ProjectNotFoundError("p"), 404, "not_found"),
         (InvalidProjectIdError("../p"), 404, "not_found"),
+        (NodeNotFoundError("p", "root.9"), 404, "not_found"),
+        (ReviewNotFoundError("r"), 404, "not_found"),
         (NoReportError("p"), 404, "no_report"),
         (ProjectExistsError("p"), 409, "conflict"),
         (ProjectBusyError("p", 1), 409, "conflict"),
         (ProjectRunningError("p"), 409, "conflict"),
         (ProjectNotRunningError("p"), 409, "conflict"),
         (ProjectCompletedError("p"), 409, "conflict"),
+        (ReviewAlreadyAnsweredError("r"), 409, "conflict"),
     ],
     ids=lambda v: type(v).__name__ if isinstance(v, SentientError) else str(v),
 )

@@ -13,11 +13,12 @@ from server_helpers import wait_for, wait_status
 from sentient.graph.node import TaskType
 from sentient.graph.plan import PlanOutput, SubTask
 from sentient.hitl.protocol import Approve, Reject, ReviewRequest
-from sentient.settings import EngineSettings
-from sentient.store import ProjectStore
+from sentient.projects import ProjectService, ReviewAnswer, UnusablePlanError
+from sentient.settings import EngineSettings, Settings
+from sentient.store import ProjectStore, ReviewNotFoundError
 from sentient_server.bridge import EngineLoop
+from sentient_server.errors import as_api_error
 from sentient_server.reviews import ReviewBroker
-from sentient_server.schemas import ReviewAnswer
 
 PLAN = PlanOutput(
     subtasks=[
@@ -49,11 +50,18 @@ def store(tmp_path: Path) -> Any:
         yield opened
 
 
-def test_an_answer_given_while_no_run_waits_is_used_when_the_engine_asks_again(store: Any, engine: EngineLoop) -> None:
+@pytest.fixture
+def service(store: ProjectStore, tmp_path: Path) -> ProjectService:
+    return ProjectService(store, Settings(cache_dir=tmp_path / "cache", results_dir=tmp_path, offline=True))
+
+
+def test_an_answer_given_while_no_run_waits_is_used_when_the_engine_asks_again(
+    store: Any, service: ProjectService, engine: EngineLoop
+) -> None:
     broadcaster = RecordingBroadcaster()
     request = ReviewRequest("root", "goal", 0, PLAN, 1, "what the planner saw")
     settings = EngineSettings(review="root")
-    waiting = engine.submit(ReviewBroker(store, engine, broadcaster).wait("p1", request, settings))  # type: ignore[arg-type]
+    waiting = engine.submit(ReviewBroker(service, engine, broadcaster).wait("p1", request, settings))  # type: ignore[arg-type]
     review = wait_for(lambda: store.pending_reviews("p1"), what="a stored review")[0]
     assert review["context"] == "what the planner saw" and review["plan"] == PLAN.model_dump(mode="json")
     assert [e for e, _, _ in broadcaster.sent] == ["hitl_request"] and broadcaster.sent[0][2] == "project:p1"
@@ -62,23 +70,25 @@ def test_an_answer_given_while_no_run_waits_is_used_when_the_engine_asks_again(s
     wait_for(lambda: waiting.done())
     assert store.get_review(review["review_id"])["status"] == "pending"
 
-    restarted = ReviewBroker(store, engine, broadcaster)  # type: ignore[arg-type]
+    restarted = ReviewBroker(service, engine, broadcaster)  # type: ignore[arg-type]
     answered = restarted.answer(review["review_id"], ReviewAnswer(action="reject", reason="too broad"), by="rest")
-    assert answered["status"] == "answered" and answered["decision"]["by"] == "rest"
+    assert answered.status == "answered" and answered.decision is not None and answered.decision.by == "rest"
     decision = engine.submit(restarted.wait("p1", request, settings)).result(5)
     assert decision == Reject("too broad")
     assert len(store.reviews("p1")) == 1  # the same review, not a new one
 
 
-def test_a_pending_review_is_reused_after_a_restart_and_resolved_by_its_answer(store: Any, engine: EngineLoop) -> None:
+def test_a_pending_review_is_reused_after_a_restart_and_resolved_by_its_answer(
+    store: Any, service: ProjectService, engine: EngineLoop
+) -> None:
     broadcaster = RecordingBroadcaster()
     request = ReviewRequest("root", "goal", 0, PLAN, 1)
     settings = EngineSettings(review="root")
-    first = ReviewBroker(store, engine, broadcaster)  # type: ignore[arg-type]
+    first = ReviewBroker(service, engine, broadcaster)  # type: ignore[arg-type]
     waiting = engine.submit(first.wait("p1", request, settings))
     review = wait_for(lambda: store.pending_reviews("p1"))[0]
     waiting.cancel()
-    second = ReviewBroker(store, engine, broadcaster)  # type: ignore[arg-type]
+    second = ReviewBroker(service, engine, broadcaster)  # type: ignore[arg-type]
     again = engine.submit(second.wait("p1", request, settings))
     wait_for(lambda: len([e for e, _, _ in broadcaster.sent if e == "hitl_request"]) == 2)
     assert broadcaster.sent[-1][1]["review"]["review_id"] == review["review_id"]
@@ -86,10 +96,10 @@ def test_a_pending_review_is_reused_after_a_restart_and_resolved_by_its_answer(s
     assert again.result(5) == Approve()
 
 
-def test_invalid_answers_are_refused_without_touching_the_review(store: Any, engine: EngineLoop) -> None:
-    from sentient_server.errors import ApiError
-
-    broker = ReviewBroker(store, engine, RecordingBroadcaster())  # type: ignore[arg-type]
+def test_invalid_answers_are_refused_without_touching_the_review(
+    store: Any, service: ProjectService, engine: EngineLoop
+) -> None:
+    broker = ReviewBroker(service, engine, RecordingBroadcaster())  # type: ignore[arg-type]
     engine.submit(broker.wait("p1", ReviewRequest("root", "goal", 0, PLAN, 1), EngineSettings(review="root")))
     review = wait_for(lambda: store.pending_reviews("p1"))[0]
     self_loop = PlanOutput(
@@ -98,12 +108,13 @@ def test_invalid_answers_are_refused_without_touching_the_review(store: Any, eng
             SubTask(goal="b", task_type=TaskType.WRITE),
         ]
     )
-    with pytest.raises(ApiError) as refused:
+    with pytest.raises(UnusablePlanError) as refused:
         broker.answer(review["review_id"], ReviewAnswer(action="modify", plan=self_loop), by="rest")
-    assert refused.value.status == 400 and "depends on itself" in refused.value.message
-    with pytest.raises(ApiError) as missing:
+    mapped = as_api_error(refused.value)
+    assert mapped is not None and (mapped.status, mapped.code) == (400, "invalid_plan")
+    assert "depends on itself" in mapped.message
+    with pytest.raises(ReviewNotFoundError):
         broker.answer("../../etc", ReviewAnswer(action="approve"), by="rest")
-    assert missing.value.status == 404
     assert store.get_review(review["review_id"])["status"] == "pending"
 
 
