@@ -26,7 +26,7 @@ from sentient.projects import (
     Researcher,
 )
 from sentient.projects.service import Mode
-from sentient.store import ProjectRecord
+from sentient.store import NodeNotFoundError, ProjectRecord
 from sentient.tools.docs_search import DocsFolder
 
 from .bridge import EngineLoop
@@ -126,6 +126,16 @@ class RunManager:
         if live is not None:
             return live
         return self.stored_graph(project_id)
+
+    def node(self, project_id: str, task_id: str) -> dict[str, Any]:
+        """A node as the running project has it, else as stored; NodeNotFoundError (404)."""
+        live = self.live_graph(project_id)
+        if live is None:
+            return self.service.node(project_id, task_id).model_dump(mode="json")
+        if task_id not in live["nodes"]:
+            raise NodeNotFoundError(project_id, task_id)
+        node: dict[str, Any] = live["nodes"][task_id]
+        return node
 
     def stored_graph(self, project_id: str) -> dict[str, Any]:
         return graph_json(self.service.graph(project_id))

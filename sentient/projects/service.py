@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from sentient.agents.registry import AgentRegistry
 from sentient.events import Subscriber
 from sentient.exceptions import GraphError
+from sentient.graph.node import TaskNode
 from sentient.graph.task_graph import TaskGraph
 from sentient.hitl.protocol import PlanReviewer, ReviewRequest
 from sentient.projects.errors import (
@@ -54,6 +55,7 @@ DEFAULT_PROFILE = "deep_research_agent"
 Mode = Literal["execute", "resume"]
 # Module-level names for what the methods below return: inside the class, ``list`` is a method.
 Reviews = list[Review]
+Calls = list[dict[str, Any]]  # trace entries as the store keeps them (their context is free-form)
 
 
 class ProjectService:
@@ -90,6 +92,15 @@ class ProjectService:
             raise ProjectStateError(
                 project_id, f"the stored graph of project '{project_id}' is incomplete ({exc}); execute it again."
             ) from exc
+
+    def node(self, project_id: str, task_id: str) -> TaskNode:
+        """One stored node, with its history and children; NodeNotFoundError for a task it does not have."""
+        return self.store.node(project_id, task_id)
+
+    def calls(self, project_id: str, task_id: str | None = None) -> Calls:
+        """The agent calls of the project (or of one task id, a removed node's too), oldest first."""
+        self.get(project_id)
+        return self.store.calls(project_id, task_id)
 
     def folder(self, project_id: str) -> Path:
         """Where the project's files (report, graph, traces) are written."""
@@ -128,7 +139,7 @@ class ProjectService:
             "graph": graph.to_dict(),
             "report_markdown": markdown,
             "report": data,
-            "calls": self.store.calls(project_id),
+            "calls": self.calls(project_id),
         }
 
     def _stored_report(self, project_id: str) -> Report | None:

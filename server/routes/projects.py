@@ -68,15 +68,10 @@ def node(project_id: str, node_id: str) -> Any:
     runs.record(project_id)
     if not valid_node_id(node_id):
         raise not_found("node", node_id)
-    live = runs.live_graph(project_id)
-    if live is not None:
-        found = live["nodes"].get(node_id)
-        if found is None:
-            raise not_found("node", node_id)
-    else:
-        found = runs.store.node(project_id, node_id).model_dump(mode="json")
-    store = runs.store
-    return jsonify(node=found, calls=store.calls(project_id, node_id), reviews=store.reviews(project_id, node_id))
+    found = runs.node(project_id, node_id)
+    service = runs.service
+    reviews = [review.model_dump(mode="json") for review in service.reviews(project_id, node_id)]
+    return jsonify(node=found, calls=service.calls(project_id, node_id), reviews=reviews)
 
 
 @bp.get("/<project_id>/report")

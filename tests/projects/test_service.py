@@ -25,6 +25,7 @@ from sentient.projects import (
 from sentient.settings import Settings
 from sentient.store import (
     InvalidProjectIdError,
+    NodeNotFoundError,
     ProjectBusyError,
     ProjectNotFoundError,
     ProjectStore,
@@ -173,6 +174,21 @@ def test_a_stopped_run_ends_cancelled_or_interrupted_unless_it_recorded_its_end(
         service.check_running("p9")
 
 
+# -- nodes and calls -----------------------------------------------------------------------
+
+
+async def test_a_node_and_its_calls_are_read_through_the_service(service: ProjectService, docs: Path) -> None:
+    service.create(GOAL, PROFILE, ENGINE, project_id="p10")
+    await service.execute(researcher(service, "p10", wide_plan(), docs), "p10")
+
+    node = service.node("p10", "root.0")
+    assert node.parent_id == "root" and node.status is TaskStatus.DONE
+    assert [c["role"] for c in service.calls("p10", "root.0")] == ["executor"]
+    assert {c["task_id"] for c in service.calls("p10")} >= {"root", "root.0"}
+    with pytest.raises(NodeNotFoundError):
+        service.node("p10", "root.99")
+
+
 # -- restart, delete -----------------------------------------------------------------------
 
 
@@ -212,7 +228,7 @@ def test_delete_refuses_a_project_a_live_process_runs(service: ProjectService) -
 
 @pytest.mark.parametrize(
     "call",
-    ["get", "graph", "report", "export", "delete", "restart", "resume_mode", "check_running", "reviews"],
+    ["get", "graph", "report", "export", "delete", "restart", "resume_mode", "check_running", "calls", "reviews"],
 )
 def test_an_unknown_project_is_project_not_found(service: ProjectService, call: str) -> None:
     with pytest.raises(ProjectNotFoundError):
@@ -220,3 +236,8 @@ def test_an_unknown_project_is_project_not_found(service: ProjectService, call: 
     with pytest.raises(InvalidProjectIdError):
         getattr(service, call)("../etc")
     assert not service.exists("nope") and not service.exists("../etc")
+
+
+def test_a_node_of_an_unknown_project_is_project_not_found(service: ProjectService) -> None:
+    with pytest.raises(ProjectNotFoundError):
+        service.node("nope", "root")
