@@ -7,8 +7,6 @@ self-sufficient. Applying an event is cheap (a dict update): nodes are only turn
 
 from __future__ import annotations
 
-from typing import Any
-
 from sentient.events import (
     AgentCallFinished,
     Event,
@@ -19,7 +17,7 @@ from sentient.events import (
     RunStarted,
 )
 from sentient.graph.node import TaskNode
-from sentient.graph.task_graph import ROOT_ID, TaskGraph
+from sentient.graph.task_graph import TaskGraph
 
 
 class GraphReplica:
@@ -70,17 +68,6 @@ class GraphReplica:
 
     def snapshots(self) -> list[NodeSnapshot]:
         return list(self._nodes.values())
-
-    def node_json(self, task_id: str) -> dict[str, Any]:
-        """The node as ``TaskNode.model_dump(mode="json")`` gives it."""
-        return self._nodes[task_id].to_node().model_dump(mode="json")
-
-    def graph_json(self) -> dict[str, Any]:
-        """``{nodes, root}``: every node as JSON, by id."""
-        return {
-            "nodes": {n.task_id: n.to_node().model_dump(mode="json") for n in self._nodes.values()},
-            "root": ROOT_ID,
-        }
 
     def to_graph(self) -> TaskGraph:
         """A new :class:`TaskGraph` with these nodes (the replica is not changed by using it)."""

@@ -35,7 +35,7 @@ class ApiError(Exception):
         self.message = message
         super().__init__(message)
 
-    def payload(self) -> dict[str, Any]:
+    def payload(self) -> dict[str, str]:
         return {"code": self.code, "message": self.message}
 
 

@@ -6,7 +6,7 @@ Two pieces keep the engine's loop quick and the clients consistent:
   the order they were queued. The engine loop only enqueues; a slow client never slows a run.
 - :class:`ProjectFeed` is a run's event subscriber. It keeps its own copy of the graph, built
   from the events alone (:class:`sentient.replica.GraphReplica`), notes which nodes changed and,
-  at most ``interval`` seconds after the first change, serialises just those nodes into one
+  at most ``interval`` seconds after the first change, sends just those nodes in one
   ``node_update``. Bytes per update depend on the nodes that changed, never on the size of the
   graph.
 
@@ -23,10 +23,12 @@ from collections.abc import Callable
 from typing import Any
 
 from loguru import logger
+from pydantic import BaseModel
 
 from sentient.events import AgentCallFinished, Event, NodeCreated, NodesRemoved, NodeStatusChanged
-from sentient.graph.task_graph import ROOT_ID, TaskGraph
 from sentient.replica import GraphReplica
+
+from .responses import Graph, NodeUpdate
 
 
 def room_of(project_id: str) -> str:
@@ -64,9 +66,9 @@ class Broadcaster:
         """Run ``job`` on the broadcast thread after everything queued before it."""
         self._queue.put(job)
 
-    def emit(self, event: str, data: Any, to: str) -> None:
-        """Send ``event`` to a room or a client id."""
-        self._queue.put(lambda: self._server.emit(event, data, to=to, namespace="/"))
+    def emit(self, event: str, payload: BaseModel, to: str) -> None:
+        """Send ``event`` to a room or a client id; ``payload`` is turned into JSON on the broadcast thread."""
+        self._queue.put(lambda: self._server.emit(event, payload.model_dump(mode="json"), to=to, namespace="/"))
 
     def enter_room(self, sid: str, room: str) -> None:
         self._queue.put(lambda: self._server.enter_room(sid, room, namespace="/"))
@@ -83,11 +85,6 @@ class Broadcaster:
     def stop(self, timeout: float = 5.0) -> None:
         self._queue.put(None)
         self._thread.join(timeout)
-
-
-def graph_json(graph: TaskGraph) -> dict[str, Any]:
-    """The ``{nodes, root}`` part of a snapshot."""
-    return {"nodes": {n.task_id: n.model_dump(mode="json") for n in graph}, "root": ROOT_ID}
 
 
 class ProjectFeed:
@@ -131,19 +128,18 @@ class ProjectFeed:
         graph = self.graph
         if not (self._dirty or self._removed):
             return
-        nodes = [graph.node_json(task_id) for task_id in self._dirty if task_id in graph]
+        nodes = [graph.snapshot(task_id).to_node() for task_id in self._dirty if task_id in graph]
         removed = [task_id for task_id in self._removed if task_id not in graph]
         self._dirty.clear()
         self._removed.clear()
         if nodes or removed:
             self.updates_sent += 1
-            self._broadcaster.emit(
-                "node_update", {"project_id": self.project_id, "nodes": nodes, "removed": removed}, self.room
-            )
+            update = NodeUpdate(project_id=self.project_id, nodes=nodes, removed=removed)
+            self._broadcaster.emit("node_update", update, self.room)
 
-    def snapshot(self) -> dict[str, Any] | None:
-        """The graph as ``{nodes, root}`` (on the loop thread), or None before the run started."""
-        return self.graph.graph_json() if self.graph.started else None
+    def snapshot(self) -> Graph | None:
+        """The graph (on the loop thread), or None before the run started."""
+        return Graph.of(node.to_node() for node in self.graph.snapshots()) if self.graph.started else None
 
     def close(self) -> None:
         self.flush()

@@ -24,7 +24,7 @@ from sentient.settings import EngineSettings
 
 from .bridge import EngineLoop
 from .events import Broadcaster, room_of
-from .responses import ReviewResponse
+from .responses import ReviewRequested, ReviewResolved, ReviewResponse
 
 
 class ReviewBroker:
@@ -52,11 +52,8 @@ class ReviewBroker:
         return ReviewResponse.of(answered)
 
     def _announce_resolved(self, project_id: str, review_id: str, action: str) -> None:
-        self._broadcaster.emit(
-            "hitl_resolved",
-            {"project_id": project_id, "review_id": review_id, "action": action},
-            room_of(project_id),
-        )
+        resolved = ReviewResolved(project_id=project_id, review_id=review_id, action=action)
+        self._broadcaster.emit("hitl_resolved", resolved, room_of(project_id))
 
     # -- engine loop thread --------------------------------------------------------------------
 
@@ -80,7 +77,7 @@ class ReviewBroker:
             return early.to_engine()
         future: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
         self._waiting[review_id] = future
-        announced = {"project_id": project_id, "review": ReviewResponse.of(review).model_dump(mode="json")}
+        announced = ReviewRequested(project_id=project_id, review=ReviewResponse.of(review))
         self._broadcaster.emit("hitl_request", announced, room_of(project_id))
         try:
             decision = await future

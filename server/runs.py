@@ -19,6 +19,7 @@ from typing import Any, Literal
 from loguru import logger
 
 from sentient.exceptions import ConfigError, SentientError
+from sentient.graph.node import TaskNode
 from sentient.projects import (
     DocsNotAllowedError,
     ProjectRunningError,
@@ -26,26 +27,16 @@ from sentient.projects import (
     Researcher,
 )
 from sentient.projects.service import Mode
-from sentient.store import NodeNotFoundError, ProjectRecord
+from sentient.store import NodeNotFoundError, ProjectRecord, ProjectStatus
 from sentient.tools.docs_search import DocsFolder
 
 from .bridge import EngineLoop
 from .config import DOCS_ROOTS_ENV, ServerSettings
 from .errors import as_api_error, bad_request
-from .events import Broadcaster, ProjectFeed, graph_json, room_of
-from .responses import ReviewResponse
+from .events import Broadcaster, ProjectFeed, room_of
+from .responses import Graph, ProjectEvent, ProjectResponse, ProjectSnapshot, ReviewResponse
 from .reviews import ReviewBroker
 from .schemas import valid_project_id
-
-
-def project_json(record: Any) -> dict[str, Any]:
-    """A store record in the protocol's Project shape."""
-    data: dict[str, Any] = record.to_dict() if hasattr(record, "to_dict") else dict(record)
-    data.pop("report_markdown", None)
-    data.pop("owner_pid", None)
-    data.pop("owner_start", None)
-    return data
-
 
 Stopping = Literal["cancel", "delete", "shutdown"]
 
@@ -104,14 +95,14 @@ class RunManager:
         """The store record; ProjectNotFoundError or InvalidProjectIdError (both 404)."""
         return self.service.get(project_id)
 
-    def project(self, project_id: str) -> dict[str, Any]:
-        return project_json(self.record(project_id))
+    def project(self, project_id: str) -> ProjectResponse:
+        return ProjectResponse.of(self.record(project_id))
 
-    def projects(self) -> list[dict[str, Any]]:
-        records = [project_json(r) for r in self.service.list()]
-        return sorted(records, key=lambda p: p.get("created_at") or 0, reverse=True)
+    def projects(self) -> list[ProjectResponse]:
+        """Every project, newest first."""
+        return [ProjectResponse.of(record) for record in self.service.list()]
 
-    def live_graph(self, project_id: str) -> dict[str, Any] | None:
+    def live_graph(self, project_id: str) -> Graph | None:
         """The running project's graph, read on the engine loop; None when not running."""
         with self._lock:
             run = self._runs.get(project_id)
@@ -120,31 +111,30 @@ class RunManager:
         feed = run.feed
         return self._engine.call(feed.snapshot)
 
-    def graph(self, project_id: str) -> dict[str, Any]:
+    def graph(self, project_id: str) -> Graph:
         self.record(project_id)
         live = self.live_graph(project_id)
         if live is not None:
             return live
         return self.stored_graph(project_id)
 
-    def node(self, project_id: str, task_id: str) -> dict[str, Any]:
+    def node(self, project_id: str, task_id: str) -> TaskNode:
         """A node as the running project has it, else as stored; NodeNotFoundError (404)."""
         live = self.live_graph(project_id)
         if live is None:
-            return self.service.node(project_id, task_id).model_dump(mode="json")
-        if task_id not in live["nodes"]:
+            return self.service.node(project_id, task_id)
+        if task_id not in live.nodes:
             raise NodeNotFoundError(project_id, task_id)
-        node: dict[str, Any] = live["nodes"][task_id]
-        return node
+        return live.nodes[task_id]
 
-    def stored_graph(self, project_id: str) -> dict[str, Any]:
-        return graph_json(self.service.graph(project_id))
+    def stored_graph(self, project_id: str) -> Graph:
+        return Graph.of(self.service.graph(project_id))
 
     # -- creating and starting ----------------------------------------------------------------
 
     def create(
         self, goal: str, profile: str | None, config: dict[str, Any], project_id: str | None = None
-    ) -> dict[str, Any]:
+    ) -> ProjectResponse:
         """Store a new project (status ``created``); its settings are validated now, and its
         ``config.docs`` folder, checked against the docs roots, is kept with it."""
         overrides = {k: v for k, v in config.items() if v is not None}
@@ -152,9 +142,9 @@ class RunManager:
         options = {"docs": self._allowed_docs(docs)} if docs is not None else None
         if project_id is not None and not valid_project_id(project_id):
             raise bad_request(f"'{project_id}' is not a valid project id.", "invalid_id")
-        return project_json(self.service.create(goal, profile, overrides, project_id=project_id, options=options))
+        return ProjectResponse.of(self.service.create(goal, profile, overrides, project_id=project_id, options=options))
 
-    def execute(self, project_id: str, goal: str | None = None, profile: str | None = None) -> dict[str, Any]:
+    def execute(self, project_id: str, goal: str | None = None, profile: str | None = None) -> ProjectResponse:
         """Start the project from scratch (a finished one is reset); 409 while it runs."""
         self.record(project_id)
         with self._project_lock(project_id):
@@ -170,7 +160,7 @@ class RunManager:
         if project_id in self._runs:
             raise ProjectRunningError(project_id)
 
-    def resume(self, project_id: str) -> dict[str, Any]:
+    def resume(self, project_id: str) -> ProjectResponse:
         """Continue a stopped project, keeping its finished nodes; 409 if it runs or completed."""
         self.record(project_id)
         with self._project_lock(project_id):
@@ -180,7 +170,7 @@ class RunManager:
                 self._start(project_id, self.service.resume_mode(project_id))
             return self.project(project_id)
 
-    def cancel(self, project_id: str) -> dict[str, Any]:
+    def cancel(self, project_id: str) -> ProjectResponse:
         """Ask the run to stop; the project ends ``cancelled`` (announced by ``project_completed``).
 
         Whether it can be cancelled is the service's to say (ProjectNotRunningError, or
@@ -215,13 +205,12 @@ class RunManager:
         candidates: dict[str, None] = {}
         try:
             for record in self.store.stale_running():
-                candidates[_id_of(record)] = None
+                candidates[record.project_id] = None
         except Exception:
             logger.opt(exception=True).error("could not list stale running projects")
-        for record in self.store.list_projects():
-            data = project_json(record)
-            if data.get("status") == "interrupted":
-                candidates[data["project_id"]] = None
+        for record in self.service.list():
+            if record.status is ProjectStatus.INTERRUPTED:
+                candidates[record.project_id] = None
         resumed = []
         for project_id in candidates:
             try:
@@ -265,7 +254,7 @@ class RunManager:
         so that a client that saw ``completed`` can execute again at once."""
         with self._lock:
             run = self._runs.get(project_id)
-        if run is not None and self.project(project_id)["status"] != "running":
+        if run is not None and self.record(project_id).status is not ProjectStatus.RUNNING:
             run.done.wait(timeout)
 
     def _allowed_docs(self, docs: object) -> str:
@@ -375,11 +364,11 @@ class RunManager:
 
     async def _announce(self, event: str, project_id: str) -> None:
         try:
-            project = project_json(await asyncio.to_thread(self.store.get_project, project_id))
+            project = await asyncio.to_thread(self.project, project_id)
         except Exception:
             logger.opt(exception=True).warning("project {}: cannot announce {}", project_id, event)
             return
-        self._broadcaster.emit(event, {"project": project}, room_of(project_id))
+        self._broadcaster.emit(event, ProjectEvent(project=project), room_of(project_id))
 
     def announce_status(self, project_id: str) -> None:
         """Send ``project_status`` to the project's room (from a request thread)."""
@@ -387,7 +376,7 @@ class RunManager:
             project = self.project(project_id)
         except SentientError:
             return
-        self._broadcaster.emit("project_status", {"project": project}, room_of(project_id))
+        self._broadcaster.emit("project_status", ProjectEvent(project=project), room_of(project_id))
 
     # -- Socket.IO joins ------------------------------------------------------------------------
 
@@ -407,7 +396,7 @@ class RunManager:
 
         self._engine.call(on_loop)
 
-    def _send_snapshot(self, sid: str, project_id: str, graph: dict[str, Any] | None) -> None:
+    def _send_snapshot(self, sid: str, project_id: str, graph: Graph | None) -> None:
         server = self._broadcaster_server()
         server.enter_room(sid, room_of(project_id), namespace="/")
         try:
@@ -418,16 +407,12 @@ class RunManager:
                 "error", error.payload() if error else {"code": "internal_error", "message": ""}, to=sid, namespace="/"
             )
             return
-        snapshot = {
-            "project": project,
-            "graph": graph if graph is not None else self.stored_graph(project_id),
-            "reviews": [ReviewResponse.of(r).model_dump(mode="json") for r in self.service.pending_reviews(project_id)],
-        }
-        server.emit("project_snapshot", snapshot, to=sid, namespace="/")
+        snapshot = ProjectSnapshot(
+            project=project,
+            graph=graph if graph is not None else self.stored_graph(project_id),
+            reviews=[ReviewResponse.of(review) for review in self.service.pending_reviews(project_id)],
+        )
+        server.emit("project_snapshot", snapshot.model_dump(mode="json"), to=sid, namespace="/")
 
     def _broadcaster_server(self) -> Any:
         return self._broadcaster.server
-
-
-def _id_of(record: Any) -> str:
-    return str(record.project_id)

@@ -65,6 +65,7 @@ class CreateProject(_Body):
 
     goal: Goal
     profile: ProfileName | None = None
+    # Engine setting overrides (and ``docs``): free-form here, checked by the service's settings merge.
     config: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -91,4 +92,5 @@ class ExecuteTask(_Body):
     project_id: ProjectId | None = None
     goal: Goal
     profile: ProfileName | None = None
+    # Engine setting overrides (and ``docs``): free-form here, checked by the service's settings merge.
     config: dict[str, Any] = Field(default_factory=dict)

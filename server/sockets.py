@@ -7,6 +7,7 @@ the rooms of the projects a client joined.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from flask import request
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from .auth import host_allowed, token_ok
 from .errors import ApiError, as_api_error, bad_request, describe_validation
 from .events import room_of
+from .responses import Ack
 from .schemas import ExecuteTask, HitlResponse, JoinProject
 
 
@@ -33,46 +35,44 @@ def register(socketio: SocketIO, services: Any) -> None:
 
     @socketio.on("join_project")
     def join_project(data: Any) -> dict[str, Any]:
-        def handle(sid: str) -> dict[str, Any]:
+        def handle(sid: str) -> Ack:
             body = _parse(JoinProject, data)
             services.runs.join(sid, body.project_id)
-            return {"ok": True, "project_id": body.project_id}
+            return Ack(project_id=body.project_id)
 
         return _guarded(socketio, handle)
 
     @socketio.on("leave_project")
     def leave_project(data: Any) -> dict[str, Any]:
-        def handle(sid: str) -> dict[str, Any]:
+        def handle(sid: str) -> Ack:
             body = _parse(JoinProject, data)
             services.broadcaster.leave_room(sid, room_of(body.project_id))
-            return {"ok": True, "project_id": body.project_id}
+            return Ack(project_id=body.project_id)
 
         return _guarded(socketio, handle)
 
     @socketio.on("execute_task")
     def execute_task(data: Any) -> dict[str, Any]:
-        def handle(sid: str) -> dict[str, Any]:
+        def handle(sid: str) -> Ack:
             body = _parse(ExecuteTask, data)
             runs = services.runs
             project_id = body.project_id
             if project_id is None or not runs.exists(project_id):
-                project_id = runs.create(body.goal, body.profile, body.config, project_id=project_id)["project_id"]
+                project_id = runs.create(body.goal, body.profile, body.config, project_id=project_id).project_id
                 goal, profile = None, None
             else:
                 goal, profile = body.goal, body.profile
             # Joined before the run starts: the client misses none of its events.
             services.broadcaster.enter_room(sid, room_of(project_id))
-            project = runs.execute(project_id, goal, profile)
-            return {"ok": True, "project": project}
+            return Ack(project=runs.execute(project_id, goal, profile))
 
         return _guarded(socketio, handle)
 
     @socketio.on("hitl_response")
     def hitl_response(data: Any) -> dict[str, Any]:
-        def handle(sid: str) -> dict[str, Any]:
+        def handle(sid: str) -> Ack:
             body = _parse(HitlResponse, data)
-            review = services.reviews.answer(body.review_id, body, by="socket")
-            return {"ok": True, "review": review.model_dump(mode="json")}
+            return Ack(review=services.reviews.answer(body.review_id, body, by="socket"))
 
         return _guarded(socketio, handle)
 
@@ -86,14 +86,16 @@ def _parse(model: type[BaseModel], data: Any) -> Any:
         raise bad_request(describe_validation(exc)) from exc
 
 
-def _guarded(socketio: SocketIO, handle: Any) -> dict[str, Any]:
+def _guarded(socketio: SocketIO, handle: Callable[[str], Ack]) -> dict[str, Any]:
+    """The handler's acknowledgement, as the JSON python-socketio sends; a failure is also emitted as ``error``."""
     sid: str = request.sid  # type: ignore[attr-defined]
     try:
-        return handle(sid)
+        ack = handle(sid)
     except Exception as exc:
         error = as_api_error(exc)
         if error is None:
             logger.opt(exception=exc).error("unhandled error in a Socket.IO handler")
             error = ApiError(500, "internal_error", "the server hit an unexpected error; it has been logged.")
         socketio.emit("error", error.payload(), to=sid)
-        return {"ok": False, "error": error.payload()}
+        ack = Ack(ok=False, error=error.payload())
+    return ack.model_dump(mode="json")

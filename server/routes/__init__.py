@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypeVar
 
-from flask import current_app, request
+from flask import Response, current_app, jsonify, request
 from pydantic import BaseModel, ValidationError
 
 from ..errors import ApiError, bad_request, describe_validation
@@ -17,6 +17,13 @@ M = TypeVar("M", bound=BaseModel)
 
 def services() -> Services:
     return current_app.extensions["sentient"]
+
+
+def as_json(model: BaseModel, status: int = 200) -> Response:
+    """``model`` as the response's JSON body."""
+    response = jsonify(model.model_dump(mode="json"))
+    response.status_code = status
+    return response
 
 
 def parse_body(model: type[M], *, optional: bool = False) -> M:

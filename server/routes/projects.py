@@ -6,11 +6,13 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
+from sentient.store import ProjectStatus
+
 from ..errors import bad_request, not_found
 from ..headers import REPORT_CSP
-from ..responses import ReportResponse, ReviewResponse
+from ..responses import NodeDetail, ProjectList, ReportResponse, ReviewList, ReviewResponse
 from ..schemas import CreateProject, ExecuteProject, valid_node_id
-from . import parse_body, services
+from . import as_json, parse_body, services
 
 bp = Blueprint("projects", __name__, url_prefix="/api/projects")
 
@@ -18,18 +20,17 @@ bp = Blueprint("projects", __name__, url_prefix="/api/projects")
 @bp.post("")
 def create() -> Any:
     body = parse_body(CreateProject)
-    project = services().runs.create(body.goal, body.profile, body.config)
-    return jsonify(project), 201
+    return as_json(services().runs.create(body.goal, body.profile, body.config), 201)
 
 
 @bp.get("")
 def index() -> Any:
-    return jsonify(projects=services().runs.projects())
+    return as_json(ProjectList(projects=services().runs.projects()))
 
 
 @bp.get("/<project_id>")
 def show(project_id: str) -> Any:
-    return jsonify(services().runs.project(project_id))
+    return as_json(services().runs.project(project_id))
 
 
 @bp.delete("/<project_id>")
@@ -41,7 +42,7 @@ def delete(project_id: str) -> Any:
 @bp.post("/<project_id>/execute")
 def execute(project_id: str) -> Any:
     body = parse_body(ExecuteProject, optional=True)
-    return jsonify(services().runs.execute(project_id, body.goal, body.profile)), 202
+    return as_json(services().runs.execute(project_id, body.goal, body.profile), 202)
 
 
 @bp.post("/<project_id>/cancel")
@@ -49,17 +50,17 @@ def cancel(project_id: str) -> Any:
     runs = services().runs
     project = runs.cancel(project_id)
     runs.announce_status(project_id)
-    return jsonify(project), 202
+    return as_json(project, 202)
 
 
 @bp.post("/<project_id>/resume")
 def resume(project_id: str) -> Any:
-    return jsonify(services().runs.resume(project_id)), 202
+    return as_json(services().runs.resume(project_id), 202)
 
 
 @bp.get("/<project_id>/graph")
 def graph(project_id: str) -> Any:
-    return jsonify({"project_id": project_id, **services().runs.graph(project_id)})
+    return jsonify({"project_id": project_id, **services().runs.graph(project_id).model_dump(mode="json")})
 
 
 @bp.get("/<project_id>/nodes/<node_id>")
@@ -68,10 +69,11 @@ def node(project_id: str, node_id: str) -> Any:
     runs.record(project_id)
     if not valid_node_id(node_id):
         raise not_found("node", node_id)
-    found = runs.node(project_id, node_id)
     service = runs.service
-    reviews = [review.model_dump(mode="json") for review in service.reviews(project_id, node_id)]
-    return jsonify(node=found, calls=service.calls(project_id, node_id), reviews=reviews)
+    found = runs.node(project_id, node_id)
+    return as_json(
+        NodeDetail(node=found, calls=service.calls(project_id, node_id), reviews=service.reviews(project_id, node_id))
+    )
 
 
 @bp.get("/<project_id>/report")
@@ -86,8 +88,8 @@ def report(project_id: str) -> Any:
         return Response(markdown, mimetype="text/markdown", headers=_download(project_id, "md"))
     if fmt == "html":
         page_headers = {**_download(project_id, "html"), "Content-Security-Policy": REPORT_CSP}
-        return Response(_html(markdown, project["goal"]), mimetype="text/html", headers=page_headers)
-    partial = value.partial or project["status"] != "completed"
+        return Response(_html(markdown, project.goal), mimetype="text/html", headers=page_headers)
+    partial = value.partial or project.status is not ProjectStatus.COMPLETED
     body = ReportResponse(**{**dict(value), "partial": partial}, markdown=markdown)
     return Response(body.model_dump_json(), mimetype="application/json")
 
@@ -95,7 +97,7 @@ def report(project_id: str) -> Any:
 @bp.get("/<project_id>/reviews")
 def reviews(project_id: str) -> Any:
     pending = services().runs.service.pending_reviews(project_id)
-    return jsonify(reviews=[ReviewResponse.of(review).model_dump(mode="json") for review in pending])
+    return as_json(ReviewList(reviews=[ReviewResponse.of(review) for review in pending]))
 
 
 def _download(project_id: str, ext: str) -> dict[str, str]:

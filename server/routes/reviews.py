@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, jsonify
+from flask import Blueprint
 
 from sentient.projects import ReviewAnswer
 
-from . import parse_body, services
+from . import as_json, parse_body, services
 
 bp = Blueprint("reviews", __name__, url_prefix="/api/reviews")
 
@@ -16,4 +16,4 @@ bp = Blueprint("reviews", __name__, url_prefix="/api/reviews")
 @bp.post("/<review_id>")
 def answer(review_id: str) -> Any:
     body = parse_body(ReviewAnswer)
-    return jsonify(services().reviews.answer(review_id, body, by="rest").model_dump(mode="json"))
+    return as_json(services().reviews.answer(review_id, body, by="rest"))

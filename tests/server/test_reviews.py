@@ -64,6 +64,7 @@ def test_an_answer_given_while_no_run_waits_is_used_when_the_engine_asks_again(
     waiting = engine.submit(ReviewBroker(service, engine, broadcaster).wait("p1", request, settings))  # type: ignore[arg-type]
     review = wait_for(lambda: store.pending_reviews("p1"), what="a stored review")[0]
     assert review["context"] == "what the planner saw" and review["plan"] == PLAN.model_dump(mode="json")
+    wait_for(lambda: broadcaster.sent, what="the announcement")  # sent once the review is stored
     assert [e for e, _, _ in broadcaster.sent] == ["hitl_request"] and broadcaster.sent[0][2] == "project:p1"
 
     waiting.cancel()  # the server stops: the review stays pending
@@ -91,7 +92,7 @@ def test_a_pending_review_is_reused_after_a_restart_and_resolved_by_its_answer(
     second = ReviewBroker(service, engine, broadcaster)  # type: ignore[arg-type]
     again = engine.submit(second.wait("p1", request, settings))
     wait_for(lambda: len([e for e, _, _ in broadcaster.sent if e == "hitl_request"]) == 2)
-    assert broadcaster.sent[-1][1]["review"]["review_id"] == review["review_id"]
+    assert broadcaster.sent[-1][1].review.review_id == review["review_id"]
     second.answer(review["review_id"], ReviewAnswer(action="approve"), by="socket")
     assert again.result(5) == Approve()
 
