@@ -140,7 +140,7 @@ def _list(args: argparse.Namespace, service: ProjectService, out: Console, err: 
 def _show(args: argparse.Namespace, service: ProjectService, out: Console, err: Console) -> int:
     project = service.get(args.project_id)
     graph = service.graph(project.project_id)
-    reviews = service.store.pending_reviews(project.project_id)
+    reviews = service.pending_reviews(project.project_id)
     stats = project.live_stats()
     line = f"[bold]{escape(project.project_id)}[/]  {_status(project)}"
     if project.error:
@@ -166,8 +166,8 @@ def _show(args: argparse.Namespace, service: ProjectService, out: Console, err: 
     out.print(f"reviews:  {len(reviews)} pending", highlight=False)
     for review in reviews:
         out.print(
-            f"  {escape(review['review_id'])}  {escape(review['task_id'])} (round {review['round']})"
-            f"  {escape(_shorten(review['goal']))}",
+            f"  {escape(review.review_id)}  {escape(review.task_id)} (round {review.round})"
+            f"  {escape(_shorten(review.goal))}",
             highlight=False,
         )
     if len(graph):

@@ -22,6 +22,9 @@ from sentient.graph.plan import PlanOutput
 from sentient.hitl.protocol import Approve, Modify, Reject, ReviewDecision, plan_problems
 
 Action = Literal["approve", "modify", "reject"]
+# A plan as stored with a review: a PlanOutput when it was written, read back as it is, so that a
+# review stored by another version of Sentient still lists (the engine validates it when it uses it).
+StoredPlan = dict[str, Any]
 DEFAULT_REJECTION = "rejected by the reviewer"
 
 
@@ -53,7 +56,12 @@ class ReviewAnswer(BaseModel):
         """The answer as recorded with its review: who gave it (``rest``, ``socket``, ``timeout``) and when."""
         reason = (self.reason or DEFAULT_REJECTION) if self.action == "reject" else None
         return Decision(
-            action=self.action, instructions=self.instructions, plan=self.plan, reason=reason, by=by, answered_at=at
+            action=self.action,
+            instructions=self.instructions,
+            plan=self.plan.model_dump(mode="json") if self.plan is not None else None,
+            reason=reason,
+            by=by,
+            answered_at=at,
         )
 
 
@@ -62,7 +70,7 @@ class Decision(BaseModel):
 
     action: Action
     instructions: str | None = None
-    plan: PlanOutput | None = None
+    plan: StoredPlan | None = None
     reason: str | None = None
     by: str
     answered_at: float
@@ -78,7 +86,7 @@ class Decision(BaseModel):
         if self.action == "reject":
             return Reject(self.reason or DEFAULT_REJECTION)
         if self.plan is not None:
-            return Modify(plan=self.plan)
+            return Modify(plan=PlanOutput.model_validate(self.plan))
         return Modify(instructions=self.instructions or "")
 
 
@@ -91,7 +99,7 @@ class Review(BaseModel):
     goal: str
     layer: int
     round: int
-    plan: PlanOutput
+    plan: StoredPlan
     context: str
     created_at: float
     deadline: float | None

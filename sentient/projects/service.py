@@ -358,7 +358,7 @@ class ProjectService:
             goal=request.goal,
             layer=request.layer,
             round=request.round,
-            plan=request.plan,
+            plan=request.plan.model_dump(mode="json"),
             context=request.context,
             created_at=now,
             deadline=now + timeout_s if timeout_s else None,

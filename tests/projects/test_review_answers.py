@@ -36,7 +36,7 @@ def service(tmp_path: Path) -> Iterator[ProjectService]:
 def test_a_review_is_stored_pending_and_found_again_for_the_same_round(service: ProjectService) -> None:
     opened = service.open_review("p1", REQUEST, timeout_s=60)
 
-    assert opened.pending and opened.plan == PLAN and opened.context == "what the planner saw"
+    assert opened.pending and opened.plan == PLAN.model_dump(mode="json") and opened.context == "what the planner saw"
     assert opened.deadline is not None and opened.deadline == pytest.approx(opened.created_at + 60)
     assert service.pending_reviews("p1") == [opened]
     assert service.open_review("p1", REQUEST, timeout_s=60) == opened  # a restarted run asks again
@@ -115,3 +115,20 @@ def test_an_approval_is_the_engines_approve(service: ProjectService) -> None:
     assert review.engine_decision() is None
     answered = service.answer_review(review.review_id, ReviewAnswer(action="approve"), by="timeout")
     assert answered.engine_decision() == Approve()
+
+
+def test_a_review_stored_by_another_version_still_lists(service: ProjectService) -> None:
+    old_plan = {"subtasks": [], "notes": "a field this version does not know"}
+    service.store.add_review(
+        {
+            "review_id": "old",
+            "project_id": "p1",
+            "task_id": "root",
+            "round": 1,
+            "goal": "g",
+            "layer": 0,
+            "plan": old_plan,
+        }
+    )
+    (review,) = service.pending_reviews("p1")
+    assert review.review_id == "old" and review.plan == old_plan
