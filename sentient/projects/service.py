@@ -1,6 +1,7 @@
 """ProjectService: the lifecycle of the projects in one store, for the CLI, the server and the API.
 
-create → execute (or resume) → report / export → delete; every operation names its project and
+create → execute (or resume, cancel) → report / export → delete, and the answers to the plan
+reviews of its runs; every operation names its project and
 raises the errors of :mod:`sentient.projects.errors`, which each adapter maps once (the server to
 HTTP statuses, the CLI to exit codes). How a run is driven (a terminal's event loop, the server's
 engine thread) is the adapter's; what it runs and what it may run is decided here.
