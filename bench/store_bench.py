@@ -207,7 +207,6 @@ def _check(path: Path, nodes: int, calls_per_node: int) -> None:
             "nodes": conn.execute("SELECT COUNT(*) FROM nodes WHERE status = 'DONE'").fetchone()[0],
             "status_changes": conn.execute("SELECT COUNT(*) FROM status_changes").fetchone()[0],
             "calls": conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0],
-            "knowledge": conn.execute("SELECT COUNT(*) FROM knowledge").fetchone()[0],
         }
     finally:
         conn.close()
@@ -215,7 +214,6 @@ def _check(path: Path, nodes: int, calls_per_node: int) -> None:
         "nodes": nodes,
         "status_changes": nodes * len(LIFECYCLE),
         "calls": nodes * calls_per_node,
-        "knowledge": nodes,
     }
     if counts != expected:
         raise BenchError(f"stored {counts}, expected {expected}")

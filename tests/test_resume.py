@@ -133,6 +133,44 @@ def done_ids_before(result: object) -> set[str]:
     return {n.task_id for n in graph if n.status is TaskStatus.DONE}
 
 
+def two_branches() -> ScriptedModel:
+    """root plans a search and a write-up that depends on it; each of them plans two leaves."""
+    plans = {
+        "root": [
+            SubTask(goal="Research why tuples are immutable", task_type=TaskType.SEARCH),
+            SubTask(goal="Write up the tuple findings", task_type=TaskType.WRITE, depends_on_indices=[0]),
+        ],
+        "root.0": [
+            SubTask(goal="Find whether immutable tuples hash", task_type=TaskType.SEARCH),
+            SubTask(goal="Find how lists grow", task_type=TaskType.SEARCH),
+        ],
+        "root.1": [
+            SubTask(goal="Explain when immutable tuples serve as keys", task_type=TaskType.WRITE),
+            SubTask(goal="Write a closing summary", task_type=TaskType.WRITE),
+        ],
+    }
+    return ScriptedModel(script={"planner": lambda request: PlanOutput(subtasks=plans[request.task_id])})
+
+
+async def test_a_resumed_run_offers_what_the_interrupted_run_learned(settings: Settings, store: ProjectStore) -> None:
+    """Context building reads the project's knowledge store: a task of the resumed run is offered
+    the findings of work finished before the interruption, and nothing refills the store."""
+    stopped = await agent(settings, two_branches(), max_depth=2, max_llm_calls=5).arun(
+        GOAL, project_id="p-knowledge", store=store
+    )
+    assert stopped.status == "stopped"
+    assert {k["task_id"] for k in store.knowledge("p-knowledge")} == {"root.0.0", "root.0.1", "root.0"}
+
+    second = two_branches()
+    resumed = await agent(settings, second, max_depth=2).aresume("p-knowledge", store=store, max_llm_calls=100)
+
+    assert resumed.status == "completed"
+    assert not second.calls_for(task_id="root.0.0")
+    [leaf] = second.calls_for(role="executor", task_id="root.1.0")
+    assert "Related finding (root.0.0): Find whether immutable tuples hash" in leaf.request.prompt
+    assert {k["task_id"] for k in store.knowledge("p-knowledge")} == done_ids(store, "p-knowledge")
+
+
 async def test_a_time_budget_stops_the_run(settings: Settings, store: ProjectStore) -> None:
     slow = wide_plan()
     slow.latency = 0.2

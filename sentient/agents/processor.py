@@ -24,7 +24,6 @@ from sentient.agents.schemas import AggregationOutput, AtomizerOutput, Execution
 from sentient.context.builder import AgentContext, ContextBuilder
 from sentient.context.citations import renumber
 from sentient.context.grounding import carry_citations, cite_statements, ground, quotable
-from sentient.context.knowledge import KnowledgeStore
 from sentient.events import (
     EventBus,
     NodeCreated,
@@ -68,7 +67,6 @@ class AgentProcessor:
         settings: EngineSettings,
         runner: AgentRunner,
         context: ContextBuilder,
-        knowledge: KnowledgeStore,
         reviewer: PlanReviewer,
         bus: EventBus,
         toolboxes: Mapping[str, ToolBox] | None = None,
@@ -78,7 +76,6 @@ class AgentProcessor:
         self._settings = settings
         self._runner = runner
         self._context = context
-        self._knowledge = knowledge
         self._reviewer = reviewer
         self._bus = bus
         self._toolboxes = toolboxes or {}
@@ -329,7 +326,6 @@ class AgentProcessor:
         # A citation must resolve: numbers beyond the offered (or tool-found) sources are removed.
         node.result = renumber(answer, {n: n for n in range(1, len(sources) + 1)}).strip()
         node.sources = list(sources)
-        self._knowledge.add(node.task_id, node.goal, node.result, [s.ref for s in node.sources])
         self.move(node, _S.DONE)
 
 

@@ -1,14 +1,24 @@
-"""KnowledgeStore: what the run has learned so far (SQLite), and which of it relates to a goal."""
+"""KnowledgeStore: what a project's finished tasks learned, and which of it relates to a goal.
+
+The entries live in the project store's ``knowledge`` table, one per DONE task: the one record
+of a project's findings, read by the context builder while the project runs and searched by
+users afterwards. A run keeps it in step through its events (the store is a subscriber), so an
+entry is there as soon as its task is DONE, and a task that is removed by a replan or redone by
+a resumed run loses its entry.
+"""
 
 from __future__ import annotations
 
 import math
 import re
-import sqlite3
-import threading
 from collections import Counter
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Any
+
+from sentient.events import Event, NodesRemoved, NodeStatusChanged, RunStarted
+from sentient.graph.status import TaskStatus
+from sentient.store import ProjectStore
 
 _WORD = re.compile(r"[A-Za-z0-9_]{3,}")
 _STOPWORDS = frozenset(
@@ -64,23 +74,40 @@ class KnowledgeEntry:
 
 
 class KnowledgeStore:
-    """Node goals, results and sources of one project; :meth:`related` picks what a goal shares words with."""
+    """The findings of one project in its project store; :meth:`related` picks what a goal shares words with.
 
-    def __init__(self, db_path: Path | str = ":memory:") -> None:
-        self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(db_path), check_same_thread=False)
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS entries ("
-            "  id INTEGER PRIMARY KEY, task_id TEXT UNIQUE NOT NULL, goal TEXT, result TEXT, sources TEXT)"
-        )
+    Subscribe it to a run's events to keep it in step with the run (see the module docstring).
+    """
 
-    def add(self, task_id: str, goal: str, result: str, sources: list[str] | tuple[str, ...] = ()) -> None:
-        """Record a finished node (replacing an earlier entry for the same task)."""
-        with self._lock, self._db:
-            self._db.execute(
-                "INSERT OR REPLACE INTO entries (task_id, goal, result, sources) VALUES (?, ?, ?, ?)",
-                (task_id, goal, result, "\n".join(sources)),
-            )
+    def __init__(self, store: ProjectStore, project_id: str) -> None:
+        self._store = store
+        self._project_id = project_id
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, NodeStatusChanged):
+            node = event.node
+            if node.status is TaskStatus.DONE and node.result is not None:
+                self.add(node.task_id, node.goal, node.result, [s.ref for s in node.sources])
+            elif event.old is TaskStatus.DONE:  # a resumed run redoes it
+                self.forget([node.task_id])
+        elif isinstance(event, NodesRemoved):
+            self.forget(event.task_ids)
+        elif isinstance(event, RunStarted):
+            # A process killed between storing an entry and its task's DONE status left it behind.
+            self.forget([n.task_id for n in event.nodes if n.status is not TaskStatus.DONE])
+
+    def add(self, task_id: str, goal: str, result: str, sources: Sequence[str] = ()) -> None:
+        """Record a finished task (replacing an earlier entry for it); stored before this returns."""
+        self._store.add_knowledge(self._project_id, task_id, goal, result, sources)
+
+    def forget(self, task_ids: Collection[str]) -> None:
+        """Drop the entries of ``task_ids``."""
+        if task_ids:
+            self._store.forget_knowledge(self._project_id, task_ids)
+
+    def entries(self) -> list[KnowledgeEntry]:
+        """Every entry, in the order the tasks finished."""
+        return [_entry(row) for row in self._store.knowledge(self._project_id)]
 
     def related(self, query: str, among: set[str] | frozenset[str], limit: int = 3) -> list[KnowledgeEntry]:
         """The entries of the tasks ``among`` that share the most rare words with ``query``.
@@ -92,36 +119,34 @@ class KnowledgeStore:
         """
         if limit <= 0 or not among:
             return []
-        wanted = sorted(among)
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT task_id, goal, result, sources FROM entries WHERE task_id IN ({','.join('?' * len(wanted))})",
-                wanted,
-            ).fetchall()
-        query_terms = _terms(query)
-        entry_terms = [_terms(f"{r[1]} {r[2]}") & query_terms for r in rows]
-        freq = Counter(t for terms in entry_terms for t in terms)
-        scored = []
-        for row, terms in zip(rows, entry_terms, strict=True):
-            score = sum(math.log(1 + len(rows) / freq[t]) for t in terms)
-            if score > 0:
-                scored.append((-score, row[0], row))
-        scored.sort()
-        return [
-            KnowledgeEntry(
-                task_id=r[0], goal=r[1], result=r[2], sources=tuple(filter(None, r[3].split("\n"))), score=-s
-            )
-            for s, _, r in scored[:limit]
-        ]
+        return _ranked(query, self._store.knowledge(self._project_id, among), limit)
+
+    def search(self, query: str, limit: int = 10) -> list[KnowledgeEntry]:
+        """The entries of the whole project that share the most rare words with ``query``."""
+        if limit <= 0:
+            return []
+        return _ranked(query, self._store.knowledge(self._project_id), limit)
 
     def __len__(self) -> int:
-        with self._lock:
-            (count,) = self._db.execute("SELECT COUNT(*) FROM entries").fetchone()
-        return int(count)
+        return len(self._store.knowledge(self._project_id))
 
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
+
+def _ranked(query: str, rows: list[dict[str, Any]], limit: int) -> list[KnowledgeEntry]:
+    """``rows`` scored by the rare words they share with ``query`` (summed IDF over ``rows``), best first."""
+    query_terms = _terms(query)
+    entry_terms = [_terms(f"{r['goal']} {r['result']}") & query_terms for r in rows]
+    freq = Counter(t for terms in entry_terms for t in terms)
+    scored = []
+    for row, terms in zip(rows, entry_terms, strict=True):
+        score = sum(math.log(1 + len(rows) / freq[t]) for t in terms)
+        if score > 0:
+            scored.append((-score, row["task_id"], row))
+    scored.sort(key=lambda item: item[:2])
+    return [_entry(row, -score) for score, _, row in scored[:limit]]
+
+
+def _entry(row: dict[str, Any], score: float = 0.0) -> KnowledgeEntry:
+    return KnowledgeEntry(row["task_id"], row["goal"], row["result"], tuple(row["sources"]), score)
 
 
 def _terms(text: str) -> set[str]:

@@ -124,7 +124,10 @@ class ProjectRun:
                 if self.writer is not None:
                     self.writer.close()  # nothing was written: the project stays as its owner keeps it
                 raise
-        knowledge = KnowledgeStore()
+        # A run that persists nothing keeps its knowledge in a private in-memory store.
+        knowledge_store = self.store if self.store is not None else self._scratch_store()
+        knowledge = KnowledgeStore(knowledge_store, self.project_id)
+        self.bus.subscribe(knowledge)
         engine: ExecutionEngine | None = None
         crash: str | None = None
         try:
@@ -133,9 +136,6 @@ class ProjectRun:
             if resume:
                 for change in prepare_resume(graph):
                     self.bus.publish(change)
-                for node in graph:
-                    if node.status is TaskStatus.DONE and node.result:
-                        knowledge.add(node.task_id, node.goal, node.result, [s.ref for s in node.sources])
             await asyncio.to_thread(researcher.models.prepare)
             toolboxes = await researcher.toolboxes()
             budget = self.budget = Budget(settings, spent=self.spent)
@@ -156,7 +156,6 @@ class ProjectRun:
                 settings,
                 runner,
                 context,
-                knowledge,
                 researcher.reviewer,
                 self.bus,
                 toolboxes,
@@ -174,13 +173,19 @@ class ProjectRun:
             crash = f"{type(exc).__name__}: {exc}"
             raise
         finally:
-            knowledge.close()
             stop_reason = engine.stop_reason if engine is not None else None
             result = self._result(started, stop_reason, crash)
             self.bus.publish(RunFinished(result.status, result.error, stats=asdict(result.stats)))
+            if knowledge_store is not self.store:
+                knowledge_store.close()
             await asyncio.to_thread(self._save, result)
         logger.info("project {}: {} in {:.1f}s", self.project_id, result.status, result.stats.elapsed_s)
         return result
+
+    def _scratch_store(self) -> ProjectStore:
+        store = ProjectStore.in_memory()
+        store.create_project(self.project_id, self.graph.root.goal, self.researcher.profile.name, {})
+        return store
 
     def _result(self, started: float, stop_reason: str | None, crash: str | None = None) -> RunResult:
         graph, trace = self.graph, self.trace

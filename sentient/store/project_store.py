@@ -18,7 +18,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -34,6 +34,7 @@ from sentient.graph.task_graph import TaskGraph
 from sentient.store.schema import SchemaVersionError, connect
 
 DB_NAME = "sentient.db"
+_IN_MEMORY = ":memory:"  # SQLite's name for a database without a file
 _PROJECT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
 
@@ -243,6 +244,11 @@ class ProjectStore:
     def open(cls, results_dir: Path) -> ProjectStore:
         """The store of a results folder (``project_results/sentient.db`` by default)."""
         return cls(Path(results_dir) / DB_NAME)
+
+    @classmethod
+    def in_memory(cls) -> ProjectStore:
+        """A store that lives and dies with this object: nothing is written to disk."""
+        return cls(Path(_IN_MEMORY))
 
     def close(self) -> None:
         with self._lock:
@@ -532,14 +538,35 @@ class ProjectStore:
             out.append(call)
         return out
 
-    def knowledge(self, project_id: str) -> list[dict[str, Any]]:
-        """What DONE nodes learned: ``{task_id, goal, result, sources}`` (source refs), in order."""
+    # -- knowledge -------------------------------------------------------------------------
+
+    def add_knowledge(self, project_id: str, task_id: str, goal: str, result: str, sources: Sequence[str]) -> None:
+        """Record what a DONE task learned (``sources`` as refs), replacing an earlier entry for it."""
         check_project_id(project_id)
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO knowledge (project_id, task_id, goal, result, sources) VALUES (?, ?, ?, ?, ?)",
+                (project_id, task_id, goal, result, _dumps(list(sources))),
+            )
+
+    def forget_knowledge(self, project_id: str, task_ids: Collection[str]) -> None:
+        """Delete the entries of ``task_ids`` (those without one are skipped)."""
+        check_project_id(project_id)
+        with self.transaction() as conn:
+            conn.execute(
+                "DELETE FROM knowledge WHERE project_id = ? AND task_id IN (SELECT value FROM json_each(?))",
+                (project_id, _dumps(list(task_ids))),
+            )
+
+    def knowledge(self, project_id: str, task_ids: Collection[str] | None = None) -> list[dict[str, Any]]:
+        """What DONE tasks learned: ``{task_id, goal, result, sources}`` (source refs), in the order they
+        finished; only the entries of ``task_ids`` when given."""
+        check_project_id(project_id)
+        sql, params = "SELECT task_id, goal, result, sources FROM knowledge WHERE project_id = ?", [project_id]
+        if task_ids is not None:
+            sql, params = sql + " AND task_id IN (SELECT value FROM json_each(?))", [*params, _dumps(list(task_ids))]
         with self._reading() as conn:
-            rows = conn.execute(
-                "SELECT task_id, goal, result, sources FROM knowledge WHERE project_id = ? ORDER BY rowid",
-                (project_id,),
-            ).fetchall()
+            rows = conn.execute(sql + " ORDER BY rowid", params).fetchall()
         return [{**dict(row), "sources": json.loads(row["sources"])} for row in rows]
 
     # -- reviews ---------------------------------------------------------------------------

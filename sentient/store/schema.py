@@ -90,7 +90,7 @@ CREATE TABLE calls (
 );
 CREATE INDEX calls_by_node ON calls (project_id, task_id);
 
--- What the run learned (DONE nodes), to rebuild the knowledge store on resume.
+-- What DONE nodes learned: the knowledge store (sentient.context.knowledge), written as each finishes.
 CREATE TABLE knowledge (
     project_id TEXT NOT NULL REFERENCES projects (project_id) ON DELETE CASCADE,
     task_id    TEXT NOT NULL,

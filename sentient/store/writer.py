@@ -5,6 +5,10 @@ can: it appends the event (immutable, with the snapshot of the node it concerns)
 JSON, no SQL. A background thread drains the queue and writes each batch in one transaction,
 typically within a few milliseconds of the event. The writer reads nothing but events: a node's
 row is its latest snapshot, counters included as totals, so every agent call is counted once.
+
+What DONE nodes learned is not written here: the knowledge store
+(:class:`sentient.context.knowledge.KnowledgeStore`) stores each entry at once, since the next
+agent call may need it.
 """
 
 from __future__ import annotations
@@ -22,7 +26,6 @@ from loguru import logger
 
 from sentient.events import AgentCallFinished, Event, NodeCreated, NodeSnapshot, NodesRemoved, NodeStatusChanged
 from sentient.graph.node import Source
-from sentient.graph.status import TaskStatus
 from sentient.store.project_store import ProjectStore, StoreError, check_project_id
 
 _CREATED, _STATUS, _REMOVED, _CALL, _FLUSH, _STOP = range(6)
@@ -51,7 +54,6 @@ _CALL_INSERT = (
     17,
     "",
 )
-_KNOWLEDGE_INSERT = ("INSERT OR REPLACE INTO knowledge (project_id, task_id, goal, result, sources)", 5, "")
 # A node's row takes its latest snapshot as is: counters are the node's totals (the engine counts
 # each call once, on the node), never increments to add up.
 _NODE_UPDATE = (
@@ -275,7 +277,6 @@ class _Rows:
         self.nodes: list[tuple[Any, ...]] = []
         self.updates: dict[str, NodeSnapshot] = {}  # the latest snapshot of each node wins
         self.changes: list[tuple[Any, ...]] = []
-        self.knowledge: list[tuple[Any, ...]] = []
         self.calls: list[tuple[Any, ...]] = []
 
     def add_node(self, node: NodeSnapshot, seq: int) -> None:
@@ -300,9 +301,6 @@ class _Rows:
         node = event.node
         self.updates[node.task_id] = node
         self.changes.append((self.project_id, node.task_id, event.old, node.status, event.at, event.error))
-        if node.status is TaskStatus.DONE and node.result is not None:
-            refs = _json_list([s.ref for s in node.sources])
-            self.knowledge.append((self.project_id, node.task_id, node.goal, node.result, refs))
 
     def add_call(self, event: AgentCallFinished) -> None:
         if event.node is not None:
@@ -334,7 +332,6 @@ class _Rows:
         _update(conn, _NODE_UPDATE, [_node_update(node) for node in self.updates.values()], self.project_id)
         _insert(conn, _CHANGE_INSERT, self.changes)
         _insert(conn, _CALL_INSERT, self.calls)
-        _insert(conn, _KNOWLEDGE_INSERT, self.knowledge)
 
 
 def _node_update(node: NodeSnapshot) -> tuple[Any, ...]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import pytest
@@ -13,6 +13,7 @@ from sentient.graph.node import NodeType, Source, TaskNode, TaskType
 from sentient.graph.plan import SubTask
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
+from sentient.store import ProjectStore
 
 OVERALL = "Explain how Python lists and tuples differ"
 A = Source(ref="/docs/list.md", title="Lists", snippet="Lists are mutable sequences.")
@@ -41,7 +42,7 @@ class Tree:
 
 
 @pytest.fixture
-def tree() -> Tree:
+def tree() -> Iterator[Tree]:
     graph = TaskGraph()
     graph.add_root(OVERALL, TaskType.WRITE, NodeType.PLAN)
     graph.add_children(
@@ -61,7 +62,9 @@ def tree() -> Tree:
         ],
         [NodeType.EXECUTE] * 3,
     )
-    return Tree(graph, KnowledgeStore())
+    with ProjectStore.in_memory() as projects:
+        projects.create_project("p-1", OVERALL, "general_agent", {})
+        yield Tree(graph, KnowledgeStore(projects, "p-1"))
 
 
 def titles(context: AgentContext) -> list[str]:

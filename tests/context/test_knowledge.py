@@ -1,18 +1,34 @@
-"""KnowledgeStore: what a run learned, in a real SQLite table, and which of it relates to a goal."""
+"""KnowledgeStore: what a project learned, in its project store (a temp-dir file), and which of it relates to a goal."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from sentient.context.knowledge import KnowledgeStore
+from sentient.events import EventBus, NodesRemoved, NodeStatusChanged, RunStarted, snapshot
+from sentient.graph.node import NodeType, Source, TaskNode, TaskType
+from sentient.graph.plan import SubTask
+from sentient.graph.status import TaskStatus
+from sentient.graph.task_graph import TaskGraph
+from sentient.store import ProjectStore
+
+PROJECT = "p-1"
 
 
 @pytest.fixture
-def store() -> KnowledgeStore:
-    knowledge = KnowledgeStore()
+def projects(tmp_path: Path) -> Iterator[ProjectStore]:
+    with ProjectStore.open(tmp_path) as projects:
+        projects.create_project(PROJECT, "Explain lists and tuples", "general_agent", {})
+        yield projects
+
+
+@pytest.fixture
+def store(projects: ProjectStore) -> KnowledgeStore:
+    knowledge = KnowledgeStore(projects, PROJECT)
     knowledge.add("root.0", "Find how lists grow", "Lists over-allocate when they grow.", ["/docs/list.md"])
     knowledge.add(
         "root.1",
@@ -69,8 +85,8 @@ def test_adding_a_task_again_replaces_its_entry(store: KnowledgeStore) -> None:
     assert [e.result for e in store.related("clay", ALL)] == ["Clay soil drains slowly."]
 
 
-def test_concurrent_adds_from_threads_are_all_kept() -> None:
-    knowledge = KnowledgeStore()
+def test_concurrent_adds_from_threads_are_all_kept(projects: ProjectStore) -> None:
+    knowledge = KnowledgeStore(projects, PROJECT)
     with ThreadPoolExecutor(max_workers=8) as pool:
         list(pool.map(lambda i: knowledge.add(f"t.{i}", f"goal {i}", f"zebrafinding number {i}"), range(50)))
     assert len(knowledge) == 50
@@ -78,10 +94,96 @@ def test_concurrent_adds_from_threads_are_all_kept() -> None:
 
 
 def test_a_file_backed_store_keeps_its_entries_across_instances(tmp_path: Path) -> None:
-    path = tmp_path / "knowledge.sqlite"
-    first = KnowledgeStore(path)
-    first.add("root.0", "Find the GIL", "The GIL serialises bytecode.", ["/docs/gil.md"])
-    first.close()
-    second = KnowledgeStore(path)
-    assert [e.task_id for e in second.related("GIL bytecode", {"root.0"})] == ["root.0"]
-    second.close()
+    with ProjectStore.open(tmp_path) as projects:
+        projects.create_project(PROJECT, "Explain the GIL", "general_agent", {})
+        KnowledgeStore(projects, PROJECT).add(
+            "root.0", "Find the GIL", "The GIL serialises bytecode.", ["/docs/gil.md"]
+        )
+    with ProjectStore.open(tmp_path) as projects:
+        assert [e.task_id for e in KnowledgeStore(projects, PROJECT).related("GIL bytecode", {"root.0"})] == ["root.0"]
+
+
+def test_each_project_has_its_own_entries(projects: ProjectStore, store: KnowledgeStore) -> None:
+    projects.create_project("p-2", "Describe soil", "general_agent", {})
+    other = KnowledgeStore(projects, "p-2")
+    other.add("root.0", "Describe clay", "Clay holds water; lists are unrelated.", [])
+    assert len(other) == 1 and len(store) == 3
+    assert [e.result for e in store.related("clay lists", {"root.0"})] == ["Lists over-allocate when they grow."]
+
+
+def test_search_ranks_the_whole_project_and_entries_keep_the_finishing_order(store: KnowledgeStore) -> None:
+    assert [e.task_id for e in store.search("tuples immutable lists")] == ["root.1", "root.0"]
+    assert [e.task_id for e in store.search("loam", limit=5)] == ["root.2"]
+    assert store.search("what is the") == [] and store.search("tuples", limit=0) == []
+    assert [e.task_id for e in store.entries()] == ["root.0", "root.1", "root.2"]
+    assert store.entries()[1].sources == ("/docs/tuple.md", "/docs/list.md")
+
+
+def test_forget_drops_only_the_given_entries(store: KnowledgeStore) -> None:
+    store.forget(["root.0", "root.9"])
+    assert [e.task_id for e in store.entries()] == ["root.1", "root.2"]
+
+
+# -- kept in step with a run's events --------------------------------------------------------------
+
+
+class Run:
+    """A graph moved and announced the way the engine's processor does it, with the store subscribed."""
+
+    def __init__(self, knowledge: KnowledgeStore) -> None:
+        self.graph = TaskGraph()
+        self.bus = EventBus()
+        self.bus.subscribe(knowledge)
+        root = self.graph.add_root("Explain lists and tuples", TaskType.WRITE, NodeType.PLAN)
+        subtasks = [SubTask(goal=g, task_type=TaskType.SEARCH) for g in ("Find list growth", "Find tuple hashing")]
+        self.graph.add_children(root.task_id, subtasks, [NodeType.EXECUTE] * 2)
+
+    def move(self, task_id: str, *targets: TaskStatus) -> TaskNode:
+        node = self.graph.get(task_id)
+        for target in targets:
+            old = node.move_to(target)
+            self.bus.publish(NodeStatusChanged(snapshot(node), old, node.history[-1].at))
+        return node
+
+    def finish(self, task_id: str, result: str) -> None:
+        node = self.move(task_id, TaskStatus.EXECUTING)
+        node.result = result
+        node.sources = [Source(ref=f"/docs/{task_id}.md", title="Doc", snippet="…")]
+        self.move(task_id, TaskStatus.DONE)
+
+
+def test_a_done_task_is_known_as_soon_as_its_status_is_published(projects: ProjectStore) -> None:
+    run = Run(KnowledgeStore(projects, PROJECT))
+    run.finish("root.0", "Lists over-allocate when they grow.")
+    assert projects.knowledge(PROJECT) == [
+        {
+            "task_id": "root.0",
+            "goal": "Find list growth",
+            "result": "Lists over-allocate when they grow.",
+            "sources": ["/docs/root.0.md"],
+        }
+    ]
+
+
+def test_a_task_removed_by_a_replan_loses_its_entry(projects: ProjectStore) -> None:
+    knowledge = KnowledgeStore(projects, PROJECT)
+    run = Run(knowledge)
+    run.finish("root.0", "Lists over-allocate when they grow.")
+    run.finish("root.1", "Tuples hash by their items.")
+    run.bus.publish(NodesRemoved("root", tuple(run.graph.remove_subtree("root.1"))))
+    assert [e.task_id for e in knowledge.entries()] == ["root.0"]
+
+
+def test_a_resumed_run_forgets_what_is_no_longer_done(projects: ProjectStore) -> None:
+    """A DONE task redone by a resume loses its entry, and so does an entry whose task's DONE status
+    was never stored (the process was killed in between)."""
+    knowledge = KnowledgeStore(projects, PROJECT)
+    run = Run(knowledge)
+    run.finish("root.0", "Lists over-allocate when they grow.")
+    knowledge.add("root.1", "Find tuple hashing", "Tuples hash by their items.")  # root.1 itself is still READY
+    run.bus.publish(RunStarted(PROJECT, tuple(snapshot(n) for n in run.graph), resumed=True))
+    assert [e.task_id for e in knowledge.entries()] == ["root.0"]
+    node = run.graph.get("root.0")
+    node.status = TaskStatus.READY  # as engine.resume resets it, announced as a change from DONE
+    run.bus.publish(NodeStatusChanged(snapshot(node), TaskStatus.DONE, 0.0))
+    assert knowledge.entries() == []

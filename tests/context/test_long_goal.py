@@ -7,6 +7,7 @@ from sentient.context.knowledge import KnowledgeStore
 from sentient.graph.node import NodeType, TaskType
 from sentient.graph.plan import SubTask
 from sentient.graph.task_graph import TaskGraph
+from sentient.store import ProjectStore
 
 
 def test_a_100_kb_goal_is_shortened_with_a_marker_in_every_context() -> None:
@@ -16,8 +17,9 @@ def test_a_100_kb_goal_is_shortened_with_a_marker_in_every_context() -> None:
     [child] = graph.add_children(
         root.task_id, [SubTask(goal="Find the main claim", task_type=TaskType.THINK)], [NodeType.EXECUTE]
     )
-    knowledge = KnowledgeStore()
-    try:
+    with ProjectStore.in_memory() as projects:
+        projects.create_project("p-1", goal, "general_agent", {})
+        knowledge = KnowledgeStore(projects, "p-1")
         builder = ContextBuilder(graph, knowledge, token_budget=3000, knowledge_results=0)
         for context in (builder.for_planning(root), builder.for_execution(child, [])):
             rendered = context.render()
@@ -27,5 +29,3 @@ def test_a_100_kb_goal_is_shortened_with_a_marker_in_every_context() -> None:
         short = ContextBuilder(graph, knowledge, token_budget=10, knowledge_results=0)
         root.goal = "Compare lists and tuples"
         assert "Compare lists and tuples" in short.for_planning(root).render(), "a short goal is never cut"
-    finally:
-        knowledge.close()

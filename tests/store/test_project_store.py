@@ -102,6 +102,7 @@ def _fill(store: ProjectStore, project_id: str) -> None:
                 root.result = "answer"
             old = root.move_to(target)
             bus.publish(NodeStatusChanged(snapshot(root), old, root.history[-1].at))
+        store.add_knowledge(project_id, "root", root.goal, "answer", [])
         root.agent_calls, root.input_tokens, root.output_tokens = 1, 10, 2
         bus.publish(
             AgentCallFinished(
