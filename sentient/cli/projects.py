@@ -1,4 +1,4 @@
-"""``sentient projects``: list, show, export and delete the projects in the store.
+"""``sentient projects``: list, show, search, export and delete the projects in the store.
 
 Exit codes: 0 done, 1 not done (deletion declined), 2 bad input (unknown id, invalid id, a
 project that is still running).
@@ -50,14 +50,21 @@ _NODE_STYLE = {TaskStatus.DONE: "green", TaskStatus.FAILED: "red", TaskStatus.CA
 
 
 def add_projects_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``projects`` (with ``list``, ``show``, ``export``, ``delete``) to the CLI's subcommands."""
+    """Add ``projects`` (with ``list``, ``show``, ``knowledge``, ``export``, ``delete``) to the CLI's subcommands."""
     projects: argparse.ArgumentParser = subparsers.add_parser(
-        "projects", help="list, show, export or delete stored projects"
+        "projects", help="list, show, search, export or delete stored projects"
     )
-    commands = projects.add_subparsers(dest="projects_command", required=True, metavar="{list,show,export,delete}")
+    commands = projects.add_subparsers(
+        dest="projects_command", required=True, metavar="{list,show,knowledge,export,delete}"
+    )
     commands.add_parser("list", help="every project, newest first")
     show = commands.add_parser("show", help="a project's status, statistics, reviews and task tree")
     show.add_argument("project_id")
+    knowledge = commands.add_parser(
+        "knowledge", help="what a project's finished tasks learned, or the 10 findings best matching QUERY"
+    )
+    knowledge.add_argument("project_id")
+    knowledge.add_argument("query", nargs="?", help="words to look for (default: every finding, in order)")
     export = commands.add_parser("export", help="write a project's report (md, html) or all its data (json)")
     export.add_argument("project_id")
     export.add_argument("--format", choices=("md", "html", "json"), default="md", help="default: md")
@@ -74,7 +81,9 @@ def run_projects(
     """Run a ``sentient projects`` command; returns the exit code."""
     out = out or Console()
     err = err or Console(stderr=True)
-    handler = {"list": _list, "show": _show, "export": _export, "delete": _delete}[args.projects_command]
+    handler = {"list": _list, "show": _show, "knowledge": _knowledge, "export": _export, "delete": _delete}[
+        args.projects_command
+    ]
     try:
         with ProjectStore.open(settings.results_dir) as store:
             return handler(args, ProjectService(store, settings), out, err)
@@ -209,6 +218,26 @@ def _node_label(graph: TaskGraph, task_id: str) -> str:
     if node.error:
         label += f" [red]— {escape(_shorten(node.error))}[/]"
     return label
+
+
+# -- knowledge -------------------------------------------------------------------------------
+
+
+def _knowledge(args: argparse.Namespace, service: ProjectService, out: Console, err: Console) -> int:
+    entries = service.knowledge(args.project_id, args.query)
+    if not entries:
+        what = "no finished task yet" if args.query is None else f"no finding shares a word with {args.query!r}"
+        err.print(escape(_printable(what)), highlight=False, soft_wrap=True)
+        return EXIT_OK
+    for entry in entries:
+        out.print(
+            f"[bold]{escape(entry.task_id)}[/]  {escape(_printable(entry.goal))}", highlight=False, soft_wrap=True
+        )
+        out.print(escape(_printable(entry.result)), highlight=False, soft_wrap=True)
+        for ref in entry.sources:
+            out.print(f"[dim]source: {escape(_printable(ref))}[/]", highlight=False, soft_wrap=True)
+        out.print()
+    return EXIT_OK
 
 
 # -- export --------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,6 +21,7 @@ from agno.models.base import Model
 from pydantic import ValidationError
 
 from sentient.agents.registry import AgentRegistry
+from sentient.context.knowledge import KnowledgeEntry, KnowledgeStore
 from sentient.events import Subscriber
 from sentient.exceptions import GraphError
 from sentient.graph.node import TaskNode
@@ -142,6 +143,13 @@ class ProjectService:
             "report": data,
             "calls": self.calls(project_id),
         }
+
+    def knowledge(self, project_id: str, query: str | None = None) -> Sequence[KnowledgeEntry]:
+        """What the project's finished tasks learned, in the order they finished; with a ``query``, the
+        (at most 10) entries that share the most rare words with it, best first."""
+        self.get(project_id)
+        knowledge = KnowledgeStore(self.store, project_id)
+        return knowledge.entries() if query is None else knowledge.search(query)
 
     def _stored_report(self, project_id: str) -> Report | None:
         data = self.store.get_report_data(project_id)

@@ -15,6 +15,7 @@ import pytest
 from rich.console import Console
 
 from sentient.cli.projects import add_projects_parser, run_projects
+from sentient.context.knowledge import KnowledgeStore
 from sentient.events import AgentCallFinished, EventBus, NodeCreated, NodeStatusChanged, snapshot
 from sentient.graph.node import NodeType, Source, TaskNode, TaskType
 from sentient.graph.status import TaskStatus
@@ -82,6 +83,7 @@ def _stored_run(cli: Cli, project_id: str = "lists-tuples", *, report: bool = Tr
         bus = EventBus()
         with StoreWriter(store, project_id) as writer:
             bus.subscribe(writer)
+            bus.subscribe(KnowledgeStore(store, project_id))
             _announce(bus, root)
             _move(bus, root, S.PLANNING, S.ATOMIZATION)
             subs = [SubTask(goal="Lists", task_type=TaskType.SEARCH), SubTask(goal="Tuples", task_type=TaskType.SEARCH)]
@@ -185,6 +187,35 @@ def test_unknown_project_is_one_clear_line_and_exit_2(cli: Cli) -> None:
 def test_invalid_project_id_is_refused(cli: Cli) -> None:
     assert cli("export", "../../etc/passwd") == 2
     assert "invalid project id" in cli.err and len(cli.err.strip().splitlines()) == 1
+
+
+# -- knowledge -----------------------------------------------------------------------------
+
+
+def test_knowledge_prints_what_each_finished_task_learned_in_order(cli: Cli) -> None:
+    _stored_run(cli)
+
+    assert cli("knowledge", "lists-tuples") == 0
+
+    assert cli.out.split("\n\n")[:2] == [
+        "root.0  Lists\nLists are mutable [1].\nsource: lists.md",
+        f"root  {GOAL}\nLists are mutable [1].\nsource: lists.md",
+    ]
+
+
+def test_knowledge_with_a_query_prints_the_matching_findings_only(cli: Cli) -> None:
+    _stored_run(cli)
+
+    assert cli("knowledge", "lists-tuples", "when to use tuples") == 0
+    assert cli.out.startswith(f"root  {GOAL}\n") and "root.0" not in cli.out
+
+    assert cli("knowledge", "lists-tuples", "zebra") == 0
+    assert cli.out == "" and cli.err.strip() == "no finding shares a word with 'zebra'"
+
+
+def test_knowledge_of_an_unknown_project_is_exit_2(cli: Cli) -> None:
+    assert cli("knowledge", "nope", "lists") == 2
+    assert cli.err.strip() == "error: no project 'nope': see `sentient projects list` for the existing ones"
 
 
 # -- export --------------------------------------------------------------------------------

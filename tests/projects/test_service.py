@@ -97,6 +97,23 @@ async def test_create_then_execute_then_report(service: ProjectService, docs: Pa
     assert [p.project_id for p in service.list()] == ["p1"]
 
 
+async def test_knowledge_lists_and_searches_what_the_finished_tasks_learned(
+    service: ProjectService, docs: Path
+) -> None:
+    service.create(GOAL, PROFILE, ENGINE, project_id="p1")
+    result = await service.execute(researcher(service, "p1", wide_plan(), docs), "p1")
+
+    entries = service.knowledge("p1")
+    assert [e.task_id for e in entries][-1] == "root"  # in the order they finished: the root last
+    assert {e.task_id: (e.goal, e.result) for e in entries} == {
+        n.task_id: (n.goal, n.result) for n in result.graph if n.status is TaskStatus.DONE
+    }
+    hits = service.knowledge("p1", "comparison")
+    assert "root.6" in [e.task_id for e in hits]
+    assert all("comparison" in f"{e.goal} {e.result}".lower() for e in hits)
+    assert service.knowledge("p1", "zebra") == []
+
+
 def test_settings_are_merged_once_with_one_error_style(service: ProjectService) -> None:
     with pytest.raises(ConfigError, match="unknown engine setting"):
         service.create(GOAL, PROFILE, {"max_deptth": 2})
@@ -122,6 +139,7 @@ async def test_cancel_then_resume_does_not_redo_done_nodes(service: ProjectServi
     assert service.get("p2").status == "cancelled"
     finished = done_ids(service, "p2")
     assert finished
+    assert {e.task_id for e in service.knowledge("p2")} == finished
     assert service.resume_mode("p2") == "resume"
 
     second = wide_plan()
@@ -130,6 +148,7 @@ async def test_cancel_then_resume_does_not_redo_done_nodes(service: ProjectServi
     assert result.status == "completed"
     assert not {c.request.task_id for c in second.calls} & finished
     assert "planner" not in {c.request.role for c in second.calls}
+    assert {e.task_id for e in service.knowledge("p2")} == done_ids(service, "p2")
     with pytest.raises(ProjectCompletedError):
         service.resume_mode("p2")
 
@@ -228,7 +247,19 @@ def test_delete_refuses_a_project_a_live_process_runs(service: ProjectService) -
 
 @pytest.mark.parametrize(
     "call",
-    ["get", "graph", "report", "export", "delete", "restart", "resume_mode", "check_running", "calls", "reviews"],
+    [
+        "get",
+        "graph",
+        "report",
+        "export",
+        "knowledge",
+        "delete",
+        "restart",
+        "resume_mode",
+        "check_running",
+        "calls",
+        "reviews",
+    ],
 )
 def test_an_unknown_project_is_project_not_found(service: ProjectService, call: str) -> None:
     with pytest.raises(ProjectNotFoundError):
