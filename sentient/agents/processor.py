@@ -20,10 +20,10 @@ from sentient.agents.config import AgentConfig, Role
 from sentient.agents.prompts import aggregate_task, atomize_task, execute_task, modify_task, plan_task
 from sentient.agents.registry import Profile
 from sentient.agents.runner import AgentCall, AgentRunner
-from sentient.agents.schemas import AggregationOutput, AtomizerOutput, ExecutionOutput
+from sentient.agents.schemas import AggregationOutput, AnswerOutput, AtomizerOutput, ExecutionOutput
 from sentient.context.builder import AgentContext, ContextBuilder
 from sentient.context.citations import renumber
-from sentient.context.grounding import carry_citations, cite_statements, ground, quotable
+from sentient.context.grounding import carry_citations, cite_by_evidence, cite_statements, ground
 from sentient.events import (
     EventBus,
     NodeCreated,
@@ -156,15 +156,19 @@ class AgentProcessor:
             found = await self._retrieve(node, tools)
             context = self._context.for_execution(node, found)
             sink = SourceSink(context.sources)
-            task = execute_task(node, has_sources=bool(context.sources))
-            quotes = quotable(context.sources)
-            output = await self._ask(
-                node, Role.EXECUTOR, agent, task, context, ExecutionOutput, tools, sink, quotes=quotes
-            )
+            if context.sources and self._runner.decodes_under_grammar(agent):
+                # The embedded model answers from its sources more often when asked for the answer
+                # alone (bench/README.md, answer quality); its [n] are checked against the sources here.
+                task = execute_task(node, has_sources=True, quoting=False)
+                plain = await self._ask(node, Role.EXECUTOR, agent, task, context, AnswerOutput, tools, sink)
+                grounded = cite_by_evidence(plain.answer, node.goal, sink.sources)
+            else:
+                task = execute_task(node, has_sources=bool(context.sources))
+                output = await self._ask(node, Role.EXECUTOR, agent, task, context, ExecutionOutput, tools, sink)
+                grounded = ground(output.answer, output.citations, sink.sources)
         except AgentError as exc:
             self.fail(node, str(exc))
             return
-        grounded = ground(output.answer, output.citations, sink.sources)
         node.warnings.extend(grounded.notes)
         self._finish(node, grounded.text, grounded.sources)
 
@@ -207,11 +211,10 @@ class AgentProcessor:
         tools: ToolBox | None = None,
         sink: SourceSink | None = None,
         layer: int | None = None,
-        quotes: tuple[str, ...] = (),
     ) -> T:
         layer = node.layer if layer is None else layer
         call = AgentCall(
-            node.task_id, node.goal, role, agent, task, context, tools, sink, layer, quotes, partial(_charge, node)
+            node.task_id, node.goal, role, agent, task, context, tools, sink, layer, partial(_charge, node)
         )
         reply = await self._runner.run(call, schema)
         node.warnings.extend(reply.notes)

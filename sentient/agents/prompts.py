@@ -35,7 +35,17 @@ def atomize_task(goal: str, task_type: str) -> str:
     )
 
 
-def execute_task(node: TaskNode, has_sources: bool) -> str:
+def execute_task(node: TaskNode, has_sources: bool, quoting: bool = True) -> str:
+    """An executor's task. ``quoting``: it gives a quote for each citation (else its citations
+    are checked against what the sources state, in code)."""
+    if has_sources and not quoting:
+        return (
+            f"Task: {node.goal}\n\n"
+            "Answer the task from the numbered sources above, directly and concisely, in one to three "
+            "sentences, and cite the source of each fact as [n]. If the sources do not contain the answer, "
+            "give the best answer you know without a citation and say that the sources do not confirm it.\n"
+            'Answer with JSON: {"answer": "<the answer, citing [n]>"}'
+        )
     if has_sources:
         return (
             f"Task: {node.goal}\n\n"

@@ -43,7 +43,6 @@ from sentient.agents.models.cache import CachedResponse, ResponseCache
 from sentient.agents.models.factory import ModelHandle
 from sentient.agents.models.providers import Provider, response_format_for
 from sentient.agents.models.resilience import DeadlineExceeded, call_with_retries, describe
-from sentient.agents.schemas import ExecutionOutput, quoting_schema
 from sentient.budget import Budget
 from sentient.context.builder import AgentContext, estimate_tokens
 from sentient.events import AgentCallFinished, EventBus, NodeSnapshot
@@ -75,7 +74,6 @@ class AgentCall:
     tools: ToolBox | None = None  # offered to models that run a tool-call loop (hosted ones)
     sink: SourceSink | None = None  # numbers the sources tools return; the node cites them
     layer: int = 0  # depth of the task the call is about (an atomizer decides for the layer below)
-    quotes: tuple[str, ...] = ()  # the sentences an executor may quote (held to them under a grammar)
     # Counts the call (input tokens, output tokens, cost) on its node, once, and returns the node's
     # snapshot for the call's event; None: the call is charged to no node.
     charge: Callable[[int, int, float], NodeSnapshot] | None = None
@@ -140,6 +138,10 @@ class AgentRunner:
         self._transient_attempts = max_transient_attempts
         self._backoff_s = backoff_s
 
+    def decodes_under_grammar(self, agent: AgentConfig) -> bool:
+        """Whether ``agent``'s model is held to the output schema's grammar (the embedded one)."""
+        return self._model_for(agent).grammar
+
     async def run(self, call: AgentCall, schema: type[T]) -> AgentReply[T]:
         """Run ``call`` until its output validates as ``schema``; raise AgentError otherwise."""
         handle = self._model_for(call.agent)
@@ -192,13 +194,12 @@ class AgentRunner:
         notes: list[str],
     ) -> tuple[str, T]:
         tools = call.tools if call.tools is not None and call.sink is not None and handle.native_tools else None
-        asked = _asked_schema(call, handle, schema)
         key = None
         if handle.cache is not None:
             key = ResponseCache.key(
                 handle.name,
                 [{"role": "system", "content": call.agent.instructions}, {"role": "user", "content": prompt}],
-                _schema_of(asked),
+                _schema_of(schema),
                 list(tools.names) if tools is not None else [],
             )
         cached = handle.cache.get(key) if handle.cache is not None and key is not None else None
@@ -210,7 +211,7 @@ class AgentRunner:
             _replay_tools(cached.extra, call.sink)
         else:
             found_before = len(call.sink) if call.sink is not None else 0
-            raw, used_in, used_out = await self._call_model(call, handle, prompt, asked, attempt, tools)
+            raw, used_in, used_out = await self._call_model(call, handle, prompt, schema, attempt, tools)
             cost = handle.price.cost(used_in, used_out)
             tally.input_tokens += used_in
             tally.output_tokens += used_out
@@ -404,15 +405,7 @@ class AgentRunner:
         )
 
 
-def _asked_schema(call: AgentCall, handle: ModelHandle, schema: type[T]) -> type[BaseModel]:
-    """The schema a model is asked for: an executor's quotes are held to the sentences it was
-    shown where the model decodes under a grammar; its output is validated as ``schema`` all the same."""
-    if call.quotes and handle.grammar and issubclass(schema, ExecutionOutput):
-        return quoting_schema(call.quotes)
-    return schema
-
-
-@functools.lru_cache(maxsize=64)  # executors' quoting schemas are made per call
+@functools.lru_cache(maxsize=64)
 def _schema_of(schema: type[BaseModel]) -> dict[str, Any]:
     return schema.model_json_schema()
 

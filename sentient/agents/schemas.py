@@ -5,10 +5,7 @@ Planners and plan modifiers answer with a plan, whose vocabulary lives in :mod:`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class AtomizerOutput(BaseModel):
@@ -38,29 +35,13 @@ class ExecutionOutput(BaseModel):
     answer: str = Field(min_length=1)
 
 
-def quoting_schema(quotes: Sequence[str]) -> type[ExecutionOutput]:
-    """``ExecutionOutput`` whose quotes must be one of ``quotes`` (the sentences of the sources shown).
+class AnswerOutput(BaseModel):
+    """An executor's answer on a model decoded under a grammar (the embedded one): the answer
+    alone, citing sources with [n]. Small models answer better from a plain "answer from these
+    sources" request than when they must pick quotes first; each citation is then checked in
+    code against what the cited source states (sentient.context.grounding.cite_by_evidence)."""
 
-    Given to a model decoded under a grammar (the embedded one), it can only copy a real
-    sentence: small models otherwise "quote" their own restatement of the answer, which no
-    source contains, and the citation is lost. Its answer is then written after the evidence
-    it picked. The model's output is still validated against plain ``ExecutionOutput``.
-    """
-    # llama-cpp-python's grammar converter does not escape backslashes, so a value holding '"' or
-    # '\\' breaks the grammar (and llama.cpp then decodes unconstrained): such sentences are offered
-    # with single quotes, or not at all. Quotes are compared without punctuation, so they still verify.
-    offered = tuple(dict.fromkeys(q.replace('"', "'") for q in quotes if "\\" not in q))
-    if not offered:
-        return ExecutionOutput
-    quote: Any = Literal[offered]
-    citation = create_model(
-        "Citation", __base__=Citation, quote=(quote, Field(description="A sentence copied from that source."))
-    )
-    return create_model(
-        "ExecutionOutput",
-        __base__=ExecutionOutput,
-        citations=(list[citation], Field(default_factory=list, max_length=4)),
-    )
+    answer: str = Field(min_length=1)
 
 
 class AggregationOutput(BaseModel):

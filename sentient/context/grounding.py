@@ -42,12 +42,23 @@ _SENTENCE_BREAK = re.compile(r"((?<=[.!?])[ \t]+(?!\[\d)|\n+)")
 MAX_QUOTE_WORDS = 30  # a longer sentence is offered as quotes of QUOTE_PIECE_WORDS words
 QUOTE_PIECE_WORDS = 25
 _TRAILING = re.compile(r"[.!?:;]*\s*$")
+_CITED_CLAUSE = re.compile(r"((?:\s*\[\d+(?:\s*,\s*\d+)*\])+)")  # a run of citation markers
 MIN_SUPPORT = 0.6  # share of an answer's own words (and every number) a sentence must hold to state it
 _COMMON = (
     "a an and are as at be been by did do does for from had has have how in is it its many much of on or "
     "that the their there they this to under was were what when where which who whom whose why with"
 )
-_STOP_WORDS = frozenset(_COMMON.split())  # words that state nothing an answer adds
+# Words an answer uses to point at its sources ("as stated in [2]") state nothing either.
+_ATTRIBUTION = (
+    "according citing confirm confirmed confirms document documents indicated information mentioned passage "
+    "passages per shown source sources stated states"
+)
+_STOP_WORDS = frozenset((_COMMON + " " + _ATTRIBUTION).split())  # words that state nothing an answer adds
+# The words before a citation that only point at it ("…, as stated in [2]"), removed with it.
+_POINTING = re.compile(
+    r"[\s,;]*(?:\b(?:as|and|or|in|by|to|see|the|this|is|are|" + _ATTRIBUTION.replace(" ", "|") + r")\b[\s,;]*)*$",
+    re.IGNORECASE,
+)
 
 
 class Quoted(Protocol):
@@ -198,6 +209,70 @@ def cite_statements(answer: str, task: str, sources: Sequence[Source]) -> tuple[
         parts[i] = f"{sentence[:at]} [{n}]{sentence[at:]}"
         cited += 1
     return "".join(parts), grounded, cited
+
+
+def cite_by_evidence(answer: str, task: str, sources: Sequence[Source]) -> Grounded:
+    """Check the citations of an answer that came without quotes against what the sources state.
+
+    Each clause that ends in citations (the text since the previous citation or sentence start)
+    keeps a citation ``[n]`` when source n was verified upstream or one of its shown sentences
+    states the clause (:func:`evidence`); else it cites the source that does state it, if one
+    does, and otherwise nothing (noted). A clause that only points at its sources ("This is
+    stated in [2].") keeps the citations this answer verified elsewhere. Words left pointing at
+    a dropped citation ("as stated in") go, and so does a sentence left stating nothing. A
+    sentence that cites nothing is cited as :func:`cite_statements` does. The sources stated are
+    marked verified with their sentence.
+    """
+    grounded = list(sources)
+    upstream = {n for n, source in enumerate(sources, start=1) if source.verified}
+    verified = set(upstream)  # and the sources this answer's clauses are found in
+    notes: list[str] = []
+
+    def verify(clause: str, n: int) -> bool:
+        if n in upstream:
+            return True
+        stated = evidence(clause, task, [sources[n - 1]]) if 1 <= n <= len(sources) else None
+        if stated is not None:
+            grounded[n - 1] = sources[n - 1].model_copy(update={"verified": True, "quote": stated[1]})
+            verified.add(n)
+        return stated is not None
+
+    def check(clause: str, marked: list[int]) -> list[int]:
+        kept = [n for n in marked if verify(clause, n)]
+        if not kept:
+            found = evidence(clause, task, grounded)
+            if found is not None and verify(clause, found[0]):
+                kept = [found[0]]
+        return kept
+
+    parts = _SENTENCE_BREAK.split(answer)
+    clauses = {i: _CITED_CLAUSE.split(parts[i]) for i in range(0, len(parts), 2) if cited_numbers(parts[i])}
+    decided: dict[tuple[int, int], list[int]] = {}
+    for pointing in (False, True):  # clauses that state something first, then those that only point
+        for i, pieces in clauses.items():
+            for j in range(1, len(pieces), 2):
+                clause = pieces[j - 1]
+                if bool(_claim(clause, task)) is pointing:
+                    continue
+                marked = cited_numbers(pieces[j])
+                kept = [n for n in marked if n in verified] if pointing else check(clause, marked)
+                decided[i, j] = kept
+                dropped = [n for n in marked if n not in kept]
+                if dropped:
+                    cited = "".join(f"[{n}]" for n in dropped)
+                    notes.append(f"citation {cited} dropped: the source does not state {clause.strip()[:80]!r}")
+    for i, pieces in clauses.items():
+        emptied = False
+        for j in range(1, len(pieces), 2):
+            kept = decided[i, j]
+            pieces[j] = " " + "".join(f"[{n}]" for n in kept) if kept else ""
+            if not kept:
+                pieces[j - 1] = _POINTING.sub("", pieces[j - 1])
+                emptied = True
+        sentence = "".join(pieces)
+        parts[i] = "" if emptied and not _claim(sentence, task) and not cited_numbers(sentence) else sentence
+    text, grounded, _ = cite_statements("".join(parts), task, grounded)
+    return Grounded(text.strip(), grounded, list(dict.fromkeys(notes)))
 
 
 def _claim(answer: str, task: str) -> list[str]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from sentient.agents.models.fake import FakeRequest, ScriptedModel
 from sentient.events import AgentCallFinished
 from sentient.graph.node import TaskType
@@ -142,37 +140,3 @@ def test_embedded_models_get_the_local_timeout_whatever_their_weights() -> None:
     for name, expected in (("local:qwen2.5-coder-1.5b", 300.0), ("local", 300.0), ("openai:gpt-4o-mini", 120.0)):
         handle = ModelHandle(name, model, FREE, None, None, native_tools=False)
         assert runner._timeout_for(handle) == expected, name
-
-
-def test_only_a_grammar_decoded_model_is_held_to_the_quotes_an_executor_was_shown() -> None:
-    from sentient.agents.config import AgentConfig, Role
-    from sentient.agents.models.catalog import FREE
-    from sentient.agents.models.factory import ModelHandle
-    from sentient.agents.runner import AgentCall, _asked_schema
-    from sentient.agents.schemas import ExecutionOutput
-    from sentient.context.builder import AgentContext
-
-    quotes = ("Lists grow with append().", "Tuples are immutable sequences.")
-    agent = AgentConfig(name="search_executor", role=Role.EXECUTOR, instructions="Answer.")
-    call = AgentCall("root", GOAL, Role.EXECUTOR, agent, "task", AgentContext([], []), quotes=quotes)
-    embedded = ModelHandle("local", ScriptedModel(), FREE, None, None, native_tools=False, grammar=True)
-    hosted = ModelHandle("openai:gpt-4o-mini", ScriptedModel(), FREE, None, None, native_tools=True)
-
-    asked = _asked_schema(call, embedded, ExecutionOutput).model_json_schema()
-    assert asked["$defs"]["Citation"]["properties"]["quote"]["enum"] == list(quotes)
-    assert asked["required"] == ["citations", "answer"]  # the evidence still comes first
-    assert _asked_schema(call, hosted, ExecutionOutput) is ExecutionOutput
-    assert _asked_schema(call, embedded, PlanOutput) is PlanOutput
-
-
-def test_quotes_the_grammar_converter_cannot_escape_are_offered_with_single_quotes_or_not_at_all() -> None:
-    from llama_cpp.llama_grammar import LlamaGrammar
-
-    from sentient.agents.schemas import ExecutionOutput, quoting_schema
-
-    schema = quoting_schema(['The code is "S-413" here.', r"Use C:\temp for it.", "Plain words stay."])
-
-    enum = schema.model_json_schema()["$defs"]["Citation"]["properties"]["quote"]["enum"]
-    assert enum == ["The code is 'S-413' here.", "Plain words stay."]
-    assert quoting_schema([r"only C:\temp here."]) is ExecutionOutput
-    LlamaGrammar.from_json_schema(json.dumps(schema.model_json_schema()), verbose=False)

@@ -1,6 +1,14 @@
 from dataclasses import dataclass
 
-from sentient.context.grounding import carry_citations, cite_statements, evidence, ground, quotable, quote_occurs
+from sentient.context.grounding import (
+    carry_citations,
+    cite_by_evidence,
+    cite_statements,
+    evidence,
+    ground,
+    quotable,
+    quote_occurs,
+)
 from sentient.graph.node import Source
 
 LISTS = Source(ref="/docs/lists.md", title="Lists", snippet="A list is a mutable sequence: lists grow with append().")
@@ -155,3 +163,51 @@ def test_citations_after_a_full_stop_belong_to_the_sentence_before_them():
     results = ["The loop wraps coroutines in futures. It schedules them in the event loop. [2]"]
     answer = "It schedules them in the event loop."
     assert carry_citations(answer, results) == ("It schedules them in the event loop [2].", 1)
+
+
+def test_an_answer_without_quotes_keeps_the_citations_its_sources_state():
+    grounded = cite_by_evidence(
+        "Lists grow with append [1], and tuples can be keys [2].", "lists and tuples", [LISTS, TUPLES]
+    )
+    assert grounded.text == "Lists grow with append [1], and tuples can be keys [2]."
+    assert [s.verified for s in grounded.sources] == [True, True]
+    assert grounded.sources[1].quote == "A tuple is an immutable sequence; tuples can be keys."
+    assert grounded.notes == []
+
+
+def test_a_citation_of_a_source_that_does_not_state_the_clause_moves_to_one_that_does():
+    grounded = cite_by_evidence("Tuples can be keys [1].", "What can tuples be?", [LISTS, TUPLES])
+    assert grounded.text == "Tuples can be keys [2]."
+    assert [s.verified for s in grounded.sources] == [None, True]
+    assert grounded.notes == ["citation [1] dropped: the source does not state 'Tuples can be keys'"]
+
+
+def test_a_citation_nothing_states_is_dropped_but_one_verified_upstream_stays():
+    upstream = TUPLES.model_copy(update={"verified": True, "quote": "tuples can be keys"})
+    grounded = cite_by_evidence("Lists sort in 3 ms [1]. Tuples are keys [2].", "speed", [LISTS, upstream])
+    assert grounded.text == "Lists sort in 3 ms. Tuples are keys [2]."
+    assert grounded.sources[0].verified is None
+    assert len(grounded.notes) == 1 and grounded.notes[0].startswith("citation [1] dropped")
+
+
+def test_an_uncited_sentence_of_a_quoteless_answer_is_cited_where_a_source_states_it():
+    grounded = cite_by_evidence("Lists grow with append().", "How does a list grow?", [TUPLES, LISTS])
+    assert grounded.text == "Lists grow with append() [2]."
+    assert grounded.sources[1].verified is True
+
+
+def test_words_that_point_at_a_source_are_not_part_of_what_a_clause_states():
+    grounded = cite_by_evidence("Tuples can be keys, as stated in [2].", "What can tuples be?", [LISTS, TUPLES])
+    assert grounded.text == "Tuples can be keys, as stated in [2]."
+    assert grounded.sources[1].verified is True
+
+
+def test_a_clause_that_only_points_keeps_the_citations_the_answer_verified_and_dropped_pointers_go():
+    task = "What can tuples be?"
+    grounded = cite_by_evidence("Tuples can be keys [1]. This is stated in [2].", task, [LISTS, TUPLES])
+    assert grounded.text == "Tuples can be keys [2]. This is stated in [2]."
+    grounded = cite_by_evidence(
+        "Tuples can be keys, as stated in [1]. The sources [1] and [1] confirm this.", task, [LISTS]
+    )
+    assert grounded.text == "Tuples can be keys."
+    assert grounded.sources[0].verified is None

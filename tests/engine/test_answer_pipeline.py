@@ -4,7 +4,7 @@ words, reasoning steps see the research, and citations are checked against their
 from __future__ import annotations
 
 from sentient.agents.models.fake import FakeRequest, ScriptedModel, cite_sources
-from sentient.agents.schemas import AtomizerOutput, ExecutionOutput
+from sentient.agents.schemas import AnswerOutput, AtomizerOutput, ExecutionOutput
 from sentient.graph.node import NodeType, TaskType
 from sentient.graph.plan import PlanOutput, SubTask
 from sentient.graph.status import TaskStatus
@@ -31,6 +31,31 @@ async def test_a_simple_goal_is_answered_directly_with_one_search_and_a_grounded
     assert root.result == "It runs them as tasks [1]."
     assert root.sources[0].verified is True and root.sources[0].ref.endswith("asyncio.md")
     assert "— verified: “" in result.report_markdown
+
+
+async def test_a_grammar_decoded_model_answers_plainly_and_its_citations_are_checked_against_the_sources(
+    make_agent,
+) -> None:
+    # As the embedded model is asked: the answer alone, citing [n]; code keeps a citation only where
+    # the cited source states the clause (one source is found: [2] moves to it, [1] does not state the rest).
+    model = ScriptedModel(
+        grammar=True,
+        script={
+            "atomizer": AtomizerOutput(is_atomic=True),
+            "executor": AnswerOutput(answer="It runs coroutines and tasks [2]. It uses one thread per task [1]."),
+        },
+    )
+    result = await make_agent(model, profile="general_agent").arun(GOAL, write_files=False)
+
+    (call,) = model.calls_for(role="executor")
+    assert '{"answer":' in call.request.prompt and "citations" not in call.request.prompt
+    root = result.graph.root
+    assert [s.ref.rsplit("/", 1)[-1] for s in root.sources] == ["asyncio.md"]
+    assert root.result == "It runs coroutines and tasks [1]. It uses one thread per task."
+    assert root.sources[0].verified is True and root.sources[0].quote.endswith(
+        "The event loop runs coroutines and tasks."
+    )
+    assert sum("dropped" in w for w in root.warnings) == 2
 
 
 async def test_a_compound_goal_is_planned(make_agent) -> None:

@@ -259,7 +259,7 @@ class LlamaRuntime:
         if not sampler:
             raise ModelError("output schema's grammar does not parse in llama.cpp (see the log above)")
         llama_cpp.llama_sampler_free(sampler)
-        if len(self._checked_schemas) >= _CHECKED_SCHEMAS:  # executors' quoting schemas are one per call
+        if len(self._checked_schemas) >= _CHECKED_SCHEMAS:  # bounded, should a caller make schemas per call
             self._checked_schemas.clear()
         self._checked_schemas.add(key)
 

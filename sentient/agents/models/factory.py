@@ -108,7 +108,10 @@ class ModelFactory:
     def _build(self, text: str) -> ModelHandle:
         if self._override is not None:
             name = f"{self._override.provider}:{self._override.id}"
-            return ModelHandle(name, self._override, FREE, None, self._response_cache(False), native_tools=False)
+            grammar = isinstance(self._override, ScriptedModel) and self._override.grammar
+            return ModelHandle(
+                name, self._override, FREE, None, self._response_cache(False), native_tools=False, grammar=grammar
+            )
         spec = parse_model_string(text)
         if spec.provider is Provider.LOCAL:
             from sentient.agents.models.embedded import load_embedded_model  # llama.cpp loads only when used

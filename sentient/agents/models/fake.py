@@ -99,6 +99,7 @@ class ScriptedModel(Model):
     script: dict[str, Responder] = field(default_factory=dict)
     latency: float | Callable[[FakeRequest], float] = 0.0
     calls: list[FakeCall] = field(default_factory=list)
+    grammar: bool = False  # asked as the embedded model is (decoded under the schema's grammar)
 
     def _request(self, messages: list[Message], run_response: Any) -> FakeRequest:
         meta = (getattr(run_response, "metadata", None) or {}) if run_response is not None else {}

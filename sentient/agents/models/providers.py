@@ -213,6 +213,6 @@ def response_format_for(model: Model, schema: type[BaseModel]) -> dict[str, Any]
     return _json_schema_format(schema)
 
 
-@functools.lru_cache(maxsize=64)  # executors' quoting schemas are made per call
+@functools.lru_cache(maxsize=64)
 def _json_schema_format(schema: type[BaseModel]) -> dict[str, Any]:
     return {"type": "json_schema", "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema()}}
