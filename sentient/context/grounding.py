@@ -218,7 +218,8 @@ def cite_by_evidence(answer: str, task: str, sources: Sequence[Source]) -> Groun
     keeps a citation ``[n]`` when source n was verified upstream or one of its shown sentences
     states the clause (:func:`evidence`); else it cites the source that does state it, if one
     does, and otherwise nothing (noted). A clause that only points at its sources ("This is
-    stated in [2].") keeps the citations this answer verified elsewhere. Words left pointing at
+    stated in [2].") keeps a citation this answer verified elsewhere, or whose source states what
+    was said just before it. Words left pointing at
     a dropped citation ("as stated in") go, and so does a sentence left stating nothing. A
     sentence that cites nothing is cited as :func:`cite_statements` does. The sources stated are
     marked verified with their sentence.
@@ -255,7 +256,11 @@ def cite_by_evidence(answer: str, task: str, sources: Sequence[Source]) -> Groun
                 if bool(_claim(clause, task)) is pointing:
                     continue
                 marked = cited_numbers(pieces[j])
-                kept = [n for n in marked if n in verified] if pointing else check(clause, marked)
+                if pointing:  # it points at what was said just before it
+                    before = renumber(pieces[j - 3] if j > 1 else (parts[i - 2] if i else ""), {})
+                    kept = [n for n in marked if n in verified or (before.strip() and verify(before, n))]
+                else:
+                    kept = check(clause, marked)
                 decided[i, j] = kept
                 dropped = [n for n in marked if n not in kept]
                 if dropped:

@@ -211,3 +211,9 @@ def test_a_clause_that_only_points_keeps_the_citations_the_answer_verified_and_d
     )
     assert grounded.text == "Tuples can be keys."
     assert grounded.sources[0].verified is None
+
+
+def test_a_clause_that_only_points_is_checked_against_the_sentence_before_it():
+    grounded = cite_by_evidence("Tuples can be keys. This is stated in [2].", "What can tuples be?", [LISTS, TUPLES])
+    assert grounded.text == "Tuples can be keys [2]. This is stated in [2]."
+    assert grounded.sources[1].verified is True
