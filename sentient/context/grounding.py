@@ -45,13 +45,14 @@ _TRAILING = re.compile(r"[.!?:;]*\s*$")
 _CITED_CLAUSE = re.compile(r"((?:\s*\[\d+(?:\s*,\s*\d+)*\])+)")  # a run of citation markers
 MIN_SUPPORT = 0.6  # share of an answer's own words (and every number) a sentence must hold to state it
 _COMMON = (
-    "a an and are as at be been by did do does for from had has have how in is it its many much of on or "
-    "that the their there they this to under was were what when where which who whom whose why with"
+    "a an and are as at be been by did do does for from had has have how in is it its many much no nor not of on or "
+    "that the their them there these they this those to under was were what when where which who whom whose "
+    "why with"
 )
 # Words an answer uses to point at its sources ("as stated in [2]") state nothing either.
 _ATTRIBUTION = (
-    "according citing confirm confirmed confirms document documents indicated information mentioned passage "
-    "passages per shown source sources stated states"
+    "according citing confirm confirmed confirms document documents found indicated information mentioned "
+    "passage passages per provided shown source sources stated states"
 )
 _STOP_WORDS = frozenset((_COMMON + " " + _ATTRIBUTION).split())  # words that state nothing an answer adds
 # The words before a citation that only point at it ("…, as stated in [2]"), removed with it.
@@ -84,6 +85,36 @@ def normalize(text: str) -> str:
     decomposed = unicodedata.normalize("NFKD", text)
     folded = "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
     return _NON_WORD.sub(" ", folded).strip()
+
+
+def stem(word: str) -> str:
+    """``word`` without its inflection, so "wrapping them in futures" meets "wrapped in a future".
+
+    A few suffix rules in the manner of Porter's first step (plural, -ed, -ing, final -e, a
+    doubled final consonant), enough to match one word's forms; not a linguistic stemmer.
+    Numbers and words of two letters are kept as they are.
+    """
+    if len(word) <= 2 or word.isdigit():
+        return word
+    if word.endswith("sses"):
+        word = word[:-2]
+    elif word.endswith("ies"):
+        word = word[:-3] + "y"
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    if word.endswith("ing") and len(word) > 5:
+        word = word[:-3]
+    elif word.endswith("ed") and not word.endswith("eed") and len(word) > 3:
+        word = word[:-2]
+    if word.endswith("e") and len(word) > 2:
+        word = word[:-1]
+    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
+        word = word[:-1]
+    return word
+
+
+def _stems(text: str) -> set[str]:
+    return {stem(w) for w in normalize(text).split()}
 
 
 def quote_occurs(quote: str, text: str) -> bool:
@@ -171,11 +202,11 @@ def evidence(answer: str, task: str, sources: Sequence[Source]) -> tuple[int, st
     claim = _claim(answer, task)
     if not claim:
         return None
-    asked = set(normalize(task).split())
+    asked = _stems(task)
     best: tuple[float, int, int, str] | None = None
     for n, source in enumerate(sources, start=1):
         for sentence in quotable([source]):
-            words = set(normalize(sentence).split())
+            words = _stems(sentence)
             share = _states(words, claim)
             if share >= MIN_SUPPORT:
                 rank = (share, len(asked & words), -n, sentence)
@@ -281,10 +312,10 @@ def cite_by_evidence(answer: str, task: str, sources: Sequence[Source]) -> Groun
 
 
 def _claim(answer: str, task: str) -> list[str]:
-    """The words ``answer`` adds to ``task`` (citation markers and common words left out)."""
-    asked = set(normalize(task).split())
-    words = normalize(renumber(answer, {})).split()
-    return [w for w in dict.fromkeys(words) if w not in asked and w not in _STOP_WORDS]
+    """The words ``answer`` adds to ``task``, stemmed (citation markers and common words left out)."""
+    asked = _stems(task)
+    words = [stem(w) for w in normalize(renumber(answer, {})).split() if w not in _STOP_WORDS]
+    return [w for w in dict.fromkeys(words) if w not in asked]
 
 
 def _states(words: set[str], claim: list[str]) -> float:

@@ -8,6 +8,7 @@ from sentient.context.grounding import (
     ground,
     quotable,
     quote_occurs,
+    stem,
 )
 from sentient.graph.node import Source
 
@@ -217,3 +218,38 @@ def test_a_clause_that_only_points_is_checked_against_the_sentence_before_it():
     grounded = cite_by_evidence("Tuples can be keys. This is stated in [2].", "What can tuples be?", [LISTS, TUPLES])
     assert grounded.text == "Tuples can be keys [2]. This is stated in [2]."
     assert grounded.sources[1].verified is True
+
+
+def test_forms_of_one_word_share_a_stem_and_numbers_stay_as_they_are():
+    for forms in (
+        ("schedule", "schedules", "scheduled", "scheduling"),
+        ("wrap", "wraps", "wrapped", "wrapping"),
+        ("future", "futures"),
+        ("policy", "policies"),
+        ("class", "classes"),
+        ("use", "uses", "used"),
+    ):
+        assert len({stem(form) for form in forms}) == 1, forms
+    assert stem("30") == "30" and stem("2024") == "2024"
+    assert stem("status") != stem("stat")  # -us is not a plural
+    assert stem("need") == "need"  # -eed is not a past tense
+
+
+def test_a_paraphrase_in_other_forms_of_the_sources_words_is_cited():
+    gather = Source(
+        ref="asyncio/tasks.py#gather",
+        title="asyncio.tasks.gather",
+        snippet="Coroutines will be wrapped in a future and scheduled in the event loop.",
+    )
+    answer = "The event loop schedules coroutines by wrapping them in futures."
+    grounded = cite_by_evidence(answer, "How does asyncio schedule coroutines?", [LISTS, gather])
+    assert grounded.text == "The event loop schedules coroutines by wrapping them in futures [2]."
+    assert grounded.sources[1].verified is True
+
+
+def test_a_sentence_that_only_denies_or_points_is_not_given_a_citation():
+    found = Source(ref="/docs/history.md", title="History", snippet="It was founded in 2011, not in 2010.")
+    answer = "The sources do not confirm it. This information is found in [1]."
+    grounded = cite_by_evidence(answer, "When was the team formed?", [found])
+    assert grounded.text == "The sources do not confirm it."
+    assert grounded.sources[0].verified is None
