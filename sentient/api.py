@@ -13,6 +13,7 @@ from typing import Any
 
 from agno.models.base import Model
 
+from sentient.agents.models.gates import ProviderGates
 from sentient.agents.registry import AgentRegistry, Profile
 from sentient.events import Subscriber
 from sentient.hitl.protocol import PlanReviewer
@@ -56,6 +57,7 @@ class ProfiledSentientAgent(Researcher):
         reviewer: PlanReviewer | None = None,
         docs: Path | DocsFolder | DocsIndex | None = None,
         engine_settings: EngineSettings | None = None,
+        gates: ProviderGates | None = None,
     ) -> None:
         super().__init__(
             profile,
@@ -65,6 +67,7 @@ class ProfiledSentientAgent(Researcher):
             model_string=model_string,
             reviewer=reviewer,
             docs=docs,
+            gates=gates,
         )
 
     @classmethod
@@ -76,6 +79,7 @@ class ProfiledSentientAgent(Researcher):
         model: Model | str | None = None,
         reviewer: PlanReviewer | None = None,
         docs: Path | str | DocsIndex | None = None,
+        gates: ProviderGates | None = None,
         **engine_overrides: Any,
     ) -> ProfiledSentientAgent:
         """Load and validate the configuration now, so errors surface before any run.
@@ -88,6 +92,8 @@ class ProfiledSentientAgent(Researcher):
                 :class:`~sentient.agents.models.fake.ScriptedModel`).
             reviewer: decides on plans when review is enabled; default approves everything.
             docs: a folder to research (or a built index); default is Python's own documentation.
+            gates: provider gates to share with other agents of the process, so that they keep to
+                each provider key's limits together; default: the agent's own.
             **engine_overrides: any :class:`~sentient.settings.EngineSettings` field.
         """
         settings = settings or Settings()
@@ -103,6 +109,7 @@ class ProfiledSentientAgent(Researcher):
             reviewer=reviewer,
             docs=docs,
             engine_settings=engine_settings,
+            gates=gates,
         )
 
     def run(self, goal: str, **kwargs: Any) -> RunResult:

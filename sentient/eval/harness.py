@@ -20,6 +20,7 @@ from agno.models.base import Model
 from loguru import logger
 
 from sentient.agents.models.factory import ModelFactory
+from sentient.agents.models.gates import ProviderGates
 from sentient.api import open_docs_index
 from sentient.eval.dataset import SPLITS, EvalQuestion, load_dataset, select
 from sentient.eval.judge import Grade, judge
@@ -121,7 +122,9 @@ async def run_eval(
     model_name = options.model or (f"{model.provider}:{model.id}" if model is not None else settings.model)
     run_dir = (options.out or settings.results_dir / "eval" / options.dataset.stem) / slug(model_name) / options.split
     docs = await _docs_index(options, settings) if any(s.kind != "closed-book" for s in systems) else None
-    deps = EvalDeps(settings, docs, run_dir, model=model, model_string=options.model)
+    deps = EvalDeps(
+        settings, docs, run_dir, model=model, model_string=options.model, gates=ProviderGates.from_settings(settings)
+    )
     grader = _Grader(deps, options.judge, judge_model)
     progress = progress or EvalProgress()
     added: list[QuestionRecord] = []
@@ -213,7 +216,7 @@ class _Grader:
         if model_string is None and model is None:
             return
         profile = deps.profile(DEFAULT_PROFILE)
-        self._factory = ModelFactory(deps.settings, profile, override=model, model=model_string)
+        self._factory = ModelFactory(deps.settings, profile, override=model, model=model_string, gates=deps.gates)
         self._factory.check()
         self._agent = profile.aggregator_for(True)  # any agent: --judge names the model for all
 

@@ -22,6 +22,7 @@ from typing import Literal
 from agno.models.base import Model
 
 from sentient.agents.models.factory import ModelFactory
+from sentient.agents.models.gates import ProviderGates
 from sentient.agents.registry import AgentRegistry, Profile
 from sentient.api import ProfiledSentientAgent
 from sentient.eval.chat import chat
@@ -105,6 +106,7 @@ class EvalDeps:
     model: Model | None = None  # an agno model instance for every call (tests: ScriptedModel)
     model_string: str | None = None  # else a model string (--model), else the settings' model
     timeout_s: float = 300.0
+    gates: ProviderGates | None = None  # shared by every system and the judge: one per provider key
 
     def profile(self, name: str) -> Profile:
         try:
@@ -121,7 +123,12 @@ class Baseline:
         self._retrieve = retrieve
         executor = profile.executor_for(TaskType.SEARCH)
         self._factory = ModelFactory(
-            deps.settings, profile, override=deps.model, model=deps.model_string, timeout_s=deps.timeout_s
+            deps.settings,
+            profile,
+            override=deps.model,
+            model=deps.model_string,
+            timeout_s=deps.timeout_s,
+            gates=deps.gates,
         )
         self._factory.check()
         self._executor = executor
@@ -171,7 +178,7 @@ class ProfileSystem:
         deps.profile(name)  # an unknown profile fails here, with the list of valid ones
         self._out_dir = out_dir
         self._agent = ProfiledSentientAgent.create_with_profile(
-            name, settings=deps.settings, model=deps.model or deps.model_string, docs=deps.docs
+            name, settings=deps.settings, model=deps.model or deps.model_string, docs=deps.docs, gates=deps.gates
         )
 
     async def answer(self, question: str, question_id: str) -> Outcome:

@@ -11,6 +11,7 @@ from typing import Any
 from agno.models.base import Model
 
 from sentient.agents.models.factory import ModelFactory
+from sentient.agents.models.gates import ProviderGates
 from sentient.agents.registry import Profile
 from sentient.hitl.protocol import AutoApprove, PlanReviewer
 from sentient.settings import EngineSettings, Settings
@@ -23,7 +24,8 @@ from sentient.tools.toolbox import ToolBox
 class Researcher:
     """The injected dependencies of a project's runs (per-run state lives in
     :class:`~sentient.projects.run.ProjectRun`). Checks the models and the docs folder now,
-    before any project exists."""
+    before any project exists. Researchers given the same ``gates`` share each provider key's
+    limits (the project service gives all of its researchers one)."""
 
     def __init__(
         self,
@@ -35,12 +37,18 @@ class Researcher:
         model_string: str | None = None,
         reviewer: PlanReviewer | None = None,
         docs: Path | DocsFolder | DocsIndex | None = None,
+        gates: ProviderGates | None = None,
     ) -> None:
         self.profile = profile
         self.settings = settings
         self.engine_settings = engine_settings
         self.models = ModelFactory(
-            settings, profile, override=model, model=model_string, timeout_s=engine_settings.agent_timeout_s
+            settings,
+            profile,
+            override=model,
+            model=model_string,
+            timeout_s=engine_settings.agent_timeout_s,
+            gates=gates,
         )
         self.models.check()
         self.reviewer: PlanReviewer = reviewer or AutoApprove()

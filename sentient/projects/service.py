@@ -20,6 +20,7 @@ from typing import Any, Literal
 from agno.models.base import Model
 from pydantic import ValidationError
 
+from sentient.agents.models.gates import ProviderGates
 from sentient.agents.registry import AgentRegistry
 from sentient.context.knowledge import KnowledgeEntry, KnowledgeStore
 from sentient.events import Subscriber
@@ -61,12 +62,15 @@ Calls = list[dict[str, Any]]  # trace entries as the store keeps them (their con
 
 
 class ProjectService:
-    """The projects of one store. Thread-safe as the store is; holds no per-run state."""
+    """The projects of one store. Thread-safe as the store is; holds no per-run state. Its runs
+    share one gate per provider key (``gates``), held to the limits of ``models.yaml`` together,
+    and with every other process when ``settings.redis_url`` is set."""
 
     def __init__(self, store: ProjectStore, settings: Settings, registry: AgentRegistry | None = None) -> None:
         self.store = store
         self.settings = settings
         self.registry = registry or AgentRegistry.load(settings.config_dir)
+        self.gates = ProviderGates.from_settings(settings)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -209,6 +213,7 @@ class ProjectService:
             model_string=model if isinstance(model, str) else None,
             reviewer=reviewer,
             docs=docs,
+            gates=self.gates,
         )
 
     def resume_researcher(

@@ -196,7 +196,7 @@ async def test_provider_gate_applies_its_rate_limit() -> None:
     gate = ProviderGate(120, 4, clock=clock, sleep=clock.sleep)
     assert gate.limiter is not None
     for _ in range(121):
-        async with gate:
+        async with gate.hold():
             pass
     assert gate.limiter.waits == 1
     assert clock.sleeps == [pytest.approx(0.5)]

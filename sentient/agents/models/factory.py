@@ -14,6 +14,7 @@ from sentient.agents.config import AgentConfig
 from sentient.agents.models.cache import ResponseCache
 from sentient.agents.models.catalog import FREE, ModelCatalog, Price, load_catalog
 from sentient.agents.models.fake import ScriptedModel
+from sentient.agents.models.gates import ProviderGates
 from sentient.agents.models.providers import IN_PROCESS, ModelSpec, Provider, build_model, parse_model_string
 from sentient.agents.models.resilience import ProviderGate
 from sentient.agents.models.weights import DEFAULT_WEIGHTS, EMBEDDED_WEIGHTS
@@ -36,7 +37,11 @@ class ModelHandle:
 
 
 class ModelFactory:
-    """Resolves and builds each agent's model. ``override`` (e.g. a ScriptedModel) replaces every model."""
+    """Resolves and builds each agent's model. ``override`` (e.g. a ScriptedModel) replaces every model.
+
+    ``gates`` holds the process's provider gates, so that runs on the same provider key share
+    their limits; without it the factory keeps gates of its own.
+    """
 
     def __init__(
         self,
@@ -46,6 +51,7 @@ class ModelFactory:
         override: Model | None = None,
         model: str | None = None,
         timeout_s: float = 300.0,
+        gates: ProviderGates | None = None,
     ) -> None:
         self._settings = settings
         self._profile = profile
@@ -54,7 +60,7 @@ class ModelFactory:
         self._timeout_s = timeout_s
         self._catalog: ModelCatalog | None = None
         self._handles: dict[str, ModelHandle] = {}
-        self._gates: dict[tuple[Provider, str | None], ProviderGate] = {}
+        self._gates = gates or ProviderGates.from_settings(settings)
         self._cache: ResponseCache | None = None
 
     @property
@@ -132,14 +138,17 @@ class ModelFactory:
         )
 
     def _gate(self, spec: ModelSpec) -> ProviderGate:
-        """One gate per provider endpoint, shared by every agent (and so every node) of the run."""
+        """The gate of the provider key (provider, endpoint, API key): shared by every agent of the
+        run, and by every run given the same ``gates``."""
         assert spec.provider not in IN_PROCESS
-        key = (spec.provider, spec.base_url)
-        gate = self._gates.get(key)
-        if gate is None:
-            config = self.catalog.provider(spec.provider)
-            gate = self._gates[key] = ProviderGate(config.requests_per_minute, config.max_concurrency)
-        return gate
+        config = self.catalog.provider(spec.provider)
+        return self._gates.gate(
+            spec.provider.value,
+            spec.base_url or config.base_url,
+            self.catalog.api_key(spec),
+            requests_per_minute=config.requests_per_minute,
+            max_concurrency=config.max_concurrency,
+        )
 
     def _response_cache(self, on_by_default: bool) -> ResponseCache | None:
         enabled = self._settings.cache_responses

@@ -1,6 +1,7 @@
 """Calling a hosted model without tripping its limits: rate limiting, adaptive concurrency, retries.
 
-One :class:`ProviderGate` per provider is shared by every node of a run. Each attempt of
+One :class:`ProviderGate` per provider key is shared by every run of a process
+(:mod:`sentient.agents.models.gates`). Each attempt of
 :func:`call_with_retries` takes a concurrency slot and a rate token, runs under a timeout, and
 tells the gate how it went: a 429 halves the provider's concurrency, successes grow it back.
 Transient failures (429, 5xx, connection errors, timeouts, malformed answers) are retried with
@@ -16,7 +17,7 @@ import json
 import random
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from email.utils import parsedate_to_datetime
 from types import TracebackType
 from typing import Any, TypeVar
@@ -165,7 +166,8 @@ class AdaptiveConcurrency:
 
 
 class ProviderGate:
-    """Everything between a run and one provider: its concurrency gate and its rate limiter."""
+    """Everything between the calls and one provider key: its concurrency gate and its rate limiter.
+    A call holds the gate with ``async with gate.hold():``."""
 
     def __init__(
         self,
@@ -179,20 +181,13 @@ class ProviderGate:
         self.limiter = RateLimiter(requests_per_minute, clock=clock, sleep=sleep) if requests_per_minute else None
         self.rate_limited = 0  # how many 429s this provider has answered
 
-    async def __aenter__(self) -> ProviderGate:
-        await self.concurrency.__aenter__()
-        try:
+    @contextlib.asynccontextmanager
+    async def hold(self) -> AsyncIterator[None]:
+        """A concurrency slot, then a rate token, for the duration of the ``async with`` block."""
+        async with self.concurrency:
             if self.limiter is not None:
                 await self.limiter.acquire()
-        except BaseException:
-            self.concurrency._release()
-            raise
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.concurrency.__aexit__(exc_type, exc, tb)
+            yield
 
     def on_rate_limited(self) -> None:
         self.rate_limited += 1
@@ -384,7 +379,7 @@ async def call_with_retries(
 
 
 async def _attempt(call: Callable[[], Awaitable[T]], gate: ProviderGate, timeout_s: float) -> T:
-    async with gate:
+    async with gate.hold():
         try:
             async with asyncio.timeout(timeout_s):
                 result = await call()
