@@ -114,7 +114,14 @@ class ProfiledSentientAgent(Researcher):
 
     def run(self, goal: str, **kwargs: Any) -> RunResult:
         """Synchronous :meth:`arun`."""
-        return asyncio.run(self.arun(goal, **kwargs))
+
+        async def run_then_close() -> RunResult:
+            try:
+                return await self.arun(goal, **kwargs)
+            finally:
+                await self.models.gates.aclose()  # this loop's connections (to a shared-limits Redis)
+
+        return asyncio.run(run_then_close())
 
     async def arun(
         self,

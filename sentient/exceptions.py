@@ -10,6 +10,7 @@ The tree::
     │   ├── AgentOutputError      output still invalid after the validation retries
     │   ├── AgentTimeoutError     the call ran past its timeout (per attempt, or the call's deadline)
     │   ├── BudgetExhaustedError  a request refused because a budget of the run is spent
+    │   ├── ProviderLimitsError   the shared provider limits (Redis) failed mid-call (retried)
     │   └── ModelError            the model itself failed (provider error, injected failure)
     │       ├── ModelWeightsError missing or corrupt GGUF weights
     │       └── MalformedResponseError  HTTP 200 without a usable completion (retried)
@@ -112,6 +113,19 @@ class AgentTimeoutError(AgentError):
 
 class BudgetExhaustedError(AgentError):
     """A model request was refused before it was sent: a cost or call budget of the run is spent."""
+
+
+class ProviderLimitsError(AgentError):
+    """The provider limits shared through Redis could not be consulted (Redis went away or timed
+    out) while a call waited for them. Transient: the call is retried like a connection error.
+
+    Attributes:
+        where: the Redis URL, without its password.
+    """
+
+    def __init__(self, message: str, *, where: str):
+        self.where = where
+        super().__init__(message)
 
 
 class ModelError(AgentError):

@@ -84,6 +84,13 @@ class Settings(BaseSettings):
         None, description="Cache model responses (default: on for the embedded model, off for hosted ones)."
     )
     offline: bool = Field(False, description="Never use the network (web tools refuse at once).")
+    redis_url: str | None = Field(
+        None,
+        description=(
+            "redis://… shared by every Sentient process: provider rate limits and concurrency caps are "
+            "enforced there for all of them together (default: each process keeps its own)."
+        ),
+    )
     retrieval: Literal["bm25", "hybrid"] = Field(
         "bm25",
         description="Docs search ranking: BM25, or BM25 fused with MiniLM vectors (slower to index; see bench/README.md).",

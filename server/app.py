@@ -9,6 +9,7 @@ from flask import Flask
 from flask_socketio import SocketIO
 from loguru import logger
 
+from sentient.agents.models.gates import ProviderGates
 from sentient.projects import ProjectService
 from sentient.store import ProjectStore
 
@@ -46,6 +47,10 @@ class Services:
         self.closed = True
         self.reaper.stop()
         self.runs.shutdown()
+        try:  # the engine loop's Redis connections, when provider limits are shared there
+            self.engine.submit(self.runs.service.gates.aclose()).result(timeout=5)
+        except Exception as exc:
+            logger.warning("closing the provider limits' connections failed: {}", exc)
         self.broadcaster.flush()
         self.engine.stop()
         self.broadcaster.stop()
@@ -82,10 +87,12 @@ def create_app(config: ServerSettings | None = None, *, store: ProjectStore | No
         logger=False,
         engineio_logger=False,
     )
+    gates = ProviderGates.from_settings(config.sentient)
+    gates.check()  # SENTIENT_REDIS_URL set and Redis not answering: refuse now, naming it
     store = store or ProjectStore.open(config.sentient.results_dir)
+    service = ProjectService(store, config.sentient, gates=gates)
     engine = EngineLoop()
     broadcaster = Broadcaster(socketio.server)
-    service = ProjectService(store, config.sentient)
     review_broker = ReviewBroker(service, engine, broadcaster)
     runs = RunManager(config, service, engine, broadcaster, review_broker)
     # In front of Socket.IO's own WSGI app: refused handshakes never open an engine.io session.

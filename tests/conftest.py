@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from fakes.redis_server import RedisServer
 
 from sentient.agents.models.fake import ScriptedModel
 from sentient.api import ProfiledSentientAgent
@@ -122,3 +123,16 @@ def recorder() -> RunRecorder:
 def new_recorder() -> Callable[[], RunRecorder]:
     """A factory, for tests (like hypothesis ones) that need a fresh recorder per example."""
     return RunRecorder
+
+
+@pytest.fixture
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A fresh ``redis-server`` for one test (skipped without one, failed under CI=1)."""
+    if not RedisServer.available():
+        message = "redis-server not found: apt-get install -y redis-server"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    yield server
+    server.stop()

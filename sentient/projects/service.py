@@ -66,11 +66,18 @@ class ProjectService:
     share one gate per provider key (``gates``), held to the limits of ``models.yaml`` together,
     and with every other process when ``settings.redis_url`` is set."""
 
-    def __init__(self, store: ProjectStore, settings: Settings, registry: AgentRegistry | None = None) -> None:
+    def __init__(
+        self,
+        store: ProjectStore,
+        settings: Settings,
+        registry: AgentRegistry | None = None,
+        *,
+        gates: ProviderGates | None = None,
+    ) -> None:
         self.store = store
         self.settings = settings
         self.registry = registry or AgentRegistry.load(settings.config_dir)
-        self.gates = ProviderGates.from_settings(settings)
+        self.gates = gates or ProviderGates.from_settings(settings)
 
     # -- reading ---------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import socket
@@ -10,9 +11,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import socketio
 from server_helpers import Recorder, wait_for, wait_healthy
 
+from sentient.exceptions import ConfigError
 from sentient_server import ServerSettings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -81,6 +84,17 @@ def test_sentient_serve_refuses_a_public_bind_without_a_token(monkeypatch: Any, 
     assert main(["serve", "--host", "0.0.0.0", "--port", str(free_port())]) == 2
     assert "SENTIENT_API_TOKEN" in capsys.readouterr().err
     assert not (tmp_path / "results").exists()  # refused before anything was opened
+
+
+def test_the_server_refuses_to_start_when_the_redis_for_provider_limits_does_not_answer(
+    server_settings: ServerSettings,
+) -> None:
+    from sentient_server.app import create_app
+
+    sentient = server_settings.sentient.model_copy(update={"redis_url": f"redis://127.0.0.1:{free_port()}/0"})
+    with pytest.raises(ConfigError, match="SENTIENT_REDIS_URL"):
+        create_app(dataclasses.replace(server_settings, sentient=sentient))
+    assert not (sentient.results_dir / "sentient.db").exists()  # refused before the store was opened
 
 
 def test_the_built_dashboard_is_served_with_index_html_for_unknown_pages(

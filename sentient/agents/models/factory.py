@@ -64,15 +64,21 @@ class ModelFactory:
         self._cache: ResponseCache | None = None
 
     @property
+    def gates(self) -> ProviderGates:
+        return self._gates
+
+    @property
     def catalog(self) -> ModelCatalog:
         if self._catalog is None:
             self._catalog = load_catalog(self._settings.config_dir, self._settings.user_config)
         return self._catalog
 
     def check(self) -> None:
-        """Fail before the run starts on a malformed model string or a missing API key."""
+        """Fail before the run starts on a malformed model string, a missing API key, or (for a
+        hosted model) a Redis for the shared provider limits that does not answer."""
         if self._override is not None:
             return
+        hosted = False
         for agent in self._profile.agents():
             try:
                 spec = parse_model_string(self.model_string(agent))
@@ -81,6 +87,9 @@ class ModelFactory:
                     f"{exc.message.rstrip('.')} (set by {self._source(agent)}).", field="model", fix=exc.fix
                 ) from None
             self.catalog.check_credentials(spec)
+            hosted = hosted or spec.provider not in IN_PROCESS
+        if hosted:
+            self._gates.check()
 
     def prepare(self) -> None:
         """Build every model the profile needs (slow for 'local': weights are assembled and verified)."""

@@ -1,7 +1,7 @@
 """Calling a hosted model without tripping its limits: rate limiting, adaptive concurrency, retries.
 
 One :class:`ProviderGate` per provider key is shared by every run of a process
-(:mod:`sentient.agents.models.gates`). Each attempt of
+(:mod:`sentient.agents.models.gates`), and, with Redis, its limits by every process. Each attempt of
 :func:`call_with_retries` takes a concurrency slot and a rate token, runs under a timeout, and
 tells the gate how it went: a 429 halves the provider's concurrency, successes grow it back.
 Transient failures (429, 5xx, connection errors, timeouts, malformed answers) are retried with
@@ -18,9 +18,10 @@ import random
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import AbstractAsyncContextManager
 from email.utils import parsedate_to_datetime
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import anthropic
 import httpx
@@ -33,7 +34,7 @@ from agno.exceptions import (
 )
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
-from sentient.exceptions import MalformedResponseError
+from sentient.exceptions import MalformedResponseError, ProviderLimitsError
 
 T = TypeVar("T")
 
@@ -165,9 +166,30 @@ class AdaptiveConcurrency:
                 waiter.set_result(None)
 
 
+class Limiter(Protocol):
+    """A requests-per-minute limit: :class:`RateLimiter`, or one shared through Redis."""
+
+    async def acquire(self) -> None:
+        """Take one request's worth of the limit, waiting until it is available."""
+        ...
+
+
+class SharedSlots(Protocol):
+    """A cap on calls in flight shared with other processes (a Redis semaphore with leases)."""
+
+    def hold(self) -> AbstractAsyncContextManager[None]:
+        """Hold one slot for the duration of the ``async with`` block."""
+        ...
+
+
 class ProviderGate:
-    """Everything between the calls and one provider key: its concurrency gate and its rate limiter.
-    A call holds the gate with ``async with gate.hold():``."""
+    """Everything between the calls and one provider key: its concurrency gate and its rate limit.
+
+    The adaptive concurrency is always this process's own. The rate limit is a local token bucket
+    (``requests_per_minute``), or ``limiter`` when given (one shared through Redis); ``slots``,
+    when given, caps the calls in flight of every process together. A call holds the gate with
+    ``async with gate.hold():``.
+    """
 
     def __init__(
         self,
@@ -176,15 +198,22 @@ class ProviderGate:
         *,
         clock: Clock = time.monotonic,
         sleep: Sleep = asyncio.sleep,
+        limiter: Limiter | None = None,
+        slots: SharedSlots | None = None,
     ) -> None:
         self.concurrency = AdaptiveConcurrency(max_concurrency)
-        self.limiter = RateLimiter(requests_per_minute, clock=clock, sleep=sleep) if requests_per_minute else None
+        if limiter is None and requests_per_minute:
+            limiter = RateLimiter(requests_per_minute, clock=clock, sleep=sleep)
+        self.limiter = limiter
+        self.slots = slots
         self.rate_limited = 0  # how many 429s this provider has answered
 
     @contextlib.asynccontextmanager
     async def hold(self) -> AsyncIterator[None]:
-        """A concurrency slot, then a rate token, for the duration of the ``async with`` block."""
-        async with self.concurrency:
+        """A slot of the local gate, then of the shared cap (if any), then a rate token."""
+        async with self.concurrency, contextlib.AsyncExitStack() as stack:
+            if self.slots is not None:
+                await stack.enter_async_context(self.slots.hold())
             if self.limiter is not None:
                 await self.limiter.acquire()
             yield
@@ -221,7 +250,7 @@ def _http_status(exc: BaseException) -> int | None:
 
 def _verdict(exc: BaseException) -> bool | None:
     """Whether one link of the chain says transient (True), permanent (False), or nothing (None)."""
-    if isinstance(exc, (*_CONNECTION_ERRORS, ModelRateLimitError, MalformedResponseError)):
+    if isinstance(exc, (*_CONNECTION_ERRORS, ModelRateLimitError, MalformedResponseError, ProviderLimitsError)):
         return True
     if isinstance(exc, ContextWindowExceededError | ModelAuthenticationError):
         return False
@@ -254,7 +283,8 @@ class DeadlineExceeded(TimeoutError):
 
 
 def is_transient(exc: BaseException) -> bool:
-    """True for errors worth retrying: 429/529, 5xx, 408, connection errors, timeouts, garbled bodies.
+    """True for errors worth retrying: 429/529, 5xx, 408, connection errors, timeouts, garbled bodies,
+    and the shared provider limits (Redis) failing.
 
     agno wraps SDK errors in ``ModelProviderError`` (status 502 when it has none), so the chain
     is read from the top down and the first link that says something decides. A wrapped bug
