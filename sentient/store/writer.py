@@ -26,7 +26,8 @@ from loguru import logger
 
 from sentient.events import AgentCallFinished, Event, NodeCreated, NodeSnapshot, NodesRemoved, NodeStatusChanged
 from sentient.graph.node import Source
-from sentient.store.project_store import ProjectStore, StoreError, check_project_id
+from sentient.store.errors import StoreError
+from sentient.store.project_store import ProjectStore, check_project_id
 
 _CREATED, _STATUS, _REMOVED, _CALL, _FLUSH, _STOP = range(6)
 _KIND_NAMES = ("NodeCreated", "NodeStatusChanged", "NodesRemoved", "AgentCallFinished", "flush", "stop")
