@@ -180,8 +180,8 @@ def run_once(nodes: int, calls_per_node: int, work_us: float = 0.0, **writer_opt
         writer.flush()
         flushed = time.perf_counter()
         writer.close()
-        _check(store.path, len(graph), calls_per_node)
-        db_mb = sum(p.stat().st_size for p in store.path.parent.glob("sentient.db*")) / 1e6
+        _check(Path(store.location), len(graph), calls_per_node)
+        db_mb = sum(p.stat().st_size for p in store.results_dir.glob("sentient.db*")) / 1e6
 
     changes = len(graph) * len(LIFECYCLE)
     timings.sort()

@@ -97,7 +97,7 @@ def run_projects(
 def _list(args: argparse.Namespace, service: ProjectService, out: Console, err: Console) -> int:
     projects = service.list()
     if not projects:
-        err.print(f"no projects yet in {service.store.path.parent}", highlight=False, soft_wrap=True)
+        err.print(f"no projects yet in {service.store.location}", highlight=False, soft_wrap=True)
         return EXIT_OK
     now = time.time()
     rows = []

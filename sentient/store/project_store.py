@@ -1,5 +1,8 @@
 """ProjectStore: projects, their task graphs, traces and plan reviews in one SQLite file.
 
+Or in PostgreSQL, shared by several processes and machines, when ``SENTIENT_DATABASE_URL`` is
+set: the same SQL runs on either (:mod:`sentient.store.database`, :mod:`sentient.store.postgres`).
+
 Threading: one connection guarded by one re-entrant lock. The engine's thread, the
 :class:`~sentient.store.writer.StoreWriter` thread and Flask request threads all go through
 it. SQLite serialises writers anyway and every operation here is short (the writer commits
@@ -15,7 +18,6 @@ import contextlib
 import json
 import os
 import re
-import sqlite3
 import threading
 import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
@@ -30,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from sentient.graph.node import NodeType, Source, StatusChange, TaskNode, TaskType
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
+from sentient.store.database import Database, Row, SQLiteDatabase
 from sentient.store.errors import (
     InvalidProjectIdError,
     NodeNotFoundError,
@@ -40,7 +43,6 @@ from sentient.store.errors import (
     ReviewNotFoundError,
     StoreError,
 )
-from sentient.store.schema import SchemaVersionError, connect
 
 DB_NAME = "sentient.db"
 _IN_MEMORY = ":memory:"  # SQLite's name for a database without a file
@@ -152,9 +154,7 @@ _PROJECT_SELECT = """
 SELECT p.project_id, p.goal, p.profile, p.status, p.error, p.settings, p.stats, p.owner_pid, p.owner_start,
        p.options, p.spent, p.created_at, p.updated_at, p.report_markdown IS NOT NULL AS has_report,
        (SELECT COUNT(*) FROM reviews r WHERE r.project_id = p.project_id AND r.status = 'pending') AS pending_reviews,
-       (SELECT json_array(COUNT(*), TOTAL(agent_calls), TOTAL(input_tokens), TOTAL(output_tokens), TOTAL(cost_usd),
-                          TOTAL(status = 'FAILED'))
-          FROM nodes n WHERE n.project_id = p.project_id) AS live
+       (SELECT {live} FROM nodes n WHERE n.project_id = p.project_id) AS live
 FROM projects p
 """
 _NODE_COLUMNS = (
@@ -172,40 +172,48 @@ _REVIEW_COLUMNS = (
 
 
 class ProjectStore:
-    """Every project of a results folder, in ``<results_dir>/sentient.db``.
+    """Every project of a results folder, in ``<results_dir>/sentient.db`` or a PostgreSQL database.
 
-    Thread-safe (one connection, one lock; see the module docstring). Use
-    :meth:`open` for the default location, and :meth:`close` (or ``with``) when done.
+    Thread-safe (one connection, one lock; see the module docstring). Use :meth:`open`, and
+    :meth:`close` (or ``with``) when done.
     """
 
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
+    def __init__(self, database: Database, results_dir: Path) -> None:
+        self.results_dir = Path(results_dir)
+        self.location = database.location  # the file, or the URL without its password
+        self._db: Database | None = database
+        self._dialect = database.dialect
+        self._project_select = _PROJECT_SELECT.format(live=database.dialect.live_totals)
         self._lock = threading.RLock()
-        try:
-            self._conn: sqlite3.Connection | None = connect(self.path)
-        except SchemaVersionError as exc:
-            raise StoreError(str(exc)) from exc
-        except sqlite3.Error as exc:
-            raise _store_error(self.path, exc) from exc
-        except OSError as exc:
-            raise StoreError(f"cannot open the project store {self.path}: {exc}") from exc
-        self._conn.row_factory = sqlite3.Row
 
     @classmethod
-    def open(cls, results_dir: Path) -> ProjectStore:
-        """The store of a results folder (``project_results/sentient.db`` by default)."""
-        return cls(Path(results_dir) / DB_NAME)
+    def open(cls, results_dir: Path, database_url: str | None = None) -> ProjectStore:
+        """The store of a results folder: ``<results_dir>/sentient.db`` (``project_results/`` by default).
+
+        With ``database_url`` (``SENTIENT_DATABASE_URL``, a ``postgresql://`` URL) the projects live
+        in that PostgreSQL database instead, shared by every process given the same URL; their files
+        (reports, traces) stay under ``results_dir`` either way.
+
+        Raises:
+            StoreError: the file cannot be opened, or the URL is malformed or its server unreachable.
+        """
+        results_dir = Path(results_dir)
+        if database_url:
+            from sentient.store.postgres import PostgresDatabase  # psycopg is loaded only when asked for
+
+            return cls(PostgresDatabase(database_url), results_dir)
+        return cls(SQLiteDatabase(results_dir / DB_NAME), results_dir)
 
     @classmethod
     def in_memory(cls) -> ProjectStore:
         """A store that lives and dies with this object: nothing is written to disk."""
-        return cls(Path(_IN_MEMORY))
+        return cls(SQLiteDatabase(Path(_IN_MEMORY)), Path(_IN_MEMORY).parent)
 
     def close(self) -> None:
         with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+            if self._db is not None:
+                self._db.close()
+                self._db = None
 
     def __enter__(self) -> ProjectStore:
         return self
@@ -214,64 +222,64 @@ class ProjectStore:
         self.close()
 
     def project_dir(self, project_id: str) -> Path:
-        """The folder of a project's files (reports, traces), next to the database."""
-        return self.path.parent / check_project_id(project_id)
+        """The folder of a project's files (reports, traces) in the results folder."""
+        return self.results_dir / check_project_id(project_id)
 
     # -- transactions ----------------------------------------------------------------------
 
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
+    def transaction(self) -> Iterator[Database]:
         """Hold the lock and one write transaction; commit on success, roll back on error."""
         with self._lock:
-            conn = self._connection()
+            db = self._database()
             try:
-                conn.execute("BEGIN IMMEDIATE")
-                yield conn
-                conn.execute("COMMIT")
+                db.begin(write=True)
+                yield db
+                db.commit()
             except BaseException as exc:
-                if conn.in_transaction:
+                if db.in_transaction:
                     # A damaged file can refuse the rollback too; the first error is the one to report.
-                    with contextlib.suppress(sqlite3.Error):
-                        conn.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.Error):
-                    raise _store_error(self.path, exc) from exc
+                    with contextlib.suppress(*db.errors):
+                        db.rollback()
+                if isinstance(exc, db.errors):
+                    raise StoreError(db.describe(exc)) from exc
                 raise
 
     @contextmanager
-    def _reading(self) -> Iterator[sqlite3.Connection]:
+    def _reading(self) -> Iterator[Database]:
         """A read transaction: several queries see one consistent snapshot."""
         with self._lock:
-            conn = self._connection()
-            began = not conn.in_transaction  # inside a write transaction, read within it
+            db = self._database()
+            began = not db.in_transaction  # inside a write transaction, read within it
             failed = False
             try:
                 if began:
-                    conn.execute("BEGIN")
-                yield conn
+                    db.begin(write=False)
+                yield db
             except BaseException as exc:
                 failed = True
-                if isinstance(exc, sqlite3.Error):
-                    raise _store_error(self.path, exc) from exc
+                if isinstance(exc, db.errors):
+                    raise StoreError(db.describe(exc)) from exc
                 raise
             finally:
-                if began and conn.in_transaction:
+                if began and db.in_transaction:
                     try:
-                        conn.execute("COMMIT")
-                    except sqlite3.Error as exc:
+                        db.commit()
+                    except db.errors as exc:
                         if not failed:  # else the read's own error is the one to report
-                            raise _store_error(self.path, exc) from exc
+                            raise StoreError(db.describe(exc)) from exc
 
     def check_integrity(self) -> None:
-        """Raise StoreError if the database file is damaged (``PRAGMA quick_check``); cheap next to a run."""
-        with self._reading() as conn:
-            problems = [row[0] for row in conn.execute("PRAGMA quick_check(3)").fetchall()]
-        if problems != ["ok"]:
-            raise _store_error(self.path, sqlite3.DatabaseError(f"database disk image is malformed ({problems[0]})"))
+        """Raise StoreError if the database is damaged (SQLite's ``PRAGMA quick_check``); cheap next to a run."""
+        with self._reading() as db:
+            damage = db.damage()
+        if damage is not None:
+            raise StoreError(damage)
 
-    def _connection(self) -> sqlite3.Connection:
-        if self._conn is None:
-            raise StoreError(f"the project store {self.path} is closed")
-        return self._conn
+    def _database(self) -> Database:
+        if self._db is None:
+            raise StoreError(f"the project store {self.location} is closed")
+        return self._db
 
     # -- projects --------------------------------------------------------------------------
 
@@ -287,11 +295,10 @@ class ProjectStore:
         check_project_id(project_id)
         now = time.time()
         with self.transaction() as conn:
-            if _exists(conn, project_id):
-                raise ProjectExistsError(project_id)
-            conn.execute(
+            # One statement: of two processes creating the same id at once, the second inserts nothing.
+            inserted = conn.execute(
                 "INSERT INTO projects (project_id, goal, profile, status, settings, options, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (project_id) DO NOTHING",
                 (
                     project_id,
                     goal,
@@ -302,7 +309,9 @@ class ProjectStore:
                     now,
                     now,
                 ),
-            )
+            ).rowcount
+            if not inserted:
+                raise ProjectExistsError(project_id)
         return self.get_project(project_id)
 
     def claim(self, project_id: str, owner_pid: int) -> ProjectRecord:
@@ -316,10 +325,11 @@ class ProjectStore:
         record = self.get_project(project_id)
         if record.status is ProjectStatus.RUNNING and record.owner_pid != owner_pid and owner_alive(record):
             raise ProjectBusyError(project_id, record.owner_pid)
+        same = self._dialect.same  # SQLite's IS: equal, or both NULL
         with self.transaction() as conn:
             claimed = conn.execute(
                 "UPDATE projects SET status = ?, error = NULL, owner_pid = ?, owner_start = ?, updated_at = ?"
-                " WHERE project_id = ? AND status = ? AND owner_pid IS ? AND owner_start IS ?",
+                f" WHERE project_id = ? AND status = ? AND owner_pid {same} ? AND owner_start {same} ?",
                 (
                     ProjectStatus.RUNNING.value,
                     owner_pid,
@@ -345,7 +355,7 @@ class ProjectStore:
     def get_project(self, project_id: str) -> ProjectRecord:
         check_project_id(project_id)
         with self._reading() as conn:
-            row = conn.execute(_PROJECT_SELECT + " WHERE p.project_id = ?", (project_id,)).fetchone()
+            row = conn.execute(self._project_select + " WHERE p.project_id = ?", (project_id,)).fetchone()
         if row is None:
             raise ProjectNotFoundError(project_id)
         return _record(row)
@@ -353,7 +363,7 @@ class ProjectStore:
     def list_projects(self) -> list[ProjectRecord]:
         """Every project, newest first."""
         with self._reading() as conn:
-            rows = conn.execute(_PROJECT_SELECT + " ORDER BY p.created_at DESC, p.rowid DESC").fetchall()
+            rows = conn.execute(self._project_select + " ORDER BY p.created_at DESC, p.rowid DESC").fetchall()
         return [_record(row) for row in rows]
 
     def set_status(
@@ -419,7 +429,7 @@ class ProjectStore:
         """Projects marked running whose owner process is gone (to mark interrupted, then resume)."""
         with self._reading() as conn:
             rows = conn.execute(
-                _PROJECT_SELECT + " WHERE p.status = ? ORDER BY p.created_at", (ProjectStatus.RUNNING.value,)
+                self._project_select + " WHERE p.status = ? ORDER BY p.created_at", (ProjectStatus.RUNNING.value,)
             ).fetchall()
         return [record for record in map(_record, rows) if not owner_alive(record)]
 
@@ -495,8 +505,10 @@ class ProjectStore:
         """Record what a DONE task learned (``sources`` as refs), replacing an earlier entry for it."""
         check_project_id(project_id)
         with self.transaction() as conn:
+            # Delete, then insert: a replaced entry moves to the end, as it finished last.
+            conn.execute("DELETE FROM knowledge WHERE project_id = ? AND task_id = ?", (project_id, task_id))
             conn.execute(
-                "INSERT OR REPLACE INTO knowledge (project_id, task_id, goal, result, sources) VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO knowledge (project_id, task_id, goal, result, sources) VALUES (?, ?, ?, ?, ?)",
                 (project_id, task_id, goal, result, _dumps(list(sources))),
             )
 
@@ -505,7 +517,7 @@ class ProjectStore:
         check_project_id(project_id)
         with self.transaction() as conn:
             conn.execute(
-                "DELETE FROM knowledge WHERE project_id = ? AND task_id IN (SELECT value FROM json_each(?))",
+                f"DELETE FROM knowledge WHERE project_id = ? AND task_id IN ({self._dialect.json_values})",
                 (project_id, _dumps(list(task_ids))),
             )
 
@@ -515,7 +527,7 @@ class ProjectStore:
         check_project_id(project_id)
         sql, params = "SELECT task_id, goal, result, sources FROM knowledge WHERE project_id = ?", [project_id]
         if task_ids is not None:
-            sql, params = sql + " AND task_id IN (SELECT value FROM json_each(?))", [*params, _dumps(list(task_ids))]
+            sql, params = sql + f" AND task_id IN ({self._dialect.json_values})", [*params, _dumps(list(task_ids))]
         with self._reading() as conn:
             rows = conn.execute(sql + " ORDER BY rowid", params).fetchall()
         return [{**dict(row), "sources": json.loads(row["sources"])} for row in rows]
@@ -534,10 +546,9 @@ class ProjectStore:
         with self.transaction() as conn:
             if not _exists(conn, new.project_id):
                 raise ProjectNotFoundError(new.project_id)
-            if conn.execute("SELECT 1 FROM reviews WHERE review_id = ?", (new.review_id,)).fetchone():
-                raise StoreError(f"a review '{new.review_id}' already exists")
-            conn.execute(
-                f"INSERT INTO reviews ({_REVIEW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, NULL, ?)",
+            inserted = conn.execute(
+                f"INSERT INTO reviews ({_REVIEW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, NULL, ?)"
+                " ON CONFLICT (review_id) DO NOTHING",
                 (
                     new.review_id,
                     new.project_id,
@@ -551,7 +562,9 @@ class ProjectStore:
                     new.created_at if new.created_at is not None else time.time(),
                     new.deadline,
                 ),
-            )
+            ).rowcount
+            if not inserted:
+                raise StoreError(f"a review '{new.review_id}' already exists")
 
     def get_review(self, review_id: str) -> dict[str, Any]:
         with self._reading() as conn:
@@ -645,18 +658,7 @@ def _process_start(pid: int) -> str | None:
 # -- rows ----------------------------------------------------------------------------------
 
 
-def _store_error(path: Path, exc: sqlite3.Error) -> StoreError:
-    """One line for a database error; a damaged file says what to do about it."""
-    text = str(exc)
-    if isinstance(exc, sqlite3.DatabaseError) and ("malformed" in text or "not a database" in text):
-        return StoreError(
-            f"the project store {path} is damaged ({text}): move it away (a new one is created) or restore"
-            " it from a backup; `sqlite3 FILE .recover` can save what is readable"
-        )
-    return StoreError(f"project store {path}: {text}")
-
-
-def _exists(conn: sqlite3.Connection, project_id: str) -> bool:
+def _exists(conn: Database, project_id: str) -> bool:
     return conn.execute("SELECT 1 FROM projects WHERE project_id = ?", (project_id,)).fetchone() is not None
 
 
@@ -673,8 +675,8 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _record(row: sqlite3.Row) -> ProjectRecord:
-    nodes, calls, tokens_in, tokens_out, cost, failed = json.loads(row["live"])
+def _record(row: Row) -> ProjectRecord:
+    nodes, calls, tokens_in, tokens_out, cost, failed = json.loads(row["live"])  # Dialect.live_totals
     return ProjectRecord(
         project_id=row["project_id"],
         goal=row["goal"],
@@ -695,12 +697,12 @@ def _record(row: sqlite3.Row) -> ProjectRecord:
         agent_calls=int(calls),
         input_tokens=int(tokens_in),
         output_tokens=int(tokens_out),
-        cost_usd=cost,
+        cost_usd=float(cost),
         failed_nodes=int(failed),
     )
 
 
-def _node(row: sqlite3.Row, history: list[StatusChange]) -> TaskNode:
+def _node(row: Row, history: list[StatusChange]) -> TaskNode:
     return TaskNode(
         task_id=row["task_id"],
         goal=row["goal"],
@@ -724,7 +726,7 @@ def _node(row: sqlite3.Row, history: list[StatusChange]) -> TaskNode:
     )
 
 
-def _review(row: sqlite3.Row) -> dict[str, Any]:
+def _review(row: Row) -> dict[str, Any]:
     review = dict(row)
     review["plan"] = json.loads(review["plan"])
     review["decision"] = json.loads(review["decision"]) if review["decision"] is not None else None

@@ -14,7 +14,6 @@ agent call may need it.
 from __future__ import annotations
 
 import json
-import sqlite3
 import threading
 import time
 from collections import deque
@@ -26,6 +25,7 @@ from loguru import logger
 
 from sentient.events import AgentCallFinished, Event, NodeCreated, NodeSnapshot, NodesRemoved, NodeStatusChanged
 from sentient.graph.node import Source
+from sentient.store.database import Database
 from sentient.store.errors import StoreError
 from sentient.store.project_store import ProjectStore, check_project_id
 
@@ -328,7 +328,7 @@ class _Rows:
             )
         )
 
-    def write(self, conn: sqlite3.Connection) -> None:
+    def write(self, conn: Database) -> None:
         _insert(conn, _NODE_INSERT, self.nodes)
         _update(conn, _NODE_UPDATE, [_node_update(node) for node in self.updates.values()], self.project_id)
         _insert(conn, _CHANGE_INSERT, self.changes)
@@ -352,7 +352,7 @@ def _node_update(node: NodeSnapshot) -> tuple[Any, ...]:
     )
 
 
-def _write_removal(conn: sqlite3.Connection, pid: str, item: tuple[Any, ...]) -> None:
+def _write_removal(conn: Database, pid: str, item: tuple[Any, ...]) -> None:
     event = item[1]
     for start in range(0, len(event.task_ids), _ROWS_PER_STATEMENT):
         chunk = event.task_ids[start : start + _ROWS_PER_STATEMENT]
@@ -361,13 +361,13 @@ def _write_removal(conn: sqlite3.Connection, pid: str, item: tuple[Any, ...]) ->
             conn.execute(f"DELETE FROM {table} WHERE project_id = ? AND task_id IN ({marks})", (pid, *chunk))
 
 
-def _insert(conn: sqlite3.Connection, statement: tuple[str, int, str], rows: list[tuple[Any, ...]]) -> None:
+def _insert(conn: Database, statement: tuple[str, int, str], rows: list[tuple[Any, ...]]) -> None:
     head, width, tail = statement
     for chunk, marks in _chunks(rows, width):
         conn.execute(f"{head} VALUES {marks}{tail}", list(chain.from_iterable(chunk)))
 
 
-def _update(conn: sqlite3.Connection, statement: tuple[str, int], rows: list[tuple[Any, ...]], pid: str) -> None:
+def _update(conn: Database, statement: tuple[str, int], rows: list[tuple[Any, ...]], pid: str) -> None:
     sql, width = statement
     for chunk, marks in _chunks(rows, width):
         conn.execute(sql.format(rows=marks), [*chain.from_iterable(chunk), pid])
