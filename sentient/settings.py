@@ -72,6 +72,14 @@ class Settings(BaseSettings):
     model_path: Path | None = Field(None, description="A local GGUF file to use instead of the embedded weights.")
     cache_dir: Path = Field(Path.home() / ".cache" / "sentient", description="Assembled weights, docs indexes.")
     results_dir: Path = Field(Path("project_results"), description="Where each project's files are written.")
+    database_url: str | None = Field(
+        None,
+        repr=False,  # it may hold a password
+        description=(
+            "A postgresql:// URL: keep projects in that PostgreSQL database (shared by every process given it)"
+            " instead of SQLite in results_dir/sentient.db; reports and traces stay in results_dir."
+        ),
+    )
     config_dir: Path = Field(
         default_factory=agent_configs_dir,
         description="agents.yaml, models.yaml and profiles/ (default: the shipped ones).",

@@ -62,7 +62,8 @@ def create_app(config: ServerSettings | None = None, *, store: ProjectStore | No
 
     Args:
         config: server settings; by default from the environment.
-        store: the project store; by default ``<results_dir>/sentient.db``.
+        store: the project store; by default ``<results_dir>/sentient.db``, or the PostgreSQL
+            database of ``SENTIENT_DATABASE_URL``.
     """
     config = config or ServerSettings.from_env()
     config.check()
@@ -89,7 +90,7 @@ def create_app(config: ServerSettings | None = None, *, store: ProjectStore | No
     )
     gates = ProviderGates.from_settings(config.sentient)
     gates.check()  # SENTIENT_REDIS_URL set and Redis not answering: refuse now, naming it
-    store = store or ProjectStore.open(config.sentient.results_dir)
+    store = store or ProjectStore.open(config.sentient.results_dir, config.sentient.database_url)
     service = ProjectService(store, config.sentient, gates=gates)
     engine = EngineLoop()
     broadcaster = Broadcaster(socketio.server)

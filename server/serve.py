@@ -23,6 +23,7 @@ from gunicorn.app.base import BaseApplication
 from loguru import logger
 
 from sentient.exceptions import ConfigError
+from sentient.store import ProjectStore, StoreError
 from sentient.tools.sandbox import hide_process_memory
 
 from .app import create_app, shutdown
@@ -104,6 +105,8 @@ def close_connections(app: Flask) -> None:
 def serve(config: ServerSettings, *, log_level: str = "info") -> int:
     """Check the settings, then serve until interrupted. Returns an exit code."""
     config.check()  # refuse an exposed bind without a token before gunicorn starts
+    # An unreachable SENTIENT_DATABASE_URL is one clear line now, not a traceback in the worker.
+    ProjectStore.open(config.sentient.results_dir, config.sentient.database_url).close()
     hide_process_memory()  # sandboxed snippets must not read the keys from /proc/<pid>/environ
     logger.info("serving on http://{}:{}", config.host, config.port)
     SentientGunicorn(config, log_level=log_level).run()
@@ -120,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     logger.add(sys.stderr, level="INFO")
     try:
         return serve(ServerSettings.from_env(host=args.host, port=args.port, threads=args.threads))
-    except ConfigError as exc:
+    except (ConfigError, StoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

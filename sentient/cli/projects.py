@@ -85,7 +85,7 @@ def run_projects(
         args.projects_command
     ]
     try:
-        with ProjectStore.open(settings.results_dir) as store:
+        with ProjectStore.open(settings.results_dir, settings.database_url) as store:
             return handler(args, ProjectService(store, settings), out, err)
     except SentientError as exc:
         return report_error(err, exc)
