@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from fakes.postgres import PostgresServer, postgres_bindir
 from fakes.redis_server import RedisServer
 
 from sentient.agents.models.fake import ScriptedModel
@@ -136,3 +137,31 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
     server = RedisServer(tmp_path_factory.mktemp("redis"))
     yield server
     server.stop()
+
+
+# -- PostgreSQL: the project store's shared backend ------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """One PostgreSQL server for the session (skipped where PostgreSQL is not installed, failed on CI)."""
+    bindir = postgres_bindir()
+    if bindir is None:
+        message = "PostgreSQL not found (no initdb): apt-get install -y postgresql"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    server = PostgresServer(bindir)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest) -> str | None:
+    """Each backend of the project store in turn: None (SQLite in the test's results folder),
+    then the URL of a new PostgreSQL database."""
+    if request.param == "sqlite":
+        return None
+    server: PostgresServer = request.getfixturevalue("postgres")
+    return server.new_database()

@@ -38,13 +38,14 @@ def wide_plan() -> ScriptedModel:
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    return Settings(cache_dir=tmp_path / "cache", results_dir=tmp_path / "results")
+def settings(tmp_path: Path, database_url: str | None) -> Settings:
+    """On each backend of the store: SQLite, then PostgreSQL."""
+    return Settings(cache_dir=tmp_path / "cache", results_dir=tmp_path / "results", database_url=database_url)
 
 
 @pytest.fixture
 def store(settings: Settings) -> ProjectStore:
-    store = ProjectStore.open(settings.results_dir)
+    store = ProjectStore.open(settings.results_dir, settings.database_url)
     yield store
     store.close()
 
@@ -209,10 +210,10 @@ DRIVER = textwrap.dedent(
     from sentient.settings import Settings
     from sentient.store import ProjectNotFoundError, ProjectStore
 
-    settings = Settings(cache_dir=Path({cache!r}), results_dir=Path({results!r}))
+    settings = Settings(cache_dir=Path({cache!r}), results_dir=Path({results!r}), database_url={url!r})
     model = wide_plan()
     model.latency = 0.3
-    store = ProjectStore.open(settings.results_dir)
+    store = ProjectStore.open(settings.results_dir, settings.database_url)
     asyncio.run(agent(settings, model).arun(GOAL, project_id="p-kill", store=store))
     """
 )
@@ -220,7 +221,10 @@ DRIVER = textwrap.dedent(
 
 def test_a_run_killed_with_sigkill_resumes_to_the_same_result(settings: Settings, store: ProjectStore) -> None:
     script = DRIVER.format(
-        tests=str(Path(__file__).parent), cache=str(settings.cache_dir), results=str(settings.results_dir)
+        tests=str(Path(__file__).parent),
+        cache=str(settings.cache_dir),
+        results=str(settings.results_dir),
+        url=settings.database_url,
     )
     process = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
     try:

@@ -25,9 +25,11 @@ REQUEST = ReviewRequest("root", "What is asyncio?", 0, PLAN, 1, "what the planne
 
 
 @pytest.fixture
-def service(tmp_path: Path) -> Iterator[ProjectService]:
-    settings = Settings(cache_dir=tmp_path / "cache", results_dir=tmp_path / "results", offline=True)
-    with ProjectStore.open(settings.results_dir) as store:
+def service(tmp_path: Path, database_url: str | None) -> Iterator[ProjectService]:
+    settings = Settings(
+        cache_dir=tmp_path / "cache", results_dir=tmp_path / "results", offline=True, database_url=database_url
+    )
+    with ProjectStore.open(settings.results_dir, settings.database_url) as store:
         service = ProjectService(store, settings)
         service.create("What is asyncio?", "general_agent", project_id="p1")
         yield service

@@ -46,8 +46,11 @@ def wide_plan() -> ScriptedModel:
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    return Settings(cache_dir=tmp_path / "cache", results_dir=tmp_path / "results", offline=True)
+def settings(tmp_path: Path, database_url: str | None) -> Settings:
+    """On each backend of the store: SQLite, then PostgreSQL."""
+    return Settings(
+        cache_dir=tmp_path / "cache", results_dir=tmp_path / "results", offline=True, database_url=database_url
+    )
 
 
 @pytest.fixture
@@ -60,7 +63,7 @@ def docs(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def service(settings: Settings) -> Iterator[ProjectService]:
-    with ProjectStore.open(settings.results_dir) as store:
+    with ProjectStore.open(settings.results_dir, settings.database_url) as store:
         yield ProjectService(store, settings)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -41,14 +42,14 @@ def test_a_v1_file_is_migrated_and_keeps_its_projects(tmp_path: Path) -> None:
     assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
 
 
-def test_options_are_stored_at_creation(tmp_path: Path) -> None:
-    with ProjectStore.open(tmp_path) as store:
+def test_options_are_stored_at_creation(tmp_path: Path, database_url: str | None) -> None:
+    with ProjectStore.open(tmp_path, database_url) as store:
         store.create_project("p", "goal", "general_agent", {}, {"model": "openai:gpt-4o-mini", "offline": True})
         assert store.get_project("p").options == {"model": "openai:gpt-4o-mini", "offline": True}
 
 
-def test_a_claim_by_the_owner_itself_or_over_a_dead_owner_succeeds(tmp_path: Path) -> None:
-    with ProjectStore.open(tmp_path) as store:
+def test_a_claim_by_the_owner_itself_or_over_a_dead_owner_succeeds(tmp_path: Path, database_url: str | None) -> None:
+    with ProjectStore.open(tmp_path, database_url) as store:
         store.create_project("p", "goal", "general_agent", {})
         me = os.getpid()
         assert store.claim("p", me).status is ProjectStatus.RUNNING
@@ -57,12 +58,82 @@ def test_a_claim_by_the_owner_itself_or_over_a_dead_owner_succeeds(tmp_path: Pat
         assert store.claim("p", me).owner_pid == me, "a dead owner's project is taken over"
 
 
-def test_a_claim_over_a_live_owner_is_refused(tmp_path: Path) -> None:
-    with ProjectStore.open(tmp_path) as store:
+def test_a_claim_over_a_live_owner_is_refused(tmp_path: Path, database_url: str | None) -> None:
+    with ProjectStore.open(tmp_path, database_url) as store:
         store.create_project("p", "goal", "general_agent", {})
         store.claim("p", 1)  # pid 1 always runs
         with pytest.raises(ProjectBusyError, match="already being run by process 1"):
             store.claim("p", os.getpid())
+
+
+# Two live processes: this one and its parent.
+OWNERS = (os.getpid(), os.getppid())
+
+
+def test_a_claim_that_read_the_project_before_another_committed_its_claim_loses(
+    tmp_path: Path, database_url: str | None
+) -> None:
+    """The interleaving that matters: both read the project unclaimed, then both write."""
+    first, second = (ProjectStore.open(tmp_path, database_url) for _ in range(2))  # two connections
+    first.create_project("p", "goal", "general_agent", {})
+    outcome: list[BaseException | ProjectStatus] = []
+
+    def claim_second() -> None:
+        try:
+            outcome.append(second.claim("p", OWNERS[1]).status)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    with first.transaction() as conn:  # the first claim's UPDATE, not committed yet
+        conn.execute("UPDATE projects SET status = 'running', owner_pid = ? WHERE project_id = 'p'", (OWNERS[0],))
+        thread = threading.Thread(target=claim_second)
+        thread.start()
+        thread.join(0.5)  # it reads 'created', then waits for the write lock (SQLite) or the row (PostgreSQL)
+        assert thread.is_alive(), "the second claim must wait for the first to commit"
+    thread.join(10)
+
+    (result,) = outcome
+    assert isinstance(result, ProjectBusyError) and result.owner_pid == OWNERS[0]
+    assert second.get_project("p").owner_pid == OWNERS[0]
+    first.close()
+    second.close()
+
+
+def _claim_at_once(stores: list[ProjectStore], project_id: str) -> tuple[list[int], list[int]]:
+    """Each store claims the project for its owner, all released at the same moment: (won, refused)."""
+    start = threading.Barrier(len(stores))
+    won: list[int] = []
+    refused: list[int] = []
+
+    def claim(i: int) -> None:
+        start.wait()
+        try:
+            stores[i].claim(project_id, OWNERS[i])
+            won.append(i)
+        except ProjectBusyError:
+            refused.append(i)
+
+    threads = [threading.Thread(target=claim, args=(i,)) for i in range(len(stores))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    return won, refused
+
+
+def test_of_two_connections_claiming_at_once_exactly_one_wins(tmp_path: Path, database_url: str | None) -> None:
+    stores = [ProjectStore.open(tmp_path, database_url) for _ in OWNERS]
+    for round in range(10):
+        project_id = f"p{round}"
+        stores[0].create_project(project_id, "goal", "general_agent", {})
+
+        won, refused = _claim_at_once(stores, project_id)
+
+        assert len(won) == 1 and len(refused) == 1, (won, refused)
+        for store in stores:
+            assert store.get_project(project_id).owner_pid == OWNERS[won[0]]
+    for store in stores:
+        store.close()
 
 
 # -- budget ------------------------------------------------------------------------------------------

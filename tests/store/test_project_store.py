@@ -63,8 +63,9 @@ PLAN = {"subtasks": [{"goal": "look it up", "task_type": "SEARCH", "depends_on_i
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[ProjectStore]:
-    store = ProjectStore.open(tmp_path)
+def store(tmp_path: Path, database_url: str | None) -> Iterator[ProjectStore]:
+    """A new store on each backend: SQLite, then PostgreSQL."""
+    store = ProjectStore.open(tmp_path, database_url)
     yield store
     store.close()
 
@@ -128,12 +129,13 @@ def _fill(store: ProjectStore, project_id: str) -> None:
 # -- projects ------------------------------------------------------------------------------
 
 
-def test_new_file_gets_the_current_schema_in_wal_mode(store: ProjectStore) -> None:
-    conn = sqlite3.connect(store.path)
+def test_new_file_gets_the_current_schema_in_wal_mode(tmp_path: Path) -> None:
+    with ProjectStore.open(tmp_path) as store:
+        assert store.location == str(tmp_path / "sentient.db")
+    conn = sqlite3.connect(tmp_path / "sentient.db")
     assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
     assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     conn.close()
-    assert store.path.name == "sentient.db"
 
 
 def test_a_file_from_a_newer_sentient_is_refused(tmp_path: Path) -> None:
@@ -146,11 +148,13 @@ def test_a_file_from_a_newer_sentient_is_refused(tmp_path: Path) -> None:
         ProjectStore.open(tmp_path)
 
 
-def test_created_project_has_the_protocol_shape_and_survives_reopening(tmp_path: Path) -> None:
-    with ProjectStore.open(tmp_path) as store:
+def test_created_project_has_the_protocol_shape_and_survives_reopening(
+    tmp_path: Path, database_url: str | None
+) -> None:
+    with ProjectStore.open(tmp_path, database_url) as store:
         created = store.create_project("p1", "Explain asyncio", "general_agent", {"max_depth": 1})
 
-    with ProjectStore.open(tmp_path) as store:
+    with ProjectStore.open(tmp_path, database_url) as store:
         record = store.get_project("p1")
 
     assert record == created
@@ -268,11 +272,11 @@ def test_delete_cascades_to_every_table_and_spares_other_projects(store: Project
 
     store.delete_project("doomed")
 
-    conn = sqlite3.connect(store.path)
-    for table in ("projects", "nodes", "status_changes", "calls", "knowledge", "reviews"):
-        counts = dict(conn.execute(f"SELECT project_id, COUNT(*) FROM {table} GROUP BY project_id").fetchall())
-        assert "doomed" not in counts and counts["kept"] >= 1, table
-    conn.close()
+    with store.transaction() as conn:
+        for table in ("projects", "nodes", "status_changes", "calls", "knowledge", "reviews"):
+            rows = conn.execute(f"SELECT project_id, COUNT(*) FROM {table} GROUP BY project_id").fetchall()
+            counts = {project_id: count for project_id, count in rows}
+            assert "doomed" not in counts and counts["kept"] >= 1, table
     with pytest.raises(ProjectNotFoundError):
         store.get_project("doomed")
 
@@ -309,10 +313,8 @@ def test_a_reused_pid_is_not_taken_for_the_owner(store: ProjectStore) -> None:
         pytest.skip("needs /proc to tell processes with the same pid apart")
     store.create_project("p1", "goal", "general_agent", {})
     store.set_status("p1", "running", owner_pid=os.getpid())
-    conn = sqlite3.connect(store.path)
-    with conn:
+    with store.transaction() as conn:
         conn.execute("UPDATE projects SET owner_start = 'another process' WHERE project_id = 'p1'")
-    conn.close()
 
     assert [p.project_id for p in store.stale_running()] == ["p1"]
 
@@ -335,8 +337,9 @@ def test_invalid_project_ids_are_refused_clearly(store: ProjectStore, project_id
         store.create_project(project_id, "goal", "general_agent", {})  # type: ignore[arg-type]
 
 
-def test_project_dir_is_next_to_the_database(store: ProjectStore) -> None:
-    assert store.project_dir("p1") == store.path.parent / "p1"
+def test_project_files_are_in_the_results_folder_whatever_the_database(store: ProjectStore, tmp_path: Path) -> None:
+    assert store.results_dir == tmp_path
+    assert store.project_dir("p1") == tmp_path / "p1"
     with pytest.raises(InvalidProjectIdError):
         store.project_dir("../outside")
 
@@ -386,8 +389,8 @@ def test_review_errors(store: ProjectStore) -> None:
         store.add_review(_review("r5", project_id="nope"))
 
 
-def test_a_closed_store_says_so(tmp_path: Path) -> None:
-    store = ProjectStore.open(tmp_path)
+def test_a_closed_store_says_so(tmp_path: Path, database_url: str | None) -> None:
+    store = ProjectStore.open(tmp_path, database_url)
     store.close()
 
     with pytest.raises(StoreError, match="closed"):

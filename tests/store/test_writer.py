@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import sqlite3
+import contextlib
 import subprocess
 import sys
 import threading
@@ -27,7 +27,7 @@ from sentient.graph.node import NodeType, Source, TaskNode, TaskType
 from sentient.graph.plan import SubTask
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
-from sentient.store import ProjectStore, StoreWriter, StoreWriterError
+from sentient.store import NodeNotFoundError, ProjectStore, StoreWriter, StoreWriterError
 
 S = TaskStatus
 PROJECT = "p-1"
@@ -98,8 +98,9 @@ class FakeRun:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[ProjectStore]:
-    store = ProjectStore.open(tmp_path)
+def store(tmp_path: Path, database_url: str | None) -> Iterator[ProjectStore]:
+    """A store with the project, on each backend: SQLite, then PostgreSQL."""
+    store = ProjectStore.open(tmp_path, database_url)
     store.create_project(PROJECT, "Explain asyncio", "general_agent", {})
     yield store
     store.close()
@@ -189,9 +190,9 @@ def test_removed_nodes_lose_their_rows_but_keep_their_calls(store: ProjectStore)
     run.writer.close()
 
     assert [c["task_id"] for c in store.calls(PROJECT, "root.1")] == ["root.1"]
-    conn = sqlite3.connect(store.path)
-    assert conn.execute("SELECT COUNT(*) FROM status_changes WHERE task_id IN ('root.1', 'root.2')").fetchone() == (0,)
-    conn.close()
+    with store.transaction() as conn:
+        removed = conn.execute("SELECT COUNT(*) FROM status_changes WHERE task_id IN ('root.1', 'root.2')")
+        assert removed.fetchone()[0] == 0
 
 
 def test_calls_are_stored_with_cost_cache_flag_tool_calls_and_added_to_node_totals(store: ProjectStore) -> None:
@@ -257,38 +258,43 @@ def test_node_is_stored_as_it_was_when_its_status_changed(store: ProjectStore) -
     assert store.node(PROJECT, "root").result == "final answer"
 
 
-def test_status_change_is_committed_without_flush_and_visible_to_another_connection(store: ProjectStore) -> None:
+def test_status_change_is_committed_without_flush_and_visible_to_another_connection(
+    store: ProjectStore, database_url: str | None
+) -> None:
     run = FakeRun(store)
     root = run.root()
     run.move(root, S.EXECUTING)
-    reader = sqlite3.connect(store.path)
+    reader = ProjectStore.open(store.results_dir, database_url)  # a second connection to the same database
     deadline = time.monotonic() + 10  # a generous bound for a loaded CI machine; not a timing assertion
-    rows: list[Any] = []
+    history: list[Any] = []
     while time.monotonic() < deadline:
-        rows = reader.execute("SELECT new FROM status_changes WHERE task_id = 'root'").fetchall()
-        if rows:
+        with contextlib.suppress(NodeNotFoundError):
+            history = [change.status for change in reader.node(PROJECT, "root").history]
+        if history:
             break
         time.sleep(0.005)
     reader.close()
     run.writer.close()
 
-    assert rows == [("EXECUTING",)]
+    assert history == [S.EXECUTING]
 
 
-def test_flushed_state_is_visible_to_another_process(store: ProjectStore) -> None:
+def test_flushed_state_is_visible_to_another_process(store: ProjectStore, database_url: str | None) -> None:
     run = FakeRun(store)
     root = run.root()
     run.move(root, S.EXECUTING)
     run.finish(root, "answer")
     run.writer.flush()
     code = (
-        "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]);"
-        "print(c.execute(\"SELECT status, result FROM nodes WHERE task_id = 'root'\").fetchone())"
+        "import sys; from sentient.store import ProjectStore;"
+        "node = ProjectStore.open(sys.argv[1], sys.argv[2] or None).node(sys.argv[3], 'root');"
+        "print(node.status.value, node.result)"
     )
+    args = [str(store.results_dir), database_url or "", PROJECT]
 
-    out = subprocess.run([sys.executable, "-c", code, str(store.path)], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True)
 
-    assert out.stdout.strip() == "('DONE', 'answer')"
+    assert out.stdout.strip() == "DONE answer"
     run.writer.close()
 
 
@@ -330,8 +336,8 @@ def test_reads_from_other_threads_while_the_writer_writes(store: ProjectStore) -
     assert len(store.calls(PROJECT)) == 100
 
 
-def test_writer_error_surfaces_on_flush(tmp_path: Path) -> None:
-    store = ProjectStore.open(tmp_path)  # no project created: every row breaks the foreign key
+def test_writer_error_surfaces_on_flush(tmp_path: Path, database_url: str | None) -> None:
+    store = ProjectStore.open(tmp_path, database_url)  # no project created: every row breaks the foreign key
     run = FakeRun(store, "missing-project")
     run.root()
 
