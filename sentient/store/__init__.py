@@ -1,4 +1,5 @@
-"""Persistence: projects, task graphs, traces and plan reviews in SQLite (``project_results/sentient.db``)."""
+"""Persistence: projects, task graphs, traces and plan reviews in SQLite (``project_results/sentient.db``),
+or in PostgreSQL when ``SENTIENT_DATABASE_URL`` is set."""
 
 from sentient.store.project_store import (
     PROJECT_ACTIVE,

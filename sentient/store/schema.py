@@ -3,7 +3,7 @@
 The version lives in ``PRAGMA user_version``: 0 means a new file (the schema is created),
 :data:`SCHEMA_VERSION` is current, and a file from a newer Sentient is refused rather than
 misread. A future change adds an entry to :data:`MIGRATIONS` (``version -> SQL`` that brings
-the file from ``version - 1``).
+the file from ``version - 1``), and the same change to :mod:`sentient.store.postgres`.
 """
 
 from __future__ import annotations
