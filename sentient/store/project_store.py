@@ -1,6 +1,6 @@
 """ProjectStore: projects, their task graphs, traces and plan reviews in one SQLite file.
 
-Or in PostgreSQL, shared by several processes and machines, when ``SENTIENT_DATABASE_URL`` is
+Or in PostgreSQL, shared by several processes, when ``SENTIENT_DATABASE_URL`` is
 set: the same SQL runs on either (:mod:`sentient.store.database`, :mod:`sentient.store.postgres`).
 
 Threading: one connection guarded by one re-entrant lock. The engine's thread, the
