@@ -414,3 +414,18 @@ async def test_concurrent_calls_never_exceed_the_gate() -> None:
     )
     assert results == ["ok"] * 20
     assert peak == 3
+
+
+def test_a_limiter_serves_one_event_loop_after_another() -> None:
+    """A process that runs twice (``ProfiledSentientAgent.run`` twice: one event loop each)
+    keeps its provider's limiter, and callers queue on it in both loops."""
+    clock = FakeClock()
+    limiter = RateLimiter(60, burst=1, clock=clock, sleep=clock.sleep)  # a token a second
+
+    async def three_callers() -> None:
+        await asyncio.gather(limiter.acquire(), limiter.acquire(), limiter.acquire())
+
+    asyncio.run(three_callers())
+    asyncio.run(three_callers())  # raised "bound to a different event loop" when the queue was the first loop's
+    assert limiter.waits == 5  # all but the very first caller: no time passes between the loops
+    assert clock.sleeps == pytest.approx([1.0] * 5)

@@ -57,7 +57,10 @@ _CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
 class RateLimiter:
     """An async token bucket: ``requests_per_minute`` tokens a minute, up to ``burst`` saved.
 
-    Callers wait in arrival order. ``waits`` counts the acquisitions that had to wait.
+    Callers wait in arrival order. ``waits`` counts the acquisitions that had to wait. The
+    limiter outlives event loops (a process's provider gate serves every run, and
+    ``ProfiledSentientAgent.run`` starts a loop per call), so its queue belongs to the loop in
+    which callers wait; one loop at a time may use it.
     """
 
     def __init__(
@@ -77,10 +80,14 @@ class RateLimiter:
         self._sleep = sleep
         self._updated = clock()
         self._lock = asyncio.Lock()
+        self._lock_loop: asyncio.AbstractEventLoop | None = None
         self.waits = 0
 
     async def acquire(self) -> None:
         """Take one token, waiting until one is available."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._lock_loop:  # an asyncio.Lock binds to the first loop that waits on it
+            self._lock, self._lock_loop = asyncio.Lock(), loop
         async with self._lock:  # one waiter sleeps at a time, so tokens go out in arrival order
             self._refill()
             if self._tokens < 1:
