@@ -92,6 +92,15 @@ class Settings(BaseSettings):
         None, description="Cache model responses (default: on for the embedded model, off for hosted ones)."
     )
     offline: bool = Field(False, description="Never use the network (web tools refuse at once).")
+    lease_s: float = Field(
+        30.0,
+        gt=0,
+        description=(
+            "How long a worker's claim on a running project holds without renewal (it renews every third of"
+            " it): another worker may take over a project whose owner died once this has passed (on one"
+            " machine, at once when the owner's process is gone)."
+        ),
+    )
     redis_url: str | None = Field(
         None,
         description=(

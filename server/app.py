@@ -90,7 +90,9 @@ def create_app(config: ServerSettings | None = None, *, store: ProjectStore | No
     )
     gates = ProviderGates.from_settings(config.sentient)
     gates.check()  # SENTIENT_REDIS_URL set and Redis not answering: refuse now, naming it
-    store = store or ProjectStore.open(config.sentient.results_dir, config.sentient.database_url)
+    store = store or ProjectStore.open(
+        config.sentient.results_dir, config.sentient.database_url, lease_s=config.sentient.lease_s
+    )
     service = ProjectService(store, config.sentient, gates=gates)
     engine = EngineLoop()
     broadcaster = Broadcaster(socketio.server)

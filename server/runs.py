@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
-import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -325,7 +324,7 @@ class RunManager:
         """Submit the run (the caller holds the lock and has checked it is not running)."""
         researcher = self._researcher(self.record(project_id))  # ConfigError: it cannot run (400)
         # One conditional update: a CLI running the project at the same time keeps it (ProjectBusyError).
-        self.store.claim(project_id, os.getpid())
+        self.store.claim(project_id)
         run = Run(project_id)
         self._runs[project_id] = run
         run.future = self._engine.submit(self._drive(run, researcher, mode))
@@ -344,7 +343,9 @@ class RunManager:
             logger.info("project {}: run stopped ({})", project_id, run.stopping or "cancelled")
         except Exception as exc:
             logger.opt(exception=exc).error("project {}: run crashed", project_id)
-            await asyncio.to_thread(self.store.set_status, project_id, "failed", f"{type(exc).__name__}: {exc}")
+            # Unless another worker holds it now (a lost lease): that one records its end.
+            error = f"{type(exc).__name__}: {exc}"
+            await asyncio.to_thread(self.store.set_status, project_id, "failed", error, owner=self.store.owner)
         finally:
             feed.close()
             await asyncio.shield(self._finish(run))

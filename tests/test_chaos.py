@@ -19,7 +19,7 @@ from loguru import logger
 from sentient import ProfiledSentientAgent
 from sentient.graph.status import TaskStatus
 from sentient.settings import Settings
-from sentient.store import ProjectBusyError, ProjectStore
+from sentient.store import Owner, ProjectBusyError, ProjectStore
 
 GOAL = "How do Python lists differ from tuples?"
 # Two executors under the root, no atomizer, one call at a time: faults land where the script says.
@@ -188,7 +188,7 @@ def test_of_two_simultaneous_claims_exactly_one_wins(settings: Settings, store: 
             with ProjectStore.open(settings.results_dir) as mine:  # a connection of its own, as a process has
                 barrier.wait()
                 try:
-                    mine.claim("p-claim", pid)
+                    mine.claim("p-claim", Owner.local(pid))
                     outcomes.append("won")
                 except ProjectBusyError as exc:
                     outcomes.append(str(exc))
@@ -212,7 +212,7 @@ async def test_a_project_held_by_a_live_process_is_not_resumed(
     store.create_project("p-held", GOAL, "general_agent", {})
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        store.claim("p-held", other.pid)
+        store.claim("p-held", Owner.local(other.pid))
         with pytest.raises(ProjectBusyError, match=f"process {other.pid}"):
             await agent(settings).aresume("p-held", store=store, write_files=False)
         assert server.requests == [], "refused before any model call"

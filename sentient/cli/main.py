@@ -170,7 +170,7 @@ def _run(args: argparse.Namespace, settings: Settings, err: Console) -> int:
             pause=display.pause if display else lambda: None,
             resume=display.resume if display else lambda: None,
         )
-    store = ProjectStore.open(settings.results_dir, settings.database_url)
+    store = ProjectStore.open(settings.results_dir, settings.database_url, lease_s=settings.lease_s)
     try:
         store.check_integrity()  # a damaged store fails now, not after the model calls are paid for
         service = ProjectService(store, settings)

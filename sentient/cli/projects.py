@@ -85,7 +85,7 @@ def run_projects(
         args.projects_command
     ]
     try:
-        with ProjectStore.open(settings.results_dir, settings.database_url) as store:
+        with ProjectStore.open(settings.results_dir, settings.database_url, lease_s=settings.lease_s) as store:
             return handler(args, ProjectService(store, settings), out, err)
     except SentientError as exc:
         return report_error(err, exc)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import time
 import uuid
@@ -33,6 +32,7 @@ from sentient.report import Report, build_report, to_markdown
 from sentient.report.html import render_html
 from sentient.settings import EngineSettings
 from sentient.store import (
+    Heartbeat,
     ProjectNotFoundError,
     ProjectStore,
     StoreError,
@@ -108,18 +108,22 @@ class ProjectRun:
         self.budget: Budget | None = None
         self.bus = EventBus()
         self.bus.subscribe(self.trace)
-        self.writer = StoreWriter(store, project_id) if store is not None else None
+        # Fenced by the store's owner: once another worker holds the project, nothing more is written.
+        self.writer = StoreWriter(store, project_id, owner=store.owner) if store is not None else None
+        self.heartbeat: Heartbeat | None = None
+        self._engine: ExecutionEngine | None = None
         if self.writer is not None:
             self.bus.subscribe(self.writer)
         for subscriber in subscribers:
             self.bus.subscribe(subscriber)
 
     async def execute(self, *, resume: bool) -> RunResult:
-        researcher, graph, settings = self.researcher, self.graph, self.settings
+        """Claim the project (ProjectBusyError if another worker holds it), run it while a heartbeat
+        renews the claim, and store its end; LeaseLostError if the claim passed to another worker."""
         started = time.perf_counter()
         if self.store is not None:
             try:
-                self.store.claim(self.project_id, os.getpid())  # ProjectBusyError if another process has it
+                self.store.claim(self.project_id)  # ProjectBusyError if another worker holds it
             except StoreError:
                 if self.writer is not None:
                     self.writer.close()  # nothing was written: the project stays as its owner keeps it
@@ -128,52 +132,30 @@ class ProjectRun:
         knowledge_store = self.store if self.store is not None else self._scratch_store()
         knowledge = KnowledgeStore(knowledge_store, self.project_id)
         self.bus.subscribe(knowledge)
-        engine: ExecutionEngine | None = None
         crash: str | None = None
+        body = asyncio.ensure_future(self._run(knowledge, resume=resume))
+        if self.store is not None:
+            loop = asyncio.get_running_loop()
+            self.heartbeat = Heartbeat(
+                self.store, self.project_id, self.store.owner, lambda _: loop.call_soon_threadsafe(body.cancel)
+            )
+            self.heartbeat.start()
         try:
-            # Subscribers see the graph as the run finds it; every later change comes as an event.
-            self.bus.publish(RunStarted(self.project_id, tuple(snapshot(node) for node in graph), resumed=resume))
-            if resume:
-                for change in prepare_resume(graph):
-                    self.bus.publish(change)
-            await asyncio.to_thread(researcher.models.prepare)
-            toolboxes = await researcher.toolboxes()
-            budget = self.budget = Budget(settings, spent=self.spent)
-            runner = AgentRunner(
-                researcher.models.for_agent,
-                self.bus,
-                max_concurrent=settings.max_concurrent_llm_calls,
-                timeout_s=settings.agent_timeout_s,
-                max_validation_retries=settings.max_validation_retries,
-                budget=budget,
-                deadline_s=settings.call_deadline_s,
-                local_timeout_s=settings.local_timeout_s,
-            )
-            context = ContextBuilder(graph, knowledge, settings.context_token_budget, settings.knowledge_results)
-            processor = AgentProcessor(
-                graph,
-                researcher.profile,
-                settings,
-                runner,
-                context,
-                researcher.reviewer,
-                self.bus,
-                toolboxes,
-            )
-            engine = ExecutionEngine(processor, settings, budget)
-            logger.info(
-                "project {}: {} '{}' with profile {}",
-                self.project_id,
-                "resuming" if resume else "starting",
-                graph.root.goal,
-                researcher.profile.name,
-            )
-            await engine.run(resume=resume)
+            try:
+                await body
+            except asyncio.CancelledError:
+                lost = self.heartbeat.lost if self.heartbeat is not None else None
+                current = asyncio.current_task()
+                if lost is None or (current is not None and current.cancelling()):
+                    raise  # cancelled from outside (Ctrl-C, a server's cancel)
+                raise lost from None
         except Exception as exc:  # recorded as the run's error (not the root's idle status), then raised
             crash = f"{type(exc).__name__}: {exc}"
             raise
         finally:
-            stop_reason = engine.stop_reason if engine is not None else None
+            if self.heartbeat is not None:
+                self.heartbeat.stop()
+            stop_reason = self._engine.stop_reason if self._engine is not None else None
             result = self._result(started, stop_reason, crash)
             self.bus.publish(RunFinished(result.status, result.error, stats=asdict(result.stats)))
             if knowledge_store is not self.store:
@@ -181,6 +163,47 @@ class ProjectRun:
             await asyncio.to_thread(self._save, result)
         logger.info("project {}: {} in {:.1f}s", self.project_id, result.status, result.stats.elapsed_s)
         return result
+
+    async def _run(self, knowledge: KnowledgeStore, *, resume: bool) -> None:
+        researcher, graph, settings = self.researcher, self.graph, self.settings
+        # Subscribers see the graph as the run finds it; every later change comes as an event.
+        self.bus.publish(RunStarted(self.project_id, tuple(snapshot(node) for node in graph), resumed=resume))
+        if resume:
+            for change in prepare_resume(graph):
+                self.bus.publish(change)
+        await asyncio.to_thread(researcher.models.prepare)
+        toolboxes = await researcher.toolboxes()
+        budget = self.budget = Budget(settings, spent=self.spent)
+        runner = AgentRunner(
+            researcher.models.for_agent,
+            self.bus,
+            max_concurrent=settings.max_concurrent_llm_calls,
+            timeout_s=settings.agent_timeout_s,
+            max_validation_retries=settings.max_validation_retries,
+            budget=budget,
+            deadline_s=settings.call_deadline_s,
+            local_timeout_s=settings.local_timeout_s,
+        )
+        context = ContextBuilder(graph, knowledge, settings.context_token_budget, settings.knowledge_results)
+        processor = AgentProcessor(
+            graph,
+            researcher.profile,
+            settings,
+            runner,
+            context,
+            researcher.reviewer,
+            self.bus,
+            toolboxes,
+        )
+        engine = self._engine = ExecutionEngine(processor, settings, budget)
+        logger.info(
+            "project {}: {} '{}' with profile {}",
+            self.project_id,
+            "resuming" if resume else "starting",
+            graph.root.goal,
+            researcher.profile.name,
+        )
+        await engine.run(resume=resume)
 
     def _scratch_store(self) -> ProjectStore:
         store = ProjectStore.in_memory()
@@ -230,19 +253,31 @@ class ProjectRun:
         )
 
     def _save(self, result: RunResult) -> None:
-        """Persist the end of the run (store first: it is what resume reads), then the files."""
+        """Persist the end of the run (store first: it is what resume reads), then the files.
+
+        Nothing is stored once another worker holds the project (its lease passed): that worker
+        resumes from what was stored, and records its own end.
+        """
         if self.writer is not None and self.store is not None:
             try:
                 self.writer.close()
             except StoreWriterError as exc:  # logged by the writer; the end of the run is still recorded
                 logger.error("project {}: {}", self.project_id, exc)
-            self.store.set_stats(self.project_id, asdict(result.stats))
-            self.store.set_report(self.project_id, result.report_markdown, result.report.model_dump(mode="json"))
-            if self.budget is not None:
-                self.store.set_spent(self.project_id, self.budget.spent().to_dict())
             # The store knows "completed"; its error says which subtasks failed.
             status = "completed" if result.status == "completed_with_failures" else result.status
-            self.store.set_status(self.project_id, status, result.error)
+            released = self.store.release(
+                self.project_id,
+                status,
+                result.error,
+                stats=asdict(result.stats),
+                report=(result.report_markdown, result.report.model_dump(mode="json")),
+                spent=self.budget.spent().to_dict() if self.budget is not None else None,
+            )
+            if not released:
+                logger.error(
+                    "project {}: another worker holds it now; the end of this run is not stored", self.project_id
+                )
+                return  # nor its files: they are the other worker's to write
         if self.out_dir is not None:
             write_outputs(self.out_dir, self.graph, self.trace, result.report, result.report_markdown)
 

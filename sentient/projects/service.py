@@ -9,7 +9,6 @@ engine thread) is the adapter's; what it runs and what it may run is decided her
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 import uuid
@@ -270,10 +269,10 @@ class ProjectService:
     # -- starting --------------------------------------------------------------------------
 
     def check_free(self, project_id: str) -> ProjectRecord:
-        """The project, unless another live process runs it (ProjectBusyError)."""
+        """The project, unless another worker holds it (ProjectBusyError)."""
         record = self.get(project_id)
-        if record.status is ProjectStatus.RUNNING and record.owner_pid != os.getpid() and owner_alive(record):
-            raise ProjectBusyError(project_id, record.owner_pid)
+        if record.status is ProjectStatus.RUNNING and not self.store.holds(record) and owner_alive(record):
+            raise ProjectBusyError(project_id, record.owner_pid, record.owner_host)
         return record
 
     def restart(self, project_id: str, goal: str | None = None, profile: str | None = None) -> ProjectRecord:
@@ -347,21 +346,22 @@ class ProjectService:
 
     def check_running(self, project_id: str) -> ProjectRecord:
         """The project, if this process runs it and so may stop it: ProjectBusyError when another
-        live process runs it (that process stops it), ProjectNotRunningError when none does."""
+        worker holds it (that worker stops it), ProjectNotRunningError when none does."""
         record = self.get(project_id)
         if record.status is not ProjectStatus.RUNNING or not owner_alive(record):
             raise ProjectNotRunningError(project_id)
-        if record.owner_pid != os.getpid():
-            raise ProjectBusyError(project_id, record.owner_pid)
+        if not self.store.holds(record):
+            raise ProjectBusyError(project_id, record.owner_pid, record.owner_host)
         return record
 
     def record_stop(self, project_id: str, *, interrupted: bool) -> None:
         """Record the end of a run stopped from outside: ``interrupted`` when its process is shutting
-        down (the next start resumes it), else ``cancelled`` unless the run recorded its own end."""
+        down (the next start resumes it), else ``cancelled`` unless the run recorded its own end.
+        Nothing changes once another worker holds the project."""
         if interrupted:
-            self.store.set_status(project_id, ProjectStatus.INTERRUPTED)
+            self.store.set_status(project_id, ProjectStatus.INTERRUPTED, owner=self.store.owner)
         elif self.get(project_id).status is ProjectStatus.RUNNING:
-            self.store.set_status(project_id, ProjectStatus.CANCELLED)
+            self.store.set_status(project_id, ProjectStatus.CANCELLED, owner=self.store.owner)
 
     # -- reviews ---------------------------------------------------------------------------
 
@@ -424,7 +424,9 @@ class ProjectService:
         if record.status is ProjectStatus.RUNNING and owner_alive(record):
             raise ProjectRunningError(
                 project_id,
-                f"project '{project_id}' is running in process {record.owner_pid}:"
+                f"project '{project_id}' is running in process {record.owner_pid}"
+                + (f" on {record.owner_host}" if record.owner_host else "")
+                + ":"
                 " stop it first (Ctrl-C in its terminal, or cancel it in the server)",
             )
         return record

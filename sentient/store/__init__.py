@@ -1,11 +1,13 @@
 """Persistence: projects, task graphs, traces and plan reviews in SQLite (``project_results/sentient.db``),
 or in PostgreSQL when ``SENTIENT_DATABASE_URL`` is set."""
 
+from sentient.store.lease import DEFAULT_LEASE_S, Heartbeat, Owner, owner_alive
 from sentient.store.project_store import (
     PROJECT_ACTIVE,
     PROJECT_FINISHED,
     PROJECT_RESUMABLE,
     InvalidProjectIdError,
+    LeaseLostError,
     NodeNotFoundError,
     ProjectBusyError,
     ProjectExistsError,
@@ -17,16 +19,19 @@ from sentient.store.project_store import (
     ReviewNotFoundError,
     StoreError,
     check_project_id,
-    owner_alive,
 )
 from sentient.store.writer import StoreWriter, StoreWriterError
 
 __all__ = [
+    "DEFAULT_LEASE_S",
     "PROJECT_ACTIVE",
     "PROJECT_FINISHED",
     "PROJECT_RESUMABLE",
+    "Heartbeat",
     "InvalidProjectIdError",
+    "LeaseLostError",
     "NodeNotFoundError",
+    "Owner",
     "ProjectBusyError",
     "ProjectExistsError",
     "ProjectNotFoundError",

@@ -3,7 +3,7 @@
 The store's SQL is written once, with SQLite's ``?`` placeholders, in the SQL both databases
 speak. A :class:`Database` runs it on one connection and owns only what differs: how a
 transaction starts, how placeholders are written, the driver's exceptions, the integrity check,
-and three fragments of SQL (:class:`Dialect`). :class:`SQLiteDatabase` is here;
+and a few fragments of SQL (:class:`Dialect`). :class:`SQLiteDatabase` is here;
 :class:`sentient.store.postgres.PostgresDatabase` is imported only when a URL asks for it.
 """
 
@@ -32,6 +32,10 @@ class Dialect:
     json_values: str
     # Equality that holds between two NULLs (``a <same> ?``).
     same: str
+    # The database's clock, in seconds since the epoch (leases are timed by it, not by the workers').
+    now: str
+    # Appended to a SELECT of one row: keep others from changing it until the transaction ends.
+    lock_row: str
 
 
 SQLITE = Dialect(
@@ -42,6 +46,8 @@ SQLITE = Dialect(
     ),
     json_values="SELECT value FROM json_each(?)",
     same="IS",
+    now="((julianday('now') - 2440587.5) * 86400.0)",  # the machine's clock: SQLite has one machine
+    lock_row="",  # a write transaction (BEGIN IMMEDIATE) already excludes every other writer
 )
 
 

@@ -6,6 +6,7 @@ SentientError
     ├── ProjectNotFoundError
     ├── ProjectExistsError
     ├── ProjectBusyError        another live process holds the project
+    ├── LeaseLostError          a running project's lease passed to another worker
     ├── NodeNotFoundError
     ├── ReviewNotFoundError
     ├── ReviewAlreadyAnsweredError
@@ -42,15 +43,25 @@ class ProjectExistsError(StoreError):
 
 
 class ProjectBusyError(StoreError):
-    """Another live process holds the project (it claimed it first)."""
+    """Another live process holds the project (it claimed it first, and its lease is live)."""
 
-    def __init__(self, project_id: str, owner_pid: int | None) -> None:
+    def __init__(self, project_id: str, owner_pid: int | None, host: str | None = None) -> None:
         self.project_id = project_id
         self.owner_pid = owner_pid
+        self.host = host
+        where = f" on {host}" if host else ""
         super().__init__(
-            f"project '{project_id}' is already being run by process {owner_pid}: wait for it to finish,"
+            f"project '{project_id}' is already being run by process {owner_pid}{where}: wait for it to finish,"
             " or stop it (Ctrl-C in its terminal) and resume it then"
         )
+
+
+class LeaseLostError(StoreError):
+    """This worker no longer holds the project it runs: its lease expired and may have passed to another."""
+
+    def __init__(self, project_id: str, why: str) -> None:
+        self.project_id = project_id
+        super().__init__(f"project '{project_id}' is no longer held by this process ({why}); the run stops here")
 
 
 class NodeNotFoundError(StoreError):

@@ -42,6 +42,8 @@ POSTGRES = Dialect(
     ),
     json_values="SELECT json_array_elements_text(?::json)",
     same="IS NOT DISTINCT FROM",
+    now="EXTRACT(EPOCH FROM clock_timestamp())::double precision",  # the server's clock, shared by all workers
+    lock_row=" FOR UPDATE",
 )
 
 BASE_VERSION = 3  # the schema below is SQLite's version 3
@@ -157,7 +159,15 @@ CREATE TABLE sentient_schema (version INTEGER NOT NULL);
 """
 
 # version -> SQL that brings the database from ``version - 1`` (after BASE_VERSION).
-MIGRATIONS: dict[int, str] = {}
+MIGRATIONS: dict[int, str] = {
+    # v4: leases (sentient.store.lease), as in SQLite.
+    4: """
+ALTER TABLE projects ADD COLUMN owner_host TEXT;
+ALTER TABLE projects ADD COLUMN owner_space TEXT;
+ALTER TABLE projects ADD COLUMN owner_token TEXT;
+ALTER TABLE projects ADD COLUMN lease_expires_at DOUBLE PRECISION;
+""",
+}
 
 
 class PostgresDatabase(Database):

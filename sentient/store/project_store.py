@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 import threading
 import time
@@ -33,8 +32,9 @@ from sentient.graph.node import NodeType, Source, StatusChange, TaskNode, TaskTy
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
 from sentient.store.database import Database, Row, SQLiteDatabase
-from sentient.store.errors import (
+from sentient.store.errors import (  # re-exported: the store's public names are importable from here
     InvalidProjectIdError,
+    LeaseLostError,
     NodeNotFoundError,
     ProjectBusyError,
     ProjectExistsError,
@@ -43,6 +43,7 @@ from sentient.store.errors import (
     ReviewNotFoundError,
     StoreError,
 )
+from sentient.store.lease import DEFAULT_LEASE_S, Owner, owner_alive
 
 DB_NAME = "sentient.db"
 _IN_MEMORY = ":memory:"  # SQLite's name for a database without a file
@@ -54,7 +55,7 @@ _PROJECT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
 class ProjectStatus(StrEnum):
     CREATED = "created"  # stored, never started
-    RUNNING = "running"  # a process (owner_pid) is running it now
+    RUNNING = "running"  # a process (the owner) is running it now, under a lease
     COMPLETED = "completed"  # the root finished with a result
     FAILED = "failed"  # the root failed
     CANCELLED = "cancelled"  # a user cancelled it
@@ -92,8 +93,22 @@ class ProjectRecord:
     cost_usd: float = 0.0
     failed_nodes: int = 0
     owner_start: str | None = field(default=None, repr=False)
+    owner_host: str | None = None  # with owner_pid: who runs it (or ran it last)
+    owner_space: str | None = field(default=None, repr=False)
+    owner_token: str | None = field(default=None, repr=False)  # set while a claim holds it
+    lease_expires_at: float | None = None  # the database's clock; None: not held, or claimed before leases
+    read_at: float = field(
+        default=0.0, compare=False, repr=False
+    )  # the database's clock when this record was read (to judge the lease)
     options: dict[str, Any] = field(default_factory=dict)  # model, offline, docs; "overrides" on resume
     spent: dict[str, Any] = field(default_factory=dict)  # what the runs spent: cost_usd, requests, elapsed_s
+
+    @property
+    def owner(self) -> str | None:
+        """Who runs the project (or ran it last), as ``host:pid``, or None."""
+        if self.owner_pid is None:
+            return None
+        return f"{self.owner_host}:{self.owner_pid}" if self.owner_host else str(self.owner_pid)
 
     def live_stats(self) -> dict[str, Any]:
         """Totals over the stored nodes, overridden by the stats the run stored when it ended."""
@@ -152,7 +167,7 @@ def check_project_id(project_id: object) -> str:
 
 _PROJECT_SELECT = """
 SELECT p.project_id, p.goal, p.profile, p.status, p.error, p.settings, p.stats, p.owner_pid, p.owner_start,
-       p.options, p.spent, p.created_at, p.updated_at, p.report_markdown IS NOT NULL AS has_report,
+       p.owner_host, p.owner_space, p.owner_token, p.lease_expires_at, {now} AS read_at, p.options, p.spent, p.created_at, p.updated_at, p.report_markdown IS NOT NULL AS has_report,
        (SELECT COUNT(*) FROM reviews r WHERE r.project_id = p.project_id AND r.status = 'pending') AS pending_reviews,
        (SELECT {live} FROM nodes n WHERE n.project_id = p.project_id) AS live
 FROM projects p
@@ -176,18 +191,30 @@ class ProjectStore:
 
     Thread-safe (one connection, one lock; see the module docstring). Use :meth:`open`, and
     :meth:`close` (or ``with``) when done.
+
+    Attributes:
+        owner: who this store claims projects as (by default this process, with a token of its own).
+        lease_s: how long a claim holds without renewal (:mod:`sentient.store.lease`).
     """
 
-    def __init__(self, database: Database, results_dir: Path) -> None:
+    def __init__(
+        self, database: Database, results_dir: Path, *, lease_s: float = DEFAULT_LEASE_S, owner: Owner | None = None
+    ) -> None:
+        if lease_s <= 0:
+            raise StoreError(f"the lease must be longer than 0 s, not {lease_s}")
         self.results_dir = Path(results_dir)
         self.location = database.location  # the file, or the URL without its password
+        self.lease_s = lease_s
+        self.owner = owner or Owner.local()
         self._db: Database | None = database
         self._dialect = database.dialect
-        self._project_select = _PROJECT_SELECT.format(live=database.dialect.live_totals)
+        self._project_select = _PROJECT_SELECT.format(live=database.dialect.live_totals, now=database.dialect.now)
         self._lock = threading.RLock()
 
     @classmethod
-    def open(cls, results_dir: Path, database_url: str | None = None) -> ProjectStore:
+    def open(
+        cls, results_dir: Path, database_url: str | None = None, *, lease_s: float = DEFAULT_LEASE_S
+    ) -> ProjectStore:
         """The store of a results folder: ``<results_dir>/sentient.db`` (``project_results/`` by default).
 
         With ``database_url`` (``SENTIENT_DATABASE_URL``, a ``postgresql://`` URL) the projects live
@@ -201,8 +228,8 @@ class ProjectStore:
         if database_url:
             from sentient.store.postgres import PostgresDatabase  # psycopg is loaded only when asked for
 
-            return cls(PostgresDatabase(database_url), results_dir)
-        return cls(SQLiteDatabase(results_dir / DB_NAME), results_dir)
+            return cls(PostgresDatabase(database_url), results_dir, lease_s=lease_s)
+        return cls(SQLiteDatabase(results_dir / DB_NAME), results_dir, lease_s=lease_s)
 
     @classmethod
     def in_memory(cls) -> ProjectStore:
@@ -314,37 +341,115 @@ class ProjectStore:
                 raise ProjectExistsError(project_id)
         return self.get_project(project_id)
 
-    def claim(self, project_id: str, owner_pid: int) -> ProjectRecord:
-        """Mark the project ``running`` by ``owner_pid``, unless another live process holds it.
+    def claim(self, project_id: str, owner: Owner | None = None) -> ProjectRecord:
+        """Mark the project ``running`` by ``owner`` (this store's by default) under a new lease,
+        unless another owner holds it.
 
-        The check and the claim are one conditional UPDATE: it changes the row only if the
-        owner is still the one read (compare-and-swap), so of two processes claiming at once
-        exactly one wins; the other gets :class:`ProjectBusyError`. A running project whose
-        owner is dead (killed) may be claimed.
+        Another owner holds it while its lease is live and, if it ran on this machine, its
+        process too (see :func:`~sentient.store.lease.owner_alive`). The check and the claim are
+        one conditional UPDATE: it changes the row only if the owner and its lease are still the
+        ones read (compare-and-swap), so of two workers claiming at once exactly one wins; the
+        other gets :class:`ProjectBusyError`. The owner claiming again renews its lease.
         """
+        owner = owner or self.owner
         record = self.get_project(project_id)
-        if record.status is ProjectStatus.RUNNING and record.owner_pid != owner_pid and owner_alive(record):
-            raise ProjectBusyError(project_id, record.owner_pid)
+        if record.status is ProjectStatus.RUNNING and record.owner_token != owner.token and owner_alive(record):
+            raise ProjectBusyError(project_id, record.owner_pid, record.owner_host)
         same = self._dialect.same  # SQLite's IS: equal, or both NULL
         with self.transaction() as conn:
             claimed = conn.execute(
-                "UPDATE projects SET status = ?, error = NULL, owner_pid = ?, owner_start = ?, updated_at = ?"
-                f" WHERE project_id = ? AND status = ? AND owner_pid {same} ? AND owner_start {same} ?",
+                "UPDATE projects SET status = ?, error = NULL, owner_pid = ?, owner_start = ?, owner_host = ?,"
+                f" owner_space = ?, owner_token = ?, lease_expires_at = {self._dialect.now} + ?, updated_at = ?"
+                f" WHERE project_id = ? AND status = ? AND owner_token {same} ? AND lease_expires_at {same} ?"
+                f" AND owner_pid {same} ? AND owner_start {same} ?",
                 (
                     ProjectStatus.RUNNING.value,
-                    owner_pid,
-                    _process_start(owner_pid),
+                    owner.pid,
+                    owner.start,
+                    owner.host,
+                    owner.space,
+                    owner.token,
+                    self.lease_s,
                     time.time(),
                     project_id,
                     record.status.value,
+                    record.owner_token,
+                    record.lease_expires_at,
                     record.owner_pid,
                     record.owner_start,
                 ),
             ).rowcount
         if not claimed:
             now = self.get_project(project_id)
-            raise ProjectBusyError(project_id, now.owner_pid)
+            raise ProjectBusyError(project_id, now.owner_pid, now.owner_host)
         return self.get_project(project_id)
+
+    def renew(self, project_id: str, owner: Owner | None = None) -> None:
+        """Extend the lease of a project ``owner`` (this store's by default) runs, by :attr:`lease_s` from now.
+
+        Raises:
+            LeaseLostError: ``owner`` no longer holds it (another worker claimed it after the
+                lease expired, or the project stopped running or was deleted).
+        """
+        owner = owner or self.owner
+        check_project_id(project_id)
+        with self.transaction() as conn:
+            renewed = conn.execute(
+                f"UPDATE projects SET lease_expires_at = {self._dialect.now} + ?"
+                " WHERE project_id = ? AND status = ? AND owner_token = ?",
+                (self.lease_s, project_id, ProjectStatus.RUNNING.value, owner.token),
+            ).rowcount
+        if not renewed:
+            raise LeaseLostError(project_id, self._why_not_held(project_id))
+
+    def release(
+        self,
+        project_id: str,
+        status: ProjectStatus | str,
+        error: str | None = None,
+        *,
+        owner: Owner | None = None,
+        stats: Mapping[str, Any] | None = None,
+        report: tuple[str, Mapping[str, Any] | None] | None = None,
+        spent: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """End ``owner``'s hold on the project (this store's by default), leaving it ``status``.
+
+        The end of a run in one transaction: with the status, its ``stats``, its ``report``
+        (Markdown, and the report as data) and what it ``spent``, when given. The owner and its
+        lease are cleared (its host and pid stay, as who ran it last). Returns False, changing
+        nothing, when ``owner`` no longer holds it: the worker that took it over records its end.
+        """
+        owner = owner or self.owner
+        sql = "UPDATE projects SET status = ?, error = ?, owner_token = NULL, lease_expires_at = NULL, updated_at = ?"
+        params: list[Any] = [_project_status(status).value, error, time.time()]
+        if stats is not None:
+            sql, params = sql + ", stats = ?", [*params, _dumps(dict(stats))]
+        if report is not None:
+            markdown, data = report
+            sql, params = sql + ", report_markdown = ?, report_json = ?", [*params, markdown, _json_or_null(data)]
+        if spent is not None:
+            sql, params = sql + ", spent = ?", [*params, _dumps(dict(spent))]
+        check_project_id(project_id)
+        with self.transaction() as conn:
+            released = conn.execute(
+                sql + " WHERE project_id = ? AND owner_token = ?", (*params, project_id, owner.token)
+            )
+        return bool(released.rowcount)
+
+    def holds(self, record: ProjectRecord, owner: Owner | None = None) -> bool:
+        """Whether ``owner`` (this store's by default) is the one that claimed the project and runs it."""
+        owner = owner or self.owner
+        return record.status is ProjectStatus.RUNNING and record.owner_token == owner.token
+
+    def _why_not_held(self, project_id: str) -> str:
+        try:
+            record = self.get_project(project_id)
+        except ProjectNotFoundError:
+            return "it was deleted"
+        if record.status is not ProjectStatus.RUNNING:
+            return f"it is {record.status.value} now"
+        return f"process {record.owner} claimed it after this process's lease expired"
 
     def set_options(self, project_id: str, options: Mapping[str, Any]) -> None:
         self._update(project_id, "UPDATE projects SET options = ?", [_dumps(dict(options))])
@@ -367,24 +472,37 @@ class ProjectStore:
         return [_record(row) for row in rows]
 
     def set_status(
-        self, project_id: str, status: ProjectStatus | str, error: str | None = None, owner_pid: int | None = None
-    ) -> None:
-        """Set the status and the error (``None`` clears it); ``owner_pid`` records who runs it."""
+        self, project_id: str, status: ProjectStatus | str, error: str | None = None, *, owner: Owner | None = None
+    ) -> bool:
+        """Set the status and the error (``None`` clears it) and clear the claim; returns whether it did.
+
+        With ``owner``, only unless another owner holds the project (it is held by ``owner`` or by
+        none): a worker recording how its run was stopped never overwrites the worker that took the
+        project over. A run ends with :meth:`release`; ``running`` is set by :meth:`claim` only.
+        """
         value = _project_status(status).value
-        sql, params = "UPDATE projects SET status = ?, error = ?, updated_at = ?", [value, error, time.time()]
-        if owner_pid is not None:
-            sql += ", owner_pid = ?, owner_start = ?"
-            params += [owner_pid, _process_start(owner_pid)]
-        self._update(project_id, sql, params)
+        if value == ProjectStatus.RUNNING.value:
+            raise StoreError(f"project '{project_id}': a project is marked running by claiming it")
+        sql = "UPDATE projects SET status = ?, error = ?, owner_token = NULL, lease_expires_at = NULL, updated_at = ?"
+        params: list[Any] = [value, error, time.time()]
+        check_project_id(project_id)
+        with self.transaction() as conn:
+            where, args = " WHERE project_id = ?", [project_id]
+            if owner is not None:
+                where, args = where + " AND (owner_token IS NULL OR owner_token = ?)", [*args, owner.token]
+            if conn.execute(sql + where, (*params, *args)).rowcount:
+                return True
+            if not _exists(conn, project_id):
+                raise ProjectNotFoundError(project_id)
+        return False
 
     def set_stats(self, project_id: str, stats: Mapping[str, Any]) -> None:
         self._update(project_id, "UPDATE projects SET stats = ?, updated_at = ?", [_dumps(dict(stats)), time.time()])
 
     def set_report(self, project_id: str, markdown: str, data: Mapping[str, Any] | None = None) -> None:
         """Store the report's Markdown and, when given, the report as data (a JSON object)."""
-        stored = None if data is None else _dumps(dict(data))
         sql = "UPDATE projects SET report_markdown = ?, report_json = ?, updated_at = ?"
-        self._update(project_id, sql, [markdown, stored, time.time()])
+        self._update(project_id, sql, [markdown, _json_or_null(data), time.time()])
 
     def get_report(self, project_id: str) -> str | None:
         """The stored report Markdown, or None before the run stored one."""
@@ -426,7 +544,8 @@ class ProjectStore:
             )
 
     def stale_running(self) -> list[ProjectRecord]:
-        """Projects marked running whose owner process is gone (to mark interrupted, then resume)."""
+        """Projects marked running whose owner no longer holds them: its lease expired, or its process
+        on this machine is gone (to take over and resume)."""
         with self._reading() as conn:
             rows = conn.execute(
                 self._project_select + " WHERE p.status = ? ORDER BY p.created_at", (ProjectStatus.RUNNING.value,)
@@ -621,40 +740,6 @@ class ProjectStore:
         return self.get_review(review_id)
 
 
-# -- owners --------------------------------------------------------------------------------
-
-
-def owner_alive(record: ProjectRecord) -> bool:
-    """Whether the process recorded as the project's owner still runs on this host."""
-    pid = record.owner_pid
-    if pid is None or pid <= 0:
-        return False
-    if os.name == "nt":
-        return True  # os.kill(pid, 0) would send CTRL_C_EVENT there; never call a project stale
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # exists, owned by another user
-    except OSError:
-        return False
-    # The same pid may now be another process (pid reuse; a container's server is always pid 1).
-    if record.owner_start is not None:
-        return _process_start(pid) in (None, record.owner_start)
-    return True
-
-
-def _process_start(pid: int) -> str | None:
-    """The process's start time since boot (Linux ``/proc``), or None where unknown."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[-1].split()
-    return fields[19] if len(fields) > 19 else None  # field 22 of stat(5), counted after "(comm)"
-
-
 # -- rows ----------------------------------------------------------------------------------
 
 
@@ -675,6 +760,10 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
+def _json_or_null(value: Mapping[str, Any] | None) -> str | None:
+    return None if value is None else _dumps(dict(value))
+
+
 def _record(row: Row) -> ProjectRecord:
     nodes, calls, tokens_in, tokens_out, cost, failed = json.loads(row["live"])  # Dialect.live_totals
     return ProjectRecord(
@@ -687,6 +776,11 @@ def _record(row: Row) -> ProjectRecord:
         stats=json.loads(row["stats"]),
         owner_pid=row["owner_pid"],
         owner_start=row["owner_start"],
+        owner_host=row["owner_host"],
+        owner_space=row["owner_space"],
+        owner_token=row["owner_token"],
+        lease_expires_at=row["lease_expires_at"],
+        read_at=row["read_at"],
         options=json.loads(row["options"]),
         spent=json.loads(row["spent"]),
         created_at=row["created_at"],

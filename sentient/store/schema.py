@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 BUSY_TIMEOUT_MS = 5000  # another process (a CLI next to the server) holding the write lock
 
 _SCHEMA_V1 = """
@@ -132,7 +132,16 @@ _SCHEMA_V3 = """
 ALTER TABLE projects ADD COLUMN report_json TEXT;
 """
 
-MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
+# v4: leases (sentient.store.lease): the owner's host, pid space and token, and when its lease
+# ends (the database's clock, seconds since the epoch). NULL lease: a claim from before leases.
+_SCHEMA_V4 = """
+ALTER TABLE projects ADD COLUMN owner_host TEXT;
+ALTER TABLE projects ADD COLUMN owner_space TEXT;
+ALTER TABLE projects ADD COLUMN owner_token TEXT;
+ALTER TABLE projects ADD COLUMN lease_expires_at REAL;
+"""
+
+MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4}
 
 
 class SchemaVersionError(sqlite3.DatabaseError):

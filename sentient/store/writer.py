@@ -26,7 +26,8 @@ from loguru import logger
 from sentient.events import AgentCallFinished, Event, NodeCreated, NodeSnapshot, NodesRemoved, NodeStatusChanged
 from sentient.graph.node import Source
 from sentient.store.database import Database
-from sentient.store.errors import StoreError
+from sentient.store.errors import LeaseLostError, StoreError
+from sentient.store.lease import Owner
 from sentient.store.project_store import ProjectStore, check_project_id
 
 _CREATED, _STATUS, _REMOVED, _CALL, _FLUSH, _STOP = range(6)
@@ -87,6 +88,9 @@ class StoreWriter:
         commit_interval_s: the least time between two transactions. An event is committed
             within about ``max(linger_s, commit_interval_s)`` plus the write itself; an idle
             writer commits a lone event after ``linger_s``.
+        owner: the owner whose claim the run holds (fencing): each transaction first checks
+            that ``owner`` still holds the project, in the same transaction, and once it does
+            not (another worker took the project over) nothing more is written.
 
     Call :meth:`close` when the run ends (it flushes); the thread is a daemon, so what is still
     queued when a process exits without closing is lost.
@@ -100,12 +104,15 @@ class StoreWriter:
         batch_size: int = 2000,
         linger_s: float = 0.002,
         commit_interval_s: float = 0.01,
+        owner: Owner | None = None,
     ) -> None:
         self.project_id = check_project_id(project_id)
         self._store = store
         self._batch_size = batch_size
         self._linger_s = linger_s
         self._commit_interval_s = commit_interval_s
+        self._owner = owner
+        self._fenced = False
         self._hurry = threading.Event()
         self._next_seq: int | None = None  # this writer numbers the nodes it inserts
         self._queue: deque[tuple[Any, ...]] = deque()
@@ -220,10 +227,13 @@ class StoreWriter:
             last_commit = time.monotonic()
 
     def _write(self, batch: list[tuple[Any, ...]]) -> None:
-        if not batch:
+        if not batch or self._fenced:  # another worker holds the project: it writes, this run does not
             return
         try:
             self._commit(batch)
+        except LeaseLostError as exc:
+            self._fenced = True
+            self._record(exc, None)
         except Exception as exc:
             self._next_seq = None  # the rolled-back transaction may have used some
             if len(batch) == 1:
@@ -231,8 +241,13 @@ class StoreWriter:
                 return
             # One bad event must not cost the batch: write them one by one, keep what can be kept.
             for item in batch:
+                if self._fenced:
+                    return
                 try:
                     self._commit([item])
+                except LeaseLostError as lost:
+                    self._fenced = True
+                    self._record(lost, None)
                 except Exception as item_exc:
                     self._next_seq = None
                     self._record(item_exc, item)
@@ -247,6 +262,14 @@ class StoreWriter:
         """Write ``items`` in one transaction, in event order where order matters."""
         pid = self.project_id
         with self._store.transaction() as conn:
+            if self._owner is not None:
+                # Locks the row (PostgreSQL; SQLite's write transaction excludes every writer): no
+                # claim can come between this check and the commit.
+                row = conn.execute(
+                    f"SELECT owner_token FROM projects WHERE project_id = ?{conn.dialect.lock_row}", (pid,)
+                ).fetchone()
+                if row is None or row[0] != self._owner.token:
+                    raise LeaseLostError(pid, "another worker holds it now; its events are not written")
             if self._next_seq is None:
                 row = conn.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM nodes WHERE project_id = ?", (pid,))
                 self._next_seq = int(row.fetchone()[0])

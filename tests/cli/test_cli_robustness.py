@@ -23,7 +23,7 @@ from sentient import ProfiledSentientAgent
 from sentient.api import new_project_id
 from sentient.exceptions import DocsFolderError, InvalidGoalError
 from sentient.settings import Settings
-from sentient.store import ProjectStatus, ProjectStore
+from sentient.store import Owner, ProjectStatus, ProjectStore
 from sentient.tools.docs_search import DocsIndex
 
 
@@ -250,7 +250,7 @@ def test_a_dead_owner_shows_interrupted_ids_stay_whole_and_control_characters_ar
     assert len(project_id) == 63, "the longest id Sentient makes"
     with ProjectStore.open(sandbox.results) as store:
         store.create_project(project_id, "\x1b[31mred\x1b[0m goal\x07", "general_agent", {})
-        store.claim(project_id, dead.pid)  # as if the process had been killed while running it
+        store.claim(project_id, Owner.local(dead.pid))  # as if the process had been killed while running it
     listed = sandbox.run("projects", "list", COLUMNS="80")
     assert listed.returncode == 0, listed.stderr
     assert project_id in listed.stdout, listed.stdout

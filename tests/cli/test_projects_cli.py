@@ -21,7 +21,7 @@ from sentient.graph.node import NodeType, Source, TaskNode, TaskType
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
 from sentient.settings import Settings
-from sentient.store import ProjectStore, StoreWriter
+from sentient.store import Owner, ProjectStore, StoreWriter
 
 S = TaskStatus
 GOAL = "How do Python lists differ from tuples, and when should each be used in practice?"
@@ -291,7 +291,7 @@ def test_delete_removes_the_project_and_its_files(cli: Cli) -> None:
 def test_delete_refuses_a_project_running_in_a_live_process(cli: Cli) -> None:
     _stored_run(cli)
     with cli.store() as store:
-        store.set_status("lists-tuples", "running", owner_pid=os.getpid())
+        store.claim("lists-tuples", Owner.local(os.getpid()))
 
     assert cli("delete", "lists-tuples", "--yes") == 2
 
@@ -302,7 +302,7 @@ def test_delete_refuses_a_project_running_in_a_live_process(cli: Cli) -> None:
 def test_delete_allows_a_running_project_whose_process_died(cli: Cli) -> None:
     _stored_run(cli)
     with cli.store() as store:
-        store.set_status("lists-tuples", "running", owner_pid=_dead_pid())
+        store.claim("lists-tuples", Owner.local(_dead_pid()))
 
     assert cli("delete", "lists-tuples", "--yes") == 0
 

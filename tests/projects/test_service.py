@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from sentient.settings import Settings
 from sentient.store import (
     InvalidProjectIdError,
     NodeNotFoundError,
+    Owner,
     ProjectBusyError,
     ProjectNotFoundError,
     ProjectStore,
@@ -163,7 +163,7 @@ def test_a_project_never_started_resumes_by_executing(service: ProjectService) -
 
 def test_a_project_another_live_process_runs_is_busy(service: ProjectService) -> None:
     service.create(GOAL, PROFILE, ENGINE, project_id="p4")
-    service.store.set_status("p4", "running", owner_pid=1)  # init: alive, and not this process
+    service.store.claim("p4", Owner.local(1))  # init: alive, and not this process
     with pytest.raises(ProjectBusyError):
         service.resume_mode("p4")
     with pytest.raises(ProjectBusyError):
@@ -174,10 +174,11 @@ def test_only_a_project_this_process_runs_can_be_stopped_here(service: ProjectSe
     service.create(GOAL, PROFILE, ENGINE, project_id="p8")
     with pytest.raises(ProjectNotRunningError):
         service.check_running("p8")
-    service.store.set_status("p8", "running", owner_pid=1)  # init: alive, and not this process
+    service.store.claim("p8", Owner.local(1))  # init: alive, and not this process
     with pytest.raises(ProjectBusyError):
         service.check_running("p8")
-    service.store.set_status("p8", "running", owner_pid=os.getpid())
+    service.store.set_status("p8", "interrupted")  # as if it had stopped; then this process claims it
+    service.store.claim("p8")
     assert service.check_running("p8").status == "running"
 
 
@@ -189,7 +190,9 @@ def test_a_stopped_run_ends_cancelled_or_interrupted_unless_it_recorded_its_end(
     service: ProjectService, status: str, interrupted: bool, ends: str
 ) -> None:
     service.create(GOAL, PROFILE, ENGINE, project_id="p9")
-    service.store.set_status("p9", status, owner_pid=os.getpid())
+    service.store.claim("p9")
+    if status != "running":
+        service.store.release("p9", status)
     service.record_stop("p9", interrupted=interrupted)
     assert service.get("p9").status == ends
     with pytest.raises(ProjectNotRunningError):
@@ -239,7 +242,7 @@ async def test_delete_removes_the_project_and_its_folder(service: ProjectService
 
 def test_delete_refuses_a_project_a_live_process_runs(service: ProjectService) -> None:
     service.create(GOAL, PROFILE, ENGINE, project_id="p7")
-    service.store.set_status("p7", "running", owner_pid=1)
+    service.store.claim("p7", Owner.local(1))
     with pytest.raises(ProjectRunningError, match="running in process 1"):
         service.delete("p7")
     assert service.exists("p7")

@@ -9,6 +9,8 @@ import sys
 from flask import Flask
 from flask.testing import FlaskClient
 
+from sentient.store import Owner
+
 
 def test_a_project_run_by_another_process_is_a_conflict(app: Flask, client: FlaskClient) -> None:
     created = client.post("/api/projects", json={"goal": "How does asyncio schedule tasks?"})
@@ -16,7 +18,7 @@ def test_a_project_run_by_another_process_is_a_conflict(app: Flask, client: Flas
     store = app.extensions["sentient"].runs.store
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        store.claim(pid, other.pid)  # a `sentient resume` in another terminal
+        store.claim(pid, Owner.local(other.pid))  # a `sentient resume` in another terminal
         for action in ("execute", "resume"):
             response = client.post(f"/api/projects/{pid}/{action}")
             assert response.status_code == 409, response.get_data(as_text=True)

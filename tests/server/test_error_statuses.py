@@ -17,6 +17,7 @@ from sentient.projects import (
 from sentient.store import (
     InvalidProjectIdError,
     NodeNotFoundError,
+    Owner,
     ProjectBusyError,
     ProjectExistsError,
     ProjectNotFoundError,
@@ -62,7 +63,7 @@ def test_an_unexpected_exception_is_not_mapped() -> None:
 def test_a_project_another_process_runs_is_409_and_is_not_reset(client: FlaskClient) -> None:
     pid = client.post("/api/projects", json={"goal": "What is asyncio?"}).get_json()["project_id"]
     services = client.application.extensions["sentient"]
-    services.store.set_status(pid, "running", owner_pid=1)  # init: alive, and not the server
+    services.store.claim(pid, Owner.local(1))  # init: alive, and not the server
 
     for action in ("execute", "resume", "cancel"):
         response = client.post(f"/api/projects/{pid}/{action}")

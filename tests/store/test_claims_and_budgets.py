@@ -13,7 +13,7 @@ import pytest
 
 from sentient.budget import Budget, Spent
 from sentient.settings import EngineSettings
-from sentient.store import ProjectBusyError, ProjectStatus, ProjectStore
+from sentient.store import Owner, ProjectBusyError, ProjectStatus, ProjectStore
 from sentient.store.schema import MIGRATIONS, SCHEMA_VERSION, _statements
 
 
@@ -52,22 +52,25 @@ def test_a_claim_by_the_owner_itself_or_over_a_dead_owner_succeeds(tmp_path: Pat
     with ProjectStore.open(tmp_path, database_url) as store:
         store.create_project("p", "goal", "general_agent", {})
         me = os.getpid()
-        assert store.claim("p", me).status is ProjectStatus.RUNNING
-        assert store.claim("p", me).owner_pid == me, "the server claims, then its run claims again"
-        store._update("p", "UPDATE projects SET owner_pid = ?, owner_start = ?", [2**22 + 12345, "1"])
-        assert store.claim("p", me).owner_pid == me, "a dead owner's project is taken over"
+        assert store.claim("p").status is ProjectStatus.RUNNING
+        assert store.claim("p").owner_pid == me, "the server claims, then its run claims again"
+        dead = Owner.local(2**22 + 12345)  # no such process here: its live lease does not keep the project
+        store._update(
+            "p", "UPDATE projects SET owner_pid = ?, owner_start = ?, owner_token = ?", [dead.pid, "1", dead.token]
+        )
+        assert store.claim("p").owner_pid == me, "a dead owner's project is taken over"
 
 
 def test_a_claim_over_a_live_owner_is_refused(tmp_path: Path, database_url: str | None) -> None:
     with ProjectStore.open(tmp_path, database_url) as store:
         store.create_project("p", "goal", "general_agent", {})
-        store.claim("p", 1)  # pid 1 always runs
+        store.claim("p", Owner.local(1))  # pid 1 always runs
         with pytest.raises(ProjectBusyError, match="already being run by process 1"):
-            store.claim("p", os.getpid())
+            store.claim("p")
 
 
 # Two live processes: this one and its parent.
-OWNERS = (os.getpid(), os.getppid())
+OWNERS = (Owner.local(os.getpid()), Owner.local(os.getppid()))
 
 
 def test_a_claim_that_read_the_project_before_another_committed_its_claim_loses(
@@ -85,7 +88,7 @@ def test_a_claim_that_read_the_project_before_another_committed_its_claim_loses(
             outcome.append(exc)
 
     with first.transaction() as conn:  # the first claim's UPDATE, not committed yet
-        conn.execute("UPDATE projects SET status = 'running', owner_pid = ? WHERE project_id = 'p'", (OWNERS[0],))
+        conn.execute("UPDATE projects SET status = 'running', owner_pid = ? WHERE project_id = 'p'", (OWNERS[0].pid,))
         thread = threading.Thread(target=claim_second)
         thread.start()
         thread.join(0.5)  # it reads 'created', then waits for the write lock (SQLite) or the row (PostgreSQL)
@@ -93,8 +96,8 @@ def test_a_claim_that_read_the_project_before_another_committed_its_claim_loses(
     thread.join(10)
 
     (result,) = outcome
-    assert isinstance(result, ProjectBusyError) and result.owner_pid == OWNERS[0]
-    assert second.get_project("p").owner_pid == OWNERS[0]
+    assert isinstance(result, ProjectBusyError) and result.owner_pid == OWNERS[0].pid
+    assert second.get_project("p").owner_pid == OWNERS[0].pid
     first.close()
     second.close()
 
@@ -131,7 +134,7 @@ def test_of_two_connections_claiming_at_once_exactly_one_wins(tmp_path: Path, da
 
         assert len(won) == 1 and len(refused) == 1, (won, refused)
         for store in stores:
-            assert store.get_project(project_id).owner_pid == OWNERS[won[0]]
+            assert store.get_project(project_id).owner_pid == OWNERS[won[0]].pid
     for store in stores:
         store.close()
 

@@ -22,6 +22,7 @@ from sentient.store import (
     PROJECT_RESUMABLE,
     InvalidProjectIdError,
     NodeNotFoundError,
+    Owner,
     ProjectExistsError,
     ProjectNotFoundError,
     ProjectStatus,
@@ -181,7 +182,7 @@ def test_creating_an_existing_project_fails(store: ProjectStore) -> None:
 def test_unknown_project_error_names_it_and_says_how_to_list(store: ProjectStore) -> None:
     for call in (
         lambda: store.get_project("nope"),
-        lambda: store.set_status("nope", "running"),
+        lambda: store.set_status("nope", "failed"),
         lambda: store.set_stats("nope", {}),
         lambda: store.set_report("nope", "# r"),
         lambda: store.get_report("nope"),
@@ -202,7 +203,7 @@ def test_unknown_node_of_a_known_project(store: ProjectStore) -> None:
 
 def test_status_error_owner_stats_and_report_are_stored(store: ProjectStore) -> None:
     created = store.create_project("p1", "goal", "general_agent", {})
-    store.set_status("p1", ProjectStatus.RUNNING, owner_pid=os.getpid())
+    store.claim("p1")
     store.set_status("p1", "failed", error="root failed")
     store.set_stats("p1", {"nodes": 3, "agent_calls": 7, "elapsed_s": 1.5})
     store.set_report("p1", "# Report\n")
@@ -221,7 +222,7 @@ def test_status_error_owner_stats_and_report_are_stored(store: ProjectStore) -> 
     }
     assert record.has_report and store.get_report("p1") == "# Report\n"
     assert record.updated_at >= created.updated_at
-    store.set_status("p1", "running")
+    store.claim("p1")
     assert store.get_project("p1").error is None  # a new status clears the old error
 
 
@@ -301,9 +302,10 @@ def test_reset_forgets_the_run_but_keeps_the_project(store: ProjectStore) -> Non
 def test_running_project_with_a_dead_owner_is_stale(store: ProjectStore) -> None:
     for project_id in ("dead", "alive", "done"):
         store.create_project(project_id, "goal", "general_agent", {})
-    store.set_status("dead", "running", owner_pid=_dead_pid())
-    store.set_status("alive", "running", owner_pid=os.getpid())
-    store.set_status("done", "completed", owner_pid=_dead_pid())
+    store.claim("dead", Owner.local(_dead_pid()))  # its lease is live, but it ran here and its process is gone
+    store.claim("alive")
+    store.claim("done", Owner.local(_dead_pid()))
+    store.set_status("done", "completed")
 
     assert [p.project_id for p in store.stale_running()] == ["dead"]
 
@@ -312,7 +314,7 @@ def test_a_reused_pid_is_not_taken_for_the_owner(store: ProjectStore) -> None:
     if not Path(f"/proc/{os.getpid()}/stat").exists():
         pytest.skip("needs /proc to tell processes with the same pid apart")
     store.create_project("p1", "goal", "general_agent", {})
-    store.set_status("p1", "running", owner_pid=os.getpid())
+    store.claim("p1")
     with store.transaction() as conn:
         conn.execute("UPDATE projects SET owner_start = 'another process' WHERE project_id = 'p1'")
 
