@@ -22,7 +22,7 @@ from sentient.graph.node import TaskType
 from sentient.graph.plan import PlanOutput, SubTask
 from sentient.graph.status import TaskStatus
 from sentient.settings import Settings
-from sentient.store import ProjectNotFoundError, ProjectStore
+from sentient.store import LeaseLostError, ProjectBusyError, ProjectNotFoundError, ProjectStatus, ProjectStore
 
 GOAL = "Compare the event loops of asyncio and trio"
 ENGINE = {"max_depth": 1, "skip_atomization": True, "max_concurrent_llm_calls": 2}
@@ -213,18 +213,20 @@ DRIVER = textwrap.dedent(
     settings = Settings(cache_dir=Path({cache!r}), results_dir=Path({results!r}), database_url={url!r})
     model = wide_plan()
     model.latency = 0.3
-    store = ProjectStore.open(settings.results_dir, settings.database_url)
+    store = ProjectStore.open(settings.results_dir, settings.database_url, lease_s={lease_s!r})
     asyncio.run(agent(settings, model).arun(GOAL, project_id="p-kill", store=store))
     """
 )
 
 
-def test_a_run_killed_with_sigkill_resumes_to_the_same_result(settings: Settings, store: ProjectStore) -> None:
+def _kill_mid_run(settings: Settings, store: ProjectStore, lease_s: float = 30.0) -> None:
+    """Run p-kill in another process and kill it with SIGKILL once two nodes are DONE."""
     script = DRIVER.format(
         tests=str(Path(__file__).parent),
         cache=str(settings.cache_dir),
         results=str(settings.results_dir),
         url=settings.database_url,
+        lease_s=lease_s,
     )
     process = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
     try:
@@ -243,6 +245,10 @@ def test_a_run_killed_with_sigkill_resumes_to_the_same_result(settings: Settings
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
     assert process.returncode == -signal.SIGKILL
+
+
+def test_a_run_killed_with_sigkill_resumes_to_the_same_result(settings: Settings, store: ProjectStore) -> None:
+    _kill_mid_run(settings, store)
     record = store.get_project("p-kill")
     assert record.status == "running", "a killed run leaves its project marked running"
     finished = done_ids(store, "p-kill")
@@ -255,3 +261,53 @@ def test_a_run_killed_with_sigkill_resumes_to_the_same_result(settings: Settings
     uninterrupted = asyncio.run(agent(settings, wide_plan()).arun(GOAL, project_id="p-whole", store=store))
     assert resumed.report_markdown == uninterrupted.report_markdown
     assert {n.task_id: n.status for n in resumed.graph} == {n.task_id: n.status for n in uninterrupted.graph}
+
+
+def test_a_run_killed_on_another_machine_is_resumed_once_its_lease_expires(settings: Settings) -> None:
+    lease_s = 1.0
+    store = ProjectStore.open(settings.results_dir, settings.database_url, lease_s=lease_s)
+    try:
+        _kill_mid_run(settings, store, lease_s=lease_s)
+        # As if the killed worker had run on another machine: its pid says nothing here, its lease does.
+        store._update("p-kill", "UPDATE projects SET owner_host = ?", ["another-machine"])
+        finished = done_ids(store, "p-kill")
+        record = store.get_project("p-kill")
+        if record.lease_expires_at is not None and record.lease_expires_at > record.read_at + 0.2:
+            with pytest.raises(ProjectBusyError, match="on another-machine"):
+                asyncio.run(agent(settings, wide_plan()).aresume("p-kill", store=store))
+
+        time.sleep(lease_s + 0.1)
+        second = wide_plan()
+        resumed = asyncio.run(agent(settings, second).aresume("p-kill", store=store))
+        assert resumed.status == "completed"
+        assert not {c.request.task_id for c in second.calls} & finished, "finished nodes are never re-run"
+    finally:
+        store.close()
+
+
+async def test_a_run_that_loses_its_lease_stops_and_writes_nothing_more(settings: Settings) -> None:
+    lease_s = 0.6
+    store = ProjectStore.open(settings.results_dir, settings.database_url, lease_s=lease_s)
+    thief = ProjectStore.open(settings.results_dir, settings.database_url, lease_s=lease_s)
+    try:
+        model = wide_plan()
+        model.latency = 0.3
+        run = asyncio.create_task(agent(settings, model).arun(GOAL, project_id="p-lost", store=store))
+        deadline = time.monotonic() + 30
+        while not done_ids(thief, "p-lost") and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert done_ids(thief, "p-lost"), "no node finished within 30 s"
+        # Another worker holds the project now (as after a lease that expired while this one was frozen).
+        thief._update("p-lost", "UPDATE projects SET owner_token = ?, owner_host = ?", [thief.owner.token, "elsewhere"])
+        before = thief.load_graph("p-lost")
+
+        with pytest.raises(LeaseLostError, match="no longer held by this process"):
+            await asyncio.wait_for(run, 10)
+
+        record = thief.get_project("p-lost")
+        assert (record.status, record.owner_token) == (ProjectStatus.RUNNING, thief.owner.token), "the thief keeps it"
+        after = thief.load_graph("p-lost")
+        assert {n.task_id: n.status for n in after} == {n.task_id: n.status for n in before}, "nothing more written"
+    finally:
+        store.close()
+        thief.close()
