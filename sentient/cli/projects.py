@@ -156,6 +156,9 @@ def _show(args: argparse.Namespace, service: ProjectService, out: Console, err: 
         line += f"  [red]{escape(_printable(project.error))}[/]"
     out.print(line, highlight=False, soft_wrap=True)
     out.print(f"goal:     {escape(_printable(project.goal))}", highlight=False, soft_wrap=True)
+    if project.status is ProjectStatus.RUNNING and project.owner:
+        # Who holds it (host:pid), alive or not: the status above says interrupted when not.
+        out.print(f"owner:    {escape(_printable(project.owner))}", highlight=False, soft_wrap=True)
     out.print(
         f"profile:  {escape(project.profile)} · created {_when(project.created_at)}"
         f" · updated {_when(project.updated_at)}",

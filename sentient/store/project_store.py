@@ -1,7 +1,8 @@
 """ProjectStore: projects, their task graphs, traces and plan reviews in one SQLite file.
 
-Or in PostgreSQL, shared by several processes, when ``SENTIENT_DATABASE_URL`` is
-set: the same SQL runs on either (:mod:`sentient.store.database`, :mod:`sentient.store.postgres`).
+Or in PostgreSQL, shared by several processes (on several machines), when ``SENTIENT_DATABASE_URL``
+is set: the same SQL runs on either (:mod:`sentient.store.database`, :mod:`sentient.store.postgres`).
+A running project is held by one owner under a lease (:mod:`sentient.store.lease`).
 
 Threading: one connection guarded by one re-entrant lock. The engine's thread, the
 :class:`~sentient.store.writer.StoreWriter` thread and Flask request threads all go through

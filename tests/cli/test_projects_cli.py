@@ -6,6 +6,7 @@ import argparse
 import io
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -293,6 +294,8 @@ def test_delete_refuses_a_project_running_in_a_live_process(cli: Cli) -> None:
     with cli.store() as store:
         store.claim("lists-tuples", Owner.local(os.getpid()))
 
+    assert cli("show", "lists-tuples") == 0
+    assert f"owner:    {socket.gethostname()}:{os.getpid()}" in cli.out
     assert cli("delete", "lists-tuples", "--yes") == 2
 
     assert f"is running in process {os.getpid()}" in cli.err
