@@ -26,7 +26,7 @@ from sentient.projects import (
     Researcher,
 )
 from sentient.projects.service import Mode
-from sentient.store import NodeNotFoundError, ProjectRecord, ProjectStatus
+from sentient.store import LeaseLostError, NodeNotFoundError, ProjectRecord, ProjectStatus
 from sentient.tools.docs_search import DocsFolder
 
 from .bridge import EngineLoop
@@ -341,6 +341,8 @@ class RunManager:
                 await self.service.resume(researcher, project_id, subscribers=[feed])
         except asyncio.CancelledError:
             logger.info("project {}: run stopped ({})", project_id, run.stopping or "cancelled")
+        except LeaseLostError as exc:  # another worker holds the project now: it records the end
+            logger.error("project {}: {}", project_id, exc)
         except Exception as exc:
             logger.opt(exception=exc).error("project {}: run crashed", project_id)
             # Unless another worker holds it now (a lost lease): that one records its end.

@@ -158,10 +158,12 @@ class Heartbeat:
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop renewing (the run ended; the release that follows clears the lease)."""
+        """Stop renewing (the run ended; the release that follows clears the lease).
+
+        Returns at once, so that the event loop never waits on the database: a renewal still under
+        way finishes on its own, and one that fails after the release reports nothing.
+        """
         self._stop.set()
-        if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join(self._interval_s + 5)
 
     def _main(self) -> None:
         # When the last renewal began: the lease it set cannot end before then + lease_s.
