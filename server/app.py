@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import time
 from dataclasses import dataclass
 
 from flask import Flask
@@ -10,6 +11,7 @@ from flask_socketio import SocketIO
 from loguru import logger
 
 from sentient.agents.models.gates import ProviderGates
+from sentient.exceptions import ConfigError
 from sentient.projects import ProjectService
 from sentient.store import ProjectStore
 
@@ -19,6 +21,7 @@ from .config import ServerSettings
 from .errors import register_error_handlers
 from .events import Broadcaster
 from .guard import HandshakeGuard, IdleSessionReaper
+from .relay import JoinRelay
 from .reviews import ReviewBroker
 from .routes import meta, projects, reviews
 from .routes.dashboard import dashboard_blueprint
@@ -38,6 +41,7 @@ class Services:
     runs: RunManager
     guard: HandshakeGuard
     reaper: IdleSessionReaper
+    relay: JoinRelay | None = None
     closed: bool = False
 
     def close(self) -> None:
@@ -46,6 +50,8 @@ class Services:
             return
         self.closed = True
         self.reaper.stop()
+        if self.relay is not None:
+            self.relay.close()
         self.runs.shutdown()
         try:  # the engine loop's Redis connections, when provider limits are shared there
             self.engine.submit(self.runs.service.gates.aclose()).result(timeout=5)
@@ -74,6 +80,11 @@ def create_app(config: ServerSettings | None = None, *, store: ProjectStore | No
         JSON_SORT_KEYS=False,
     )
     app.json.sort_keys = False  # type: ignore[attr-defined]
+    gates = ProviderGates.from_settings(config.sentient)
+    gates.check()  # SENTIENT_REDIS_URL set and Redis not answering: refuse now, naming it
+    redis_url = config.sentient.redis_url
+    # With Redis, every emit and room change goes through its message queue (server/relay.py).
+    queue = {"message_queue": redis_url} if redis_url else {}
     socketio = SocketIO(
         app,
         async_mode="threading",
@@ -87,9 +98,8 @@ def create_app(config: ServerSettings | None = None, *, store: ProjectStore | No
         manage_session=False,
         logger=False,
         engineio_logger=False,
+        **queue,
     )
-    gates = ProviderGates.from_settings(config.sentient)
-    gates.check()  # SENTIENT_REDIS_URL set and Redis not answering: refuse now, naming it
     store = store or ProjectStore.open(
         config.sentient.results_dir, config.sentient.database_url, lease_s=config.sentient.lease_s
     )
@@ -97,12 +107,16 @@ def create_app(config: ServerSettings | None = None, *, store: ProjectStore | No
     engine = EngineLoop()
     broadcaster = Broadcaster(socketio.server)
     review_broker = ReviewBroker(service, engine, broadcaster)
-    runs = RunManager(config, service, engine, broadcaster, review_broker)
+    relay = JoinRelay(redis_url, store.owner.token) if redis_url else None
+    runs = RunManager(config, service, engine, broadcaster, review_broker, relay)
+    if relay is not None:
+        _listen_to_queue(socketio)
+        relay.start(runs.serve_forwarded_join)
     # In front of Socket.IO's own WSGI app: refused handshakes never open an engine.io session.
     guard = HandshakeGuard(app.wsgi_app, config)
     app.wsgi_app = guard  # type: ignore[method-assign]
     reaper = IdleSessionReaper(socketio.server, config.connect_timeout_s)
-    services = Services(config, store, engine, socketio, broadcaster, review_broker, runs, guard, reaper)
+    services = Services(config, store, engine, socketio, broadcaster, review_broker, runs, guard, reaper, relay)
     app.extensions["sentient"] = services
 
     register_error_handlers(app)
@@ -118,6 +132,25 @@ def create_app(config: ServerSettings | None = None, *, store: ProjectStore | No
         runs.resume_interrupted()
     logger.info("server ready; projects in {}", config.sentient.results_dir)
     return app
+
+
+def _listen_to_queue(socketio: SocketIO, timeout_s: float = 5.0) -> None:
+    """Start the message queue's listener now, not at the first connection, and wait until it has
+    sent its SUBSCRIBE, before this process accepts a connection: a room entry or a snapshot that
+    another process sends for the first client here must find someone listening."""
+    server = socketio.server
+    if not server.manager_initialized:
+        server.manager_initialized = True
+        server.manager.initialize()
+    deadline = time.monotonic() + timeout_s
+    while not (server.manager.pubsub is not None and server.manager.pubsub.subscribed):
+        if time.monotonic() > deadline:
+            raise ConfigError(
+                "the Socket.IO message queue did not subscribe to Redis.",
+                field="SENTIENT_REDIS_URL",
+                fix="check that Redis answers at that URL.",
+            )
+        time.sleep(0.01)
 
 
 def shutdown(app: Flask) -> None:

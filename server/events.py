@@ -11,7 +11,9 @@ Two pieces keep the engine's loop quick and the clients consistent:
   graph.
 
 A client joining a running project gets its snapshot through the same queue, taken on the
-loop thread, so it sees the snapshot first and then every later diff, none missing.
+loop thread, so it sees the snapshot first and then every later diff, none missing. Across web
+processes (Redis message queue) the process running the project does the same for clients of
+the others: see :mod:`sentient_server.relay`.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import json
 import threading
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from .bridge import EngineLoop
 from .config import DOCS_ROOTS_ENV, ServerSettings
 from .errors import as_api_error, bad_request
 from .events import Broadcaster, ProjectFeed, room_of
+from .relay import JoinRelay
 from .responses import Graph, ProjectEvent, ProjectResponse, ProjectSnapshot, ReviewResponse
 from .reviews import ReviewBroker
 from .schemas import valid_project_id
@@ -65,6 +67,7 @@ class RunManager:
         engine: EngineLoop,
         broadcaster: Broadcaster,
         reviews: ReviewBroker,
+        relay: JoinRelay | None = None,
     ) -> None:
         self.config = config
         self.service = service
@@ -73,6 +76,7 @@ class RunManager:
         self._engine = engine
         self._broadcaster = broadcaster
         self._reviews = reviews
+        self._relay = relay
         self._runs: dict[str, Run] = {}
         self._lock = threading.Lock()
         # Execute, resume, cancel and delete of one project run one at a time: each reads the
@@ -387,9 +391,14 @@ class RunManager:
         """Put ``sid`` in the project's room and send it a snapshot; later diffs follow it.
 
         The live graph is read on the engine loop and the snapshot queued behind every diff
-        already flushed, so the client never misses a change nor sees one out of order.
+        already flushed, so the client never misses a change nor sees one out of order. With a
+        :class:`~sentient_server.relay.JoinRelay`, a project that another live process runs is
+        joined there instead (``sid`` may be a client of any process: rooms and emits go
+        through the message queue).
         """
-        self.record(project_id)
+        record = self.record(project_id)
+        if self._forward(sid, record):
+            return
 
         def on_loop() -> None:
             with self._lock:
@@ -398,6 +407,27 @@ class RunManager:
             self._broadcaster.submit(lambda: self._send_snapshot(sid, project_id, graph))
 
         self._engine.call(on_loop)
+
+    def serve_forwarded_join(self, sid: str, project_id: str) -> None:
+        """Serve a join that another process forwarded here; a failure goes to the client as ``error``."""
+        try:
+            self.join(sid, project_id)
+        except SentientError as exc:
+            error = as_api_error(exc)
+            if error is not None:
+                payload = error.payload()
+                self._broadcaster.submit(
+                    lambda: self._broadcaster_server().emit("error", payload, to=sid, namespace="/")
+                )
+
+    def _forward(self, sid: str, record: ProjectRecord) -> bool:
+        """Hand the join to the live process that runs the project, when another one does (True)."""
+        token = record.owner_token
+        if self._relay is None or record.status is not ProjectStatus.RUNNING or token is None:
+            return False
+        if token == self.store.owner.token or self.is_running(record.project_id):
+            return False
+        return self._relay.forward(token, sid, record.project_id)
 
     def _send_snapshot(self, sid: str, project_id: str, graph: Graph | None) -> None:
         server = self._broadcaster_server()
@@ -416,6 +446,13 @@ class RunManager:
             reviews=[ReviewResponse.of(review) for review in self.service.pending_reviews(project_id)],
         )
         server.emit("project_snapshot", snapshot.model_dump(mode="json"), to=sid, namespace="/")
+        if graph is None and self._relay is not None:
+            # Another process may have claimed the project since it was found not running here. A
+            # claim after this second look comes before anything that process sends, so that all
+            # reaches the client after this snapshot (in the room already); after a claim before
+            # it, the join goes to that process, whose snapshot replaces this one.
+            with contextlib.suppress(SentientError):  # deleted meanwhile: the client has its snapshot
+                self._forward(sid, self.record(project_id))
 
     def _broadcaster_server(self) -> Any:
         return self._broadcaster.server
