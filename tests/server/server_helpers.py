@@ -1,12 +1,16 @@
-"""Helpers of the server tests: waiting for conditions, and what a Socket.IO client received."""
+"""Helpers of the server tests: waiting for conditions, what a Socket.IO client received, and the
+environment of a server subprocess."""
 
 from __future__ import annotations
 
+import os
+import socket
 import subprocess
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -82,3 +86,28 @@ def wait_status(client: FlaskClient, project_id: str, statuses: set[str], timeou
         return project if project["status"] in statuses else None
 
     return wait_for(check, timeout, f"project {project_id} to be {statuses}")  # type: ignore[no-any-return]
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (a server started soon after may take it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def serve_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The environment of a server subprocess: the scripted model, offline, its files in ``tmp_path``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SENTIENT_")}
+    env.update(
+        SENTIENT_MODEL="scripted",
+        SENTIENT_RESULTS_DIR=str(tmp_path / "results"),
+        SENTIENT_CACHE_DIR=str(tmp_path / "cache"),
+        SENTIENT_OFFLINE="1",
+        SENTIENT_DOCS_ROOTS=str(tmp_path),
+        PYTHONPATH=str(REPO),
+        **extra,
+    )
+    return env

@@ -12,8 +12,7 @@ from pathlib import Path
 import httpx
 import socketio
 import websocket
-from server_helpers import Recorder, wait_for, wait_healthy
-from test_serve import free_port, serve_env
+from server_helpers import Recorder, free_port, serve_env, wait_for, wait_healthy
 
 TOKEN = "exhaustion-test-token-0123456789"
 THREADS = 24  # 16 reserved for requests, 8 for live connections

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -13,32 +11,10 @@ from typing import Any
 
 import pytest
 import socketio
-from server_helpers import Recorder, wait_for, wait_healthy
+from server_helpers import Recorder, free_port, serve_env, wait_for, wait_healthy
 
 from sentient.exceptions import ConfigError
 from sentient_server import ServerSettings
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def serve_env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SENTIENT_")}
-    env.update(
-        SENTIENT_MODEL="scripted",
-        SENTIENT_RESULTS_DIR=str(tmp_path / "results"),
-        SENTIENT_CACHE_DIR=str(tmp_path / "cache"),
-        SENTIENT_OFFLINE="1",
-        SENTIENT_DOCS_ROOTS=str(tmp_path),
-        PYTHONPATH=str(REPO),
-        **extra,
-    )
-    return env
 
 
 def test_serve_runs_gunicorn_with_websocket_transport_and_stops_cleanly(tmp_path: Path, docs_folder: Path) -> None:
