@@ -205,6 +205,10 @@ def test_call_timeout_is_an_engine_setting_and_is_checked(sandbox: Sandbox) -> N
 # -- signals and owners -------------------------------------------------------------------------
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["TERM", "INT"])
 def test_a_signal_saves_the_state_prints_the_json_object_and_exits_with_its_code(
     sandbox: Sandbox, server: ChaosServer, signum: int, code: int
@@ -218,6 +222,9 @@ def test_a_signal_saves_the_state_prints_the_json_object_and_exits_with_its_code
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # Ctrl-C in a terminal: SIGINT at its default, even when these tests run as a background job
+        # (a shell starts those with SIGINT ignored, and the ignored disposition is inherited).
+        preexec_fn=_default_sigint,
     )
     try:
         deadline = time.monotonic() + 60
