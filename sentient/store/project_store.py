@@ -33,7 +33,7 @@ from sentient.graph.node import NodeType, Source, StatusChange, TaskNode, TaskTy
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
 from sentient.store.database import Database, Row, SQLiteDatabase
-from sentient.store.errors import (  # re-exported: the store's public names are importable from here
+from sentient.store.errors import (
     InvalidProjectIdError,
     LeaseLostError,
     NodeNotFoundError,
