@@ -5,8 +5,9 @@ The two baselines use the same model as the profile's SEARCH executor (resolved 
 
 - ``closed-book``: one chat call, no retrieval: what the model knows on its own;
 - ``rag``: one retrieval with the SEARCH executor's own tools (``ToolBox.retrieve`` over the
-  same documents index, top 5, so retrieval improvements count for both) and one call that
-  answers from the numbered passages.
+  same documents index, top 5, so ranking and snippet improvements count for both; without
+  the agent's second search for the names the passages mention) and one call that answers
+  from the numbered passages.
 
 ``profile:NAME`` runs the full agent; its files go under the eval's output folder.
 """
@@ -133,7 +134,10 @@ class Baseline:
         self._factory.check()
         self._executor = executor
         tool_settings = ToolSettings(offline=deps.settings.offline)
-        self._tools = ToolBox.for_agent(executor.tools, tool_settings, deps.docs, breaker=CircuitBreaker("web search"))
+        # One plain search: following references is part of what the agent adds (tools/follow.py).
+        self._tools = ToolBox.for_agent(
+            executor.tools, tool_settings, deps.docs, breaker=CircuitBreaker("web search"), follow_references=False
+        )
 
     async def answer(self, question: str) -> Outcome:
         started = time.perf_counter()

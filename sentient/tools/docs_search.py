@@ -40,7 +40,8 @@ from loguru import logger
 from sentient.exceptions import DocsFolderError, EmbeddingModelError
 from sentient.tools.dense import Fusion, PassageVectors, Retrieval, fuse
 from sentient.tools.embeddings import Embedder
-from sentient.tools.snippets import best_window
+from sentient.tools.follow import bridge_terms, merge
+from sentient.tools.snippets import best_window, word_patterns
 from sentient.tools.tables import tables_as_records
 
 # Bump when the table layout or the passage rules change, so old caches get rebuilt.
@@ -299,17 +300,55 @@ class DocsIndex:
             self._insert(source, title, text)
 
     def search(
-        self, query: str, limit: int = 5, retrieval: Retrieval | None = None, *, per_source: int = 1
+        self,
+        query: str,
+        limit: int = 5,
+        retrieval: Retrieval | None = None,
+        *,
+        per_source: int = 1,
+        follow: bool = False,
     ) -> list[SearchHit]:
         """Return up to `limit` passages for `query`, best first, at most `per_source` per source.
 
         `retrieval` picks the ranking (default: `default_retrieval`; DENSE and HYBRID fall
-        back to BM25 when the embedding model is unavailable). Any text is accepted; a query
-        with no searchable words returns an empty list.
+        back to BM25 when the embedding model is unavailable). `follow` searches a second time
+        with the names the best passages mention (:mod:`sentient.tools.follow`) and shows what
+        that finds after the first search's best hits. Any text is accepted; a query with no
+        searchable words returns an empty list.
         """
         tokens = _query_tokens(query)
         if not tokens or limit < 1:
             return []
+        hits = self._search(query, tokens, limit, retrieval, per_source)
+        if not follow or not hits:
+            return hits
+        patterns = word_patterns(tokens)
+        terms = bridge_terms(hits, lambda w: w in _STOPWORDS or any(p.match(w) for p in patterns), self._frequency)
+        if not terms:
+            return hits
+        second = f"{query} {' '.join(terms)}"
+        return merge(hits, self._search(second, _query_tokens(second), 2 * limit, retrieval, per_source), terms, limit)
+
+    def __len__(self) -> int:
+        with self._lock:
+            (count,) = self._conn.execute("SELECT count(*) FROM passages").fetchone()
+        return int(count)
+
+    def close(self) -> None:
+        """Close the database connection; closing twice is harmless."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> DocsIndex:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _search(
+        self, query: str, tokens: list[str], limit: int, retrieval: Retrieval | None, per_source: int
+    ) -> list[SearchHit]:
+        """The ranked hits of `tokens` (and of `query`, for dense ranking)."""
         with self._lock, self._conn:
             embedder = self._embedder_now()
             mode = retrieval or Retrieval.HYBRID
@@ -342,21 +381,17 @@ class DocsIndex:
                     break
         return hits
 
-    def __len__(self) -> int:
+    def _frequency(self, word: str, source: str) -> tuple[int, int]:
+        """(other sources than `source` that contain `word`, passages that contain it)."""
+        match = f'"{word}"'
         with self._lock:
-            (count,) = self._conn.execute("SELECT count(*) FROM passages").fetchone()
-        return int(count)
-
-    def close(self) -> None:
-        """Close the database connection; closing twice is harmless."""
-        with self._lock:
-            self._conn.close()
-
-    def __enter__(self) -> DocsIndex:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+            (elsewhere,) = self._conn.execute(
+                "SELECT count(DISTINCT source) FROM passages WHERE passages MATCH ? AND source != ?", (match, source)
+            ).fetchone()
+            (passages,) = self._conn.execute(
+                "SELECT count(*) FROM passages WHERE passages MATCH ?", (match,)
+            ).fetchone()
+        return int(elsewhere), int(passages)
 
     def _insert(self, source: str, title: str, text: str) -> None:
         # Callers hold the lock and own the transaction, so bulk builds commit once.

@@ -49,12 +49,13 @@ class DocsSearch:
         "required": ["query"],
     }
 
-    def __init__(self, index: DocsIndex, default_results: int = 5) -> None:
+    def __init__(self, index: DocsIndex, default_results: int = 5, *, follow: bool = True) -> None:
         self._index = index
         self._default_results = default_results
+        self._follow = follow  # search again with the names the best passages mention (tools/follow.py)
 
     async def retrieve(self, query: str, limit: int) -> list[Source]:
-        hits = await asyncio.to_thread(self._index.search, query, max(1, min(limit, 20)))
+        hits = await asyncio.to_thread(self._index.search, query, max(1, min(limit, 20)), follow=self._follow)
         return [Source(ref=h.source, title=h.title, snippet=h.snippet) for h in hits]
 
     async def run(self, *, query: str, max_results: int | None = None) -> ToolOutput:
@@ -126,11 +127,13 @@ class ToolBox:
         docs_index: DocsIndex | None = None,
         *,
         breaker: CircuitBreaker | None = None,
+        follow_references: bool = True,
     ) -> ToolBox:
         """Build the tools `names` lists.
 
         Pass one `breaker` to every toolbox of a run, so a web search that failed to connect
-        is not retried by every node. ``docs_search`` is left out when there is no index.
+        is not retried by every node. ``docs_search`` is left out when there is no index;
+        ``follow_references=False`` makes it one plain search (the ``rag`` baseline's).
 
         Raises:
             ConfigError: a name that is not in TOOL_NAMES.
@@ -149,7 +152,7 @@ class ToolBox:
                 continue
             if name == "docs_search":
                 if docs_index is not None:
-                    tools.append(DocsSearch(docs_index))
+                    tools.append(DocsSearch(docs_index, follow=follow_references))
             elif name == "web_search":
                 tools.append(WebSearch(settings, breaker=breaker))
             elif name == "fetch_page":

@@ -1,0 +1,103 @@
+"""Following references: a second docs search for the names the best passages mention."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from sentient.tools import DocsIndex
+from sentient.tools.base import ToolSettings
+from sentient.tools.follow import ADDED, KEEP, bridge_terms, merge
+from sentient.tools.toolbox import ToolBox
+
+QUESTION = "What is the chat channel of the team that owns the Cobblestone identity service?"
+
+
+@pytest.fixture
+def linked_docs(tmp_path: Path) -> DocsIndex:
+    """A service page that names its owning team, a directory row that only names the team,
+    and pages about team chat channels that the question's words rank above the directory."""
+    (tmp_path / "cobblestone.md").write_text(
+        "# Cobblestone identity service\n\nCobblestone is the sign-on service. It is run by Team Bittern.\n"
+    )
+    (tmp_path / "directory.md").write_text("# Directory\n\nBittern: #bittern-sec (security).\n")
+    for i in range(6):
+        (tmp_path / f"chat_{i}.md").write_text(
+            f"# Chat etiquette {i}\n\nEvery team keeps its chat channel tidy; the channel of a team "
+            f"that owns a service announces outages of the service there (rule {i}).\n"
+        )
+    with DocsIndex.from_folder(tmp_path, relative_sources=True) as index:
+        yield index
+
+
+def test_following_shows_the_document_the_first_passage_links_to(linked_docs: DocsIndex) -> None:
+    plain = linked_docs.search(QUESTION, 5)
+    followed = linked_docs.search(QUESTION, 5, follow=True)
+
+    assert "directory.md" not in [h.source for h in plain]  # nothing in the question says "Bittern"
+    assert [h.source for h in followed[:KEEP]] == [h.source for h in plain[:KEEP]]
+    directory = next(h for h in followed if h.source == "directory.md")
+    assert "#bittern-sec" in directory.snippet
+    assert len(followed) == 5
+
+
+def test_without_names_to_follow_the_search_is_the_plain_one(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("the quay crane lifts containers at dawn.\n")
+    (tmp_path / "b.md").write_text("the quay crane is serviced every spring.\n")
+    with DocsIndex.from_folder(tmp_path) as index:
+        assert index.search("when is the quay crane serviced", 5, follow=True) == index.search(
+            "when is the quay crane serviced", 5
+        )
+
+
+async def test_the_agents_docs_search_follows_and_the_rag_baselines_does_not(linked_docs: DocsIndex) -> None:
+    settings = ToolSettings(offline=True)
+    agent = await ToolBox.for_agent(["docs_search"], settings, linked_docs).retrieve(QUESTION, 5)
+    baseline = ToolBox.for_agent(["docs_search"], settings, linked_docs, follow_references=False)
+    plain = await baseline.retrieve(QUESTION, 5)
+
+    assert "directory.md" in [s.ref for s in agent.sources]
+    assert "directory.md" not in [s.ref for s in plain.sources]
+
+
+@dataclass(frozen=True)
+class Hit:
+    source: str
+    snippet: str
+
+
+def _frequency(counts: dict[str, tuple[int, int]]):
+    return lambda word, source: counts.get(word, (0, 0))
+
+
+def test_bridge_terms_are_names_found_elsewhere_rarest_first() -> None:
+    hits = [Hit("a", "Approval: the Data Steward signs. Requests go to Team Gannet, see ACP-9 and the Sev1 rules.")]
+    counts = {"data": (5, 30), "steward": (3, 8), "gannet": (2, 4), "acp-9": (1, 2), "sev1": (1, 3)}
+
+    terms = bridge_terms(hits, lambda w: False, _frequency(counts))
+
+    # "Approval" and "Requests" start a sentence; "ACP-9" and "Sev1" are identifiers.
+    assert terms == ["ACP-9", "Sev1"]
+
+
+def test_bridge_terms_skip_asked_words_and_names_nothing_else_mentions() -> None:
+    hits = [Hit("a", "It is run by Team Bittern with Corwin.")]
+    counts = {"team": (4, 9), "bittern": (1, 5), "corwin": (0, 1)}
+
+    assert bridge_terms(hits, lambda w: w == "team", _frequency(counts)) == ["Bittern"]
+
+
+def test_merge_keeps_the_best_first_hits_and_adds_only_followed_hits_naming_a_term() -> None:
+    first = [Hit(f"f{i}", "plain") for i in range(5)]
+    followed = [
+        Hit("f0", "Bittern again"),  # already shown
+        Hit("x", "nothing to do with it"),  # does not mention the name
+        *(Hit(f"b{i}", f"Bittern row {i}") for i in range(3)),
+    ]
+
+    merged = merge(first, followed, ["Bittern"], 5)
+
+    assert [h.source for h in merged] == ["f0", "f1", "f2", "b0", "b1"][: KEEP + ADDED]
+    assert merged[0].snippet == "plain"
