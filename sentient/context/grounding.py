@@ -44,6 +44,7 @@ QUOTE_PIECE_WORDS = 25
 _TRAILING = re.compile(r"[.!?:;]*\s*$")
 _CITED_CLAUSE = re.compile(r"((?:\s*\[\d+(?:\s*,\s*\d+)*\])+)")  # a run of citation markers
 MIN_SUPPORT = 0.6  # share of an answer's own words (and every number) a sentence must hold to state it
+MIN_SUPPORTED_WORDS = 4  # ... and at least this many of them (all of a shorter claim)
 _COMMON = (
     "a an and are as at be been by did do does for from had has have how in is it its many much no nor not of on or "
     "that the their them there these they this those to under was were what when where which who whom whose "
@@ -191,27 +192,40 @@ def ground(answer: str, citations: Sequence[Quoted], sources: Sequence[Source]) 
     return Grounded(text, grounded, list(dict.fromkeys(notes)))
 
 
-def evidence(answer: str, task: str, sources: Sequence[Source]) -> tuple[int, str] | None:
-    """The source (1-based) and shown sentence that state ``answer``, or None.
+@dataclass(frozen=True)
+class Statement:
+    """Where a shown source states a claim: the source (1-based), its sentence, and how fully."""
+
+    source: int
+    sentence: str
+    share: float
+
+
+def evidence(answer: str, task: str, sources: Sequence[Source]) -> Statement | None:
+    """The shown sentence that states ``answer`` best, or None.
 
     What an answer states is the words it adds to its task: numbers, names, values. A sentence
-    states it when it holds every such number and at least ``MIN_SUPPORT`` of the other words;
-    among several, the one sharing most words with the task wins (a table row names the thing
-    asked about). None when the answer adds nothing to the task, or no sentence states it.
+    states it when it holds every such number, at least ``MIN_SUPPORT`` of the other words, and
+    at least ``MIN_SUPPORTED_WORDS`` of them (all, for a shorter claim): three words shared with
+    an unrelated sentence of a neighbouring docstring must not verify a five-word clause. Among
+    several, the one holding most of the claim wins, then the one sharing most words with the
+    task (a table row names the thing asked about). None when the answer adds nothing to the
+    task, or no sentence states it.
     """
     claim = _claim(answer, task)
     if not claim:
         return None
     asked = _stems(task)
+    needed = max(MIN_SUPPORT * len(claim), min(MIN_SUPPORTED_WORDS, len(claim)))
     best: tuple[float, int, int, str] | None = None
     for n, source in enumerate(sources, start=1):
         for sentence in quotable([source]):
             words = _stems(sentence)
             share = _states(words, claim)
-            if share >= MIN_SUPPORT:
+            if share * len(claim) >= needed:
                 rank = (share, len(asked & words), -n, sentence)
                 best = max(best, rank) if best else rank
-    return (-best[2], best[3]) if best else None
+    return Statement(-best[2], best[3], best[0]) if best else None
 
 
 def cite_statements(answer: str, task: str, sources: Sequence[Source]) -> tuple[str, list[Source], int]:
@@ -232,7 +246,7 @@ def cite_statements(answer: str, task: str, sources: Sequence[Source]) -> tuple[
         stated = evidence(sentence, task, grounded)
         if stated is None:
             continue
-        n, quote = stated
+        n, quote = stated.source, stated.sentence
         if not grounded[n - 1].verified:
             grounded[n - 1] = grounded[n - 1].model_copy(update={"verified": True, "quote": quote})
         tail = _TRAILING.search(sentence)
@@ -246,9 +260,9 @@ def cite_by_evidence(answer: str, task: str, sources: Sequence[Source]) -> Groun
     """Check the citations of an answer that came without quotes against what the sources state.
 
     Each clause that ends in citations (the text since the previous citation or sentence start)
-    keeps a citation ``[n]`` when source n was verified upstream or one of its shown sentences
-    states the clause (:func:`evidence`); else it cites the source that does state it, if one
-    does, and otherwise nothing (noted). A clause that only points at its sources ("This is
+    keeps a citation ``[n]`` when source n was verified upstream, or one of its shown sentences
+    states the clause (:func:`evidence`) and no other shown source states more of it; else it
+    cites the source that states it best, if one does, and otherwise nothing (noted). A clause that only points at its sources ("This is
     stated in [2].") keeps a citation this answer verified elsewhere, or whose source states what
     was said just before it. Words left pointing at
     a dropped citation ("as stated in") go, and so does a sentence left stating nothing. A
@@ -261,20 +275,23 @@ def cite_by_evidence(answer: str, task: str, sources: Sequence[Source]) -> Groun
     notes: list[str] = []
 
     def verify(clause: str, n: int) -> bool:
+        """Whether source n states the clause, and no other shown source states more of it."""
         if n in upstream:
             return True
         stated = evidence(clause, task, [sources[n - 1]]) if 1 <= n <= len(sources) else None
-        if stated is not None:
-            grounded[n - 1] = sources[n - 1].model_copy(update={"verified": True, "quote": stated[1]})
-            verified.add(n)
-        return stated is not None
+        best = evidence(clause, task, sources) if stated is not None else None
+        if stated is None or (best is not None and best.share > stated.share):
+            return False
+        grounded[n - 1] = sources[n - 1].model_copy(update={"verified": True, "quote": stated.sentence})
+        verified.add(n)
+        return True
 
     def check(clause: str, marked: list[int]) -> list[int]:
         kept = [n for n in marked if verify(clause, n)]
         if not kept:
             found = evidence(clause, task, grounded)
-            if found is not None and verify(clause, found[0]):
-                kept = [found[0]]
+            if found is not None and verify(clause, found.source):
+                kept = [found.source]
         return kept
 
     parts = _SENTENCE_BREAK.split(answer)
@@ -316,6 +333,12 @@ def _claim(answer: str, task: str) -> list[str]:
     asked = _stems(task)
     words = [stem(w) for w in normalize(renumber(answer, {})).split() if w not in _STOP_WORDS]
     return [w for w in dict.fromkeys(words) if w not in asked]
+
+
+def _adds_little(sentence: str, cited: str) -> bool:
+    """Whether ``cited`` holds every number and ``MIN_RESTATED`` of the words ``sentence`` states."""
+    said = _claim(sentence, "")
+    return not said or _states(_stems(cited), said) >= MIN_RESTATED
 
 
 def _states(words: set[str], claim: list[str]) -> float:
@@ -369,7 +392,10 @@ def carry_citations(answer: str, cited_texts: Sequence[str]) -> tuple[str, int]:
     Small models drop ``[n]`` when they combine results. A sentence of the answer that cites
     nothing, but holds at least ``MIN_RESTATED`` of the words of a sentence of ``cited_texts``
     (the results it was given, numbered as the answer's sources), gets that sentence's
-    citations. Returns the text and how many sentences were given citations.
+    citations, unless it adds more than that: a number, or over ``1 - MIN_RESTATED`` of its
+    own words, that the cited sentence does not hold (a citation must not lend its support to
+    a claim joined onto what it supports). Returns the text and how many sentences were given
+    citations.
     """
     restated = []
     for text in cited_texts:
@@ -385,8 +411,8 @@ def carry_citations(answer: str, cited_texts: Sequence[str]) -> tuple[str, int]:
         sentence = parts[i]
         if not sentence.strip() or cited_numbers(sentence) or len(normalize(sentence).split()) < MIN_QUOTE_WORDS:
             continue
-        share, numbers = max((loose_overlap(cited, sentence), numbers) for cited, numbers in restated)
-        if share >= MIN_RESTATED:
+        share, numbers, cited = max((loose_overlap(c, sentence), n, c) for c, n in restated)
+        if share >= MIN_RESTATED and _adds_little(sentence, cited):
             tail = _TRAILING.search(sentence)
             at = tail.start() if tail else len(sentence)
             parts[i] = sentence[:at] + " " + "".join(f"[{n}]" for n in numbers) + sentence[at:]
