@@ -108,6 +108,14 @@ class Settings(BaseSettings):
             "enforced there for all of them together (default: each process keeps its own)."
         ),
     )
+    queue_url: str | None = Field(
+        None,
+        description=(
+            "redis://… of the job queue (arq): `sentient serve` then runs no project itself but queues it,"
+            " and `sentient worker` processes run the queued projects (needs redis_url and, across"
+            " machines, database_url)."
+        ),
+    )
     retrieval: Literal["bm25", "hybrid"] = Field(
         "bm25",
         description="Docs search ranking: BM25, or BM25 fused with MiniLM vectors (slower to index; see bench/README.md).",

@@ -4,63 +4,37 @@ from __future__ import annotations
 
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from flask import Flask
 from flask_socketio import SocketIO
 from loguru import logger
 
-from sentient.agents.models.gates import ProviderGates
 from sentient.exceptions import ConfigError
-from sentient.projects import ProjectService
 from sentient.store import ProjectStore
 
 from . import auth, headers, sockets
-from .bridge import EngineLoop
 from .config import ServerSettings
+from .core import Core
 from .errors import register_error_handlers
-from .events import Broadcaster
 from .guard import HandshakeGuard, IdleSessionReaper
-from .relay import JoinRelay
-from .reviews import ReviewBroker
 from .routes import meta, projects, reviews
 from .routes.dashboard import dashboard_blueprint
-from .runs import RunManager
 
 
 @dataclass
-class Services:
+class Services(Core):
     """What the routes and handlers use, reachable as ``app.extensions["sentient"]``."""
 
-    config: ServerSettings
-    store: ProjectStore
-    engine: EngineLoop
-    socketio: SocketIO
-    broadcaster: Broadcaster
-    reviews: ReviewBroker
-    runs: RunManager
-    guard: HandshakeGuard
-    reaper: IdleSessionReaper
-    relay: JoinRelay | None = None
-    closed: bool = False
+    socketio: SocketIO = field(kw_only=True)
+    guard: HandshakeGuard = field(kw_only=True)
+    reaper: IdleSessionReaper = field(kw_only=True)
 
     def close(self) -> None:
         """Stop the runs (they resume at the next start), the loop, the broadcaster, the store."""
-        if self.closed:
-            return
-        self.closed = True
-        self.reaper.stop()
-        if self.relay is not None:
-            self.relay.close()
-        self.runs.shutdown()
-        try:  # the engine loop's Redis connections, when provider limits are shared there
-            self.engine.submit(self.runs.service.gates.aclose()).result(timeout=5)
-        except Exception as exc:
-            logger.warning("closing the provider limits' connections failed: {}", exc)
-        self.broadcaster.flush()
-        self.engine.stop()
-        self.broadcaster.stop()
-        self.store.close()
+        if not self.closed:
+            self.reaper.stop()
+        super().close()
 
 
 def create_app(config: ServerSettings | None = None, *, store: ProjectStore | None = None) -> Flask:
@@ -80,8 +54,6 @@ def create_app(config: ServerSettings | None = None, *, store: ProjectStore | No
         JSON_SORT_KEYS=False,
     )
     app.json.sort_keys = False  # type: ignore[attr-defined]
-    gates = ProviderGates.from_settings(config.sentient)
-    gates.check()  # SENTIENT_REDIS_URL set and Redis not answering: refuse now, naming it
     redis_url = config.sentient.redis_url
     # With Redis, every emit and room change goes through its message queue (server/relay.py).
     queue = {"message_queue": redis_url} if redis_url else {}
@@ -100,24 +72,24 @@ def create_app(config: ServerSettings | None = None, *, store: ProjectStore | No
         engineio_logger=False,
         **queue,
     )
-    store = store or ProjectStore.open(
-        config.sentient.results_dir, config.sentient.database_url, lease_s=config.sentient.lease_s
-    )
-    service = ProjectService(store, config.sentient, gates=gates)
-    engine = EngineLoop()
-    broadcaster = Broadcaster(socketio.server)
-    review_broker = ReviewBroker(service, engine, broadcaster)
-    relay = JoinRelay(redis_url, store.owner.token) if redis_url else None
-    runs = RunManager(config, service, engine, broadcaster, review_broker, relay)
-    if relay is not None:
-        _listen_to_queue(socketio)
-        relay.start(runs.serve_forwarded_join)
     # In front of Socket.IO's own WSGI app: refused handshakes never open an engine.io session.
     guard = HandshakeGuard(app.wsgi_app, config)
     app.wsgi_app = guard  # type: ignore[method-assign]
     reaper = IdleSessionReaper(socketio.server, config.connect_timeout_s)
-    services = Services(config, store, engine, socketio, broadcaster, review_broker, runs, guard, reaper, relay)
+    try:
+        services = Services.open(
+            config, socketio.server, store=store, queue_projects=True, socketio=socketio, guard=guard, reaper=reaper
+        )
+    except BaseException:
+        reaper.stop()
+        raise
     app.extensions["sentient"] = services
+    if redis_url:
+        try:
+            _listen_to_queue(socketio)
+        except BaseException:
+            services.close()
+            raise
 
     register_error_handlers(app)
     auth.install(app, config)
@@ -129,7 +101,7 @@ def create_app(config: ServerSettings | None = None, *, store: ProjectStore | No
     sockets.register(socketio, services)
 
     if config.resume_on_start:
-        runs.resume_interrupted()
+        services.runs.resume_interrupted()
     logger.info("server ready; projects in {}", config.sentient.results_dir)
     return app
 

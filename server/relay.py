@@ -1,4 +1,4 @@
-"""Live updates across web processes: Socket.IO through Redis, and joins sent to a project's owner.
+"""Live updates across processes: Socket.IO through Redis, and commands sent to a project's owner.
 
 With ``SENTIENT_REDIS_URL`` set, the Socket.IO server uses Flask-SocketIO's Redis message queue:
 every emit and every room change of a client on another process is published on Redis, and each
@@ -16,7 +16,7 @@ messages in the order the holder sent them.
 knows: it takes the snapshot on its engine loop and queues the client's room entry and the
 snapshot behind the diffs already flushed (:meth:`~sentient_server.runs.RunManager.join`). So a
 process whose client joins a project that another live process runs forwards the join to that
-process (a PUBLISH on its channel, ``sentient:join:<owner token>``), which serves it exactly as it
+process (a PUBLISH on its channel, ``sentient:owner:<owner token>``), which serves it exactly as it
 serves its own clients; the room entry and the snapshot then reach the client through the same
 ordered queue as the diffs. The protocol (``project_snapshot``, then ``node_update`` diffs, none
 missing, none repeated) is the single-process one, so clients do not change.
@@ -30,39 +30,76 @@ A project that no live process serves this way (not running, run by the CLI, or 
 gone with its lease) is joined on the client's own process from the store, as before; a run that
 another process starts meanwhile is caught by a second look at the store after the snapshot is
 sent (see ``RunManager._send_snapshot``).
+
+**Commands.** The owner's channel carries the few requests that only the process running a project
+can act on, made on whichever process a client reached: ``join`` (above), ``cancel`` (stop the
+run) and ``review_answered`` (wake the run waiting on a plan review whose answer was just stored).
+Web processes and ``sentient worker`` processes listen alike: the holder of a project may be either.
+A command published while nobody listens on the channel (the owner is gone) reports it, so the
+sender can answer from the store instead.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import redis
 from loguru import logger
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from sentient.exceptions import ConfigError
 
-CHANNEL_PREFIX = "sentient:join:"
+CHANNEL_PREFIX = "sentient:owner:"
 
-JoinHandler = Callable[[str, str], None]
-"""Serves a forwarded join: ``handler(sid, project_id)``."""
+
+class _Command(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    project_id: str
+
+
+class Join(_Command):
+    """Put the client ``sid`` (of any web process) in the project's room and send it the snapshot."""
+
+    command: Literal["join"] = "join"
+    sid: str
+
+
+class Cancel(_Command):
+    """Stop the project's run; it ends ``cancelled``."""
+
+    command: Literal["cancel"] = "cancel"
+
+
+class ReviewAnswered(_Command):
+    """The answer of the project's review ``review_id`` is stored: wake the run waiting on it."""
+
+    command: Literal["review_answered"] = "review_answered"
+    review_id: str
+
+
+Command = Annotated[Join | Cancel | ReviewAnswered, Field(discriminator="command")]
+_COMMAND: TypeAdapter[Join | Cancel | ReviewAnswered] = TypeAdapter(Command)
+
+CommandHandler = Callable[[Join | Cancel | ReviewAnswered], None]
+"""Serves a command forwarded to this process."""
 
 
 def channel_of(owner_token: str) -> str:
-    """The Redis channel on which the process claiming projects as ``owner_token`` takes joins."""
+    """The Redis channel on which the process claiming projects as ``owner_token`` takes commands."""
     return CHANNEL_PREFIX + owner_token
 
 
-class JoinRelay:
-    """Forwards joins to the process that runs the project, and serves those forwarded here.
+class OwnerRelay:
+    """Forwards commands to the process that runs a project, and serves those forwarded here.
 
     Args:
-        redis_url: the Redis that every web process shares (``SENTIENT_REDIS_URL``).
+        redis_url: the Redis that every process shares (``SENTIENT_REDIS_URL``).
         owner_token: this process's store owner token (``ProjectStore.owner.token``): the
-            projects it claims name it, so other processes know where to forward their joins.
+            projects it claims name it, so other processes know where to forward their commands.
     """
 
     def __init__(self, redis_url: str, owner_token: str) -> None:
@@ -72,8 +109,8 @@ class JoinRelay:
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def start(self, handler: JoinHandler, timeout_s: float = 5.0) -> None:
-        """Subscribe to this process's channel, wait until Redis confirms it, then serve joins on a thread."""
+    def start(self, handler: CommandHandler, timeout_s: float = 5.0) -> None:
+        """Subscribe to this process's channel, wait until Redis confirms it, then serve commands on a thread."""
         try:
             self._pubsub.subscribe(self.channel)
             deadline = time.monotonic() + timeout_s
@@ -86,45 +123,43 @@ class JoinRelay:
                 field="SENTIENT_REDIS_URL",
                 fix="check that Redis answers at that URL.",
             ) from exc
-        self._thread = threading.Thread(target=self._main, args=(handler,), name="sentient-join-relay", daemon=True)
+        self._thread = threading.Thread(target=self._main, args=(handler,), name="sentient-owner-relay", daemon=True)
         self._thread.start()
 
     def _subscribed(self) -> bool:
         message = self._pubsub.get_message(timeout=0.5)
         return bool(message and message.get("type") == "subscribe")
 
-    def forward(self, owner_token: str, sid: str, project_id: str) -> bool:
-        """Ask the process ``owner_token`` to serve ``sid``'s join; False when no process listens there."""
-        request = json.dumps({"sid": sid, "project_id": project_id})
+    def forward(self, owner_token: str, command: Join | Cancel | ReviewAnswered) -> bool:
+        """Send ``command`` to the process ``owner_token``; False when no process listens there."""
         try:
-            receivers = self._client.publish(channel_of(owner_token), request)
+            receivers = self._client.publish(channel_of(owner_token), command.model_dump_json())
         except redis.RedisError as exc:
-            logger.warning("project {}: cannot forward a join to its owner: {}", project_id, exc)
+            logger.warning("project {}: cannot forward {} to its owner: {}", command.project_id, command.command, exc)
             return False
         return int(receivers) > 0
 
-    def _main(self, handler: JoinHandler) -> None:
+    def _main(self, handler: CommandHandler) -> None:
         while not self._stopping.is_set():
             try:
                 message = self._pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
             except redis.RedisError as exc:  # the connection resubscribes on the next read
-                logger.warning("join relay: Redis failed: {}", exc)
+                logger.warning("owner relay: Redis failed: {}", exc)
                 self._stopping.wait(1.0)
                 continue
             if not message or message.get("type") != "message":
                 continue
             try:
-                request = json.loads(message["data"])
-                sid, project_id = request["sid"], request["project_id"]
-            except (ValueError, KeyError, TypeError):
-                logger.warning("join relay: ignored a malformed request on {}", self.channel)
-                continue
-            if not (isinstance(sid, str) and isinstance(project_id, str)):
+                command = _COMMAND.validate_json(message["data"])
+            except (ValidationError, KeyError, TypeError):
+                logger.warning("owner relay: ignored a malformed command on {}", self.channel)
                 continue
             try:
-                handler(sid, project_id)
-            except Exception:  # a bug: log it, and keep serving the other joins
-                logger.opt(exception=True).error("join relay: project {}: the join failed", project_id)
+                handler(command)
+            except Exception:  # a bug: log it, and keep serving the other commands
+                logger.opt(exception=True).error(
+                    "owner relay: project {}: {} failed", command.project_id, command.command
+                )
 
     def close(self) -> None:
         self._stopping.set()

@@ -6,7 +6,9 @@ so it survives a restart; after one the engine asks again for the same node and 
 it), announced with ``hitl_request`` to the project's room, and the coroutine waits for
 :meth:`ReviewBroker.answer`, which any request thread may call. What an answer may be, and that a
 review takes one, is :class:`~sentient.projects.ProjectService`'s; waking the waiting coroutine
-and telling the room is what is left here.
+and telling the room is what is left here. When another process (a worker, another web process)
+runs the project, the stored answer's wake-up is forwarded to it through the
+:class:`~sentient_server.relay.OwnerRelay`, whose handler calls :meth:`ReviewBroker.wake` there.
 
 Futures are created, resolved and dropped only on the engine loop thread.
 """
@@ -21,19 +23,28 @@ from loguru import logger
 from sentient.hitl.protocol import ReviewDecision, ReviewRequest
 from sentient.projects import Decision, ProjectService, Review, ReviewAnswer
 from sentient.settings import EngineSettings
+from sentient.store import ProjectStatus
 
 from .bridge import EngineLoop
 from .events import Broadcaster, room_of
+from .relay import OwnerRelay, ReviewAnswered
 from .responses import ReviewRequested, ReviewResolved, ReviewResponse
 
 
 class ReviewBroker:
     """The futures the engine awaits on pending reviews, and the announcements of every project's reviews."""
 
-    def __init__(self, service: ProjectService, engine: EngineLoop, broadcaster: Broadcaster) -> None:
+    def __init__(
+        self,
+        service: ProjectService,
+        engine: EngineLoop,
+        broadcaster: Broadcaster,
+        relay: OwnerRelay | None = None,
+    ) -> None:
         self._service = service
         self._engine = engine
         self._broadcaster = broadcaster
+        self._relay = relay
         self._waiting: dict[str, asyncio.Future[Decision]] = {}  # loop thread only
         self._early: dict[str, Decision] = {}  # answers that arrived before anyone waited
 
@@ -46,10 +57,26 @@ class ReviewBroker:
         """Record the answer (the service's errors: unknown review, already answered, unusable
         plan) and wake the run waiting on it; returns the answered review."""
         answered = self._service.answer_review(review_id, answer, by=by)
-        if answered.decision is not None:
+        if answered.decision is not None and not self._forward(answered):
             self._engine.call_soon(self._deliver, review_id, answered.decision)
         self._announce_resolved(answered.project_id, review_id, answer.action)
         return ReviewResponse.of(answered)
+
+    def wake(self, review_id: str) -> None:
+        """Wake the run waiting on ``review_id`` here with its stored answer (forwarded by another process)."""
+        review = self._service.review(review_id)
+        if review.decision is not None:
+            self._engine.call_soon(self._deliver, review_id, review.decision)
+
+    def _forward(self, review: Review) -> bool:
+        """Tell the live process that runs the review's project, when another one does (True)."""
+        if self._relay is None:
+            return False
+        record = self._service.get(review.project_id)
+        token = record.owner_token
+        if record.status is not ProjectStatus.RUNNING or token is None or token == self._service.store.owner.token:
+            return False
+        return self._relay.forward(token, ReviewAnswered(project_id=review.project_id, review_id=review.review_id))
 
     def _announce_resolved(self, project_id: str, review_id: str, action: str) -> None:
         resolved = ReviewResolved(project_id=project_id, review_id=review_id, action=action)

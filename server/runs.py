@@ -3,6 +3,11 @@
 Projects live in the store; a running project also has a :class:`Run` here, whose coroutine
 runs on the engine loop (reached through :class:`~sentient_server.bridge.EngineLoop`). There is no
 "current project": every operation names its project, and its events go to its room only.
+
+The same manager serves a web process and a ``sentient worker``. A web process given a job queue
+(``SENTIENT_QUEUE_URL``) runs nothing itself: starting a project queues it, and a worker's
+manager takes it (:meth:`RunManager.take`). Whoever holds a project serves the commands that
+other processes forward to it (:meth:`RunManager.serve_forwarded`: joins, cancels, review answers).
 """
 
 from __future__ import annotations
@@ -22,19 +27,28 @@ from sentient.exceptions import ConfigError, SentientError
 from sentient.graph.node import TaskNode
 from sentient.projects import (
     DocsNotAllowedError,
+    ProjectCompletedError,
     ProjectRunningError,
     ProjectService,
     Researcher,
 )
 from sentient.projects.service import Mode
-from sentient.store import LeaseLostError, NodeNotFoundError, ProjectRecord, ProjectStatus
+from sentient.store import (
+    LeaseLostError,
+    NodeNotFoundError,
+    ProjectBusyError,
+    ProjectNotFoundError,
+    ProjectRecord,
+    ProjectStatus,
+)
 from sentient.tools.docs_search import DocsFolder
 
 from .bridge import EngineLoop
 from .config import DOCS_ROOTS_ENV, ServerSettings
 from .errors import as_api_error, bad_request
 from .events import Broadcaster, ProjectFeed, room_of
-from .relay import JoinRelay
+from .jobqueue import ProjectQueue
+from .relay import Cancel, Join, OwnerRelay, ReviewAnswered
 from .responses import Graph, ProjectEvent, ProjectResponse, ProjectSnapshot, ReviewResponse
 from .reviews import ReviewBroker
 from .schemas import valid_project_id
@@ -50,7 +64,11 @@ class Run:
     future: concurrent.futures.Future[None] | None = None
     feed: ProjectFeed | None = None
     stopping: Stopping | None = None
-    done: threading.Event = field(default_factory=threading.Event)
+    ended: concurrent.futures.Future[None] = field(default_factory=concurrent.futures.Future)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Whether the run ended (its end recorded, the manager done with it) within ``timeout`` seconds."""
+        return not concurrent.futures.wait([self.ended], timeout).not_done
 
 
 class RunManager:
@@ -58,6 +76,7 @@ class RunManager:
 
     What is left here is what a server adds: one future per running project (cancel, shut
     down), a lock per project, the Socket.IO feed and announcements, and the docs-roots policy.
+    With a ``queue``, projects are queued for workers instead of run here.
     """
 
     def __init__(
@@ -67,7 +86,8 @@ class RunManager:
         engine: EngineLoop,
         broadcaster: Broadcaster,
         reviews: ReviewBroker,
-        relay: JoinRelay | None = None,
+        relay: OwnerRelay | None = None,
+        queue: ProjectQueue | None = None,
     ) -> None:
         self.config = config
         self.service = service
@@ -77,6 +97,7 @@ class RunManager:
         self._broadcaster = broadcaster
         self._reviews = reviews
         self._relay = relay
+        self._queue = queue
         self._runs: dict[str, Run] = {}
         self._lock = threading.Lock()
         # Execute, resume, cancel and delete of one project run one at a time: each reads the
@@ -177,14 +198,20 @@ class RunManager:
         """Ask the run to stop; the project ends ``cancelled`` (announced by ``project_completed``).
 
         Whether it can be cancelled is the service's to say (ProjectNotRunningError, or
-        ProjectBusyError when another process runs it); stopping this server's run is done here.
+        ProjectBusyError when another process runs it); stopping this server's run is done here,
+        and another process's run is asked to stop through the relay (ProjectBusyError only when
+        that process does not listen).
         """
         with self._project_lock(project_id):
-            with self._lock:
-                self.service.check_running(project_id)
-                run = self._runs.get(project_id)  # the store says this process runs it: its run is here
-                if run is not None:
-                    self._stop(run, "cancel")
+            try:
+                with self._lock:
+                    self.service.check_running(project_id)
+                    run = self._runs.get(project_id)  # the store says this process runs it: its run is here
+                    if run is not None:
+                        self._stop(run, "cancel")
+            except ProjectBusyError:
+                if not self._forward(Cancel(project_id=project_id), self.record(project_id)):
+                    raise
             return self.project(project_id)
 
     def delete(self, project_id: str, timeout: float = 30.0) -> None:
@@ -195,7 +222,7 @@ class RunManager:
                 run = self._runs.get(project_id)
                 if run is not None:
                     self._stop(run, "delete")
-            if run is not None and not run.done.wait(timeout):
+            if run is not None and not run.wait(timeout):
                 raise ProjectRunningError(
                     project_id, f"project '{project_id}' did not stop within {timeout:g}s; try again."
                 )
@@ -232,7 +259,7 @@ class RunManager:
             for run in runs:
                 self._stop(run, "shutdown")
         for run in runs:
-            if not run.done.wait(timeout):
+            if not run.wait(timeout):
                 logger.warning("project {}: run did not stop within {}s", run.project_id, timeout)
 
     # -- internals ----------------------------------------------------------------------------
@@ -258,7 +285,7 @@ class RunManager:
         with self._lock:
             run = self._runs.get(project_id)
         if run is not None and self.record(project_id).status is not ProjectStatus.RUNNING:
-            run.done.wait(timeout)
+            run.wait(timeout)
 
     def _allowed_docs(self, docs: object) -> str:
         """``config.docs`` as a real folder inside one of the configured docs roots.
@@ -324,9 +351,27 @@ class RunManager:
             settings=self.config.sentient,
         )
 
+    def take(self, project_id: str) -> Run | None:
+        """Start a queued project here (a worker), as its stored state says: execute it if it never
+        started, else resume it. None when there is nothing to run: it completed or was deleted, or
+        another live process holds it (the job was delivered twice, or the project queued twice)."""
+        try:
+            with self._project_lock(project_id), self._lock:
+                if project_id in self._runs:
+                    return None
+                self._start(project_id, self.service.resume_mode(project_id))
+                return self._runs[project_id]
+        except (ProjectCompletedError, ProjectBusyError, ProjectNotFoundError) as exc:
+            logger.info("project {}: nothing to run: {}", project_id, exc)
+            return None
+
     def _start(self, project_id: str, mode: Mode) -> None:
-        """Submit the run (the caller holds the lock and has checked it is not running)."""
+        """Submit the run, or queue it for a worker (the caller holds the lock and has checked it
+        is not running)."""
         researcher = self._researcher(self.record(project_id))  # ConfigError: it cannot run (400)
+        if self._queue is not None:
+            self._engine.submit(self._queue.submit(project_id)).result(timeout=10)
+            return
         # One conditional update: a CLI running the project at the same time keeps it (ProjectBusyError).
         self.store.claim(project_id)
         run = Run(project_id)
@@ -365,7 +410,7 @@ class RunManager:
             logger.opt(exception=True).error("project {}: could not record the end of the run", project_id)
         with self._lock:
             self._runs.pop(project_id, None)
-        run.done.set()
+        run.ended.set_result(None)
         if run.stopping not in ("delete", "shutdown"):
             await self._announce("project_completed", project_id)
 
@@ -392,12 +437,12 @@ class RunManager:
 
         The live graph is read on the engine loop and the snapshot queued behind every diff
         already flushed, so the client never misses a change nor sees one out of order. With a
-        :class:`~sentient_server.relay.JoinRelay`, a project that another live process runs is
+        :class:`~sentient_server.relay.OwnerRelay`, a project that another live process runs is
         joined there instead (``sid`` may be a client of any process: rooms and emits go
         through the message queue).
         """
         record = self.record(project_id)
-        if self._forward(sid, record):
+        if self._forward(Join(project_id=project_id, sid=sid), record):
             return
 
         def on_loop() -> None:
@@ -408,26 +453,34 @@ class RunManager:
 
         self._engine.call(on_loop)
 
-    def serve_forwarded_join(self, sid: str, project_id: str) -> None:
-        """Serve a join that another process forwarded here; a failure goes to the client as ``error``."""
+    def serve_forwarded(self, command: Join | Cancel | ReviewAnswered) -> None:
+        """Serve a command that another process forwarded here, the holder of its project; a
+        failed join goes to its client as ``error``, any other failure to the log."""
         try:
-            self.join(sid, project_id)
+            if isinstance(command, Join):
+                self.join(command.sid, command.project_id)
+            elif isinstance(command, Cancel):
+                self.cancel(command.project_id)
+            else:
+                self._reviews.wake(command.review_id)
         except SentientError as exc:
             error = as_api_error(exc)
-            if error is not None:
-                payload = error.payload()
+            if not isinstance(command, Join):
+                logger.warning("project {}: forwarded {} not served: {}", command.project_id, command.command, exc)
+            elif error is not None:
+                payload, sid = error.payload(), command.sid
                 self._broadcaster.submit(
                     lambda: self._broadcaster_server().emit("error", payload, to=sid, namespace="/")
                 )
 
-    def _forward(self, sid: str, record: ProjectRecord) -> bool:
-        """Hand the join to the live process that runs the project, when another one does (True)."""
+    def _forward(self, command: Join | Cancel, record: ProjectRecord) -> bool:
+        """Hand the command to the live process that runs the project, when another one does (True)."""
         token = record.owner_token
         if self._relay is None or record.status is not ProjectStatus.RUNNING or token is None:
             return False
         if token == self.store.owner.token or self.is_running(record.project_id):
             return False
-        return self._relay.forward(token, sid, record.project_id)
+        return self._relay.forward(token, command)
 
     def _send_snapshot(self, sid: str, project_id: str, graph: Graph | None) -> None:
         server = self._broadcaster_server()
@@ -452,7 +505,7 @@ class RunManager:
             # reaches the client after this snapshot (in the room already); after a claim before
             # it, the join goes to that process, whose snapshot replaces this one.
             with contextlib.suppress(SentientError):  # deleted meanwhile: the client has its snapshot
-                self._forward(sid, self.record(project_id))
+                self._forward(Join(project_id=project_id, sid=sid), self.record(project_id))
 
     def _broadcaster_server(self) -> Any:
         return self._broadcaster.server

@@ -39,6 +39,7 @@ from sentient.cli.progress import ProgressDisplay, ProgressLog
 from sentient.cli.projects import add_projects_parser, run_projects
 from sentient.cli.review import TerminalReviewer
 from sentient.cli.serve import add_serve_parser, run_serve
+from sentient.cli.worker import add_worker_parser, run_worker
 from sentient.eval.cli import add_eval_parser, run_eval_command
 from sentient.events import Subscriber
 from sentient.exceptions import SentientError
@@ -73,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("profiles", help="list the available profiles")
     add_projects_parser(commands)
     add_serve_parser(commands)
+    add_worker_parser(commands)
     add_eval_parser(commands)
     return parser
 
@@ -113,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         hide_process_memory()
         if args.command == "serve":
             return run_serve(args, settings)
+        if args.command == "worker":
+            return run_worker(args, settings)
         if args.command == "eval":
             return run_eval_command(args, settings)
         return _run(args, settings, err)

@@ -1,0 +1,132 @@
+"""``sentient worker``: runs the projects that web processes queue (arq on ``SENTIENT_QUEUE_URL``).
+
+A worker is the engine side of a web process (:class:`~sentient_server.core.Core`) without Flask:
+the same run manager runs each project under its lease in the shared store, and the same
+broadcaster sends its diffs, announcements and the snapshots of joining clients, here through a
+write-only Socket.IO server on the Redis message queue (Flask-SocketIO's "emit from an external
+process"), so a client of any web process follows the project. Cancels and review answers made on
+a web process reach the worker through the owner relay, like joins.
+
+arq's worker runs on the engine loop, so a job is a coroutine beside the runs it starts:
+
+- ``run_project(project_id)`` takes the project (:meth:`~sentient_server.runs.RunManager.take`)
+  and waits for its run to end. A project this worker cannot take (completed, or another live
+  process holds it) ends the job at once.
+- ``sweep_leases``, an arq cron job that one worker runs at each tick (every half lease), queues a
+  resume of every project marked running whose holder is gone: its lease expired, or its process
+  on this machine died. That is how a worker killed with SIGKILL loses nothing: arq would
+  re-deliver its job only once the job's timeout has passed (its in-progress mark is not renewed),
+  and a run may rightly last longer than any timeout, whereas the store's lease is renewed while
+  the run lives. The resumed run keeps every finished node.
+
+SIGTERM (or Ctrl-C): the worker stops taking jobs, stops its runs as a server shutting down does
+(in-flight nodes are cancelled, the project is stored ``interrupted`` and its lease released), and
+each job ends with arq's ``Retry``, which leaves it in the queue for another worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import threading
+from typing import Any
+
+from arq import Retry
+from arq.cron import cron
+from arq.worker import Worker, func
+from flask_socketio import SocketIO
+from loguru import logger
+
+from sentient.exceptions import ConfigError
+
+from .config import ServerSettings
+from .core import Core
+from .jobqueue import QUEUE_ENV, QUEUE_NAME, RUN_PROJECT, ProjectQueue, open_pool
+from .runs import RunManager
+
+# A run may last hours; a job outlives it only when the worker is frozen, and then the lease, not
+# this timeout, hands the project to another worker.
+JOB_TIMEOUT_S = 7 * 24 * 3600.0
+# Every delivery counts as a try: a hand-back on SIGTERM, a re-delivery after a worker died.
+MAX_TRIES = 25
+
+
+async def run_project(ctx: dict[str, Any], project_id: str) -> str:
+    """Run the project here until its run ends; hand it back to the queue when the worker stops."""
+    runs: RunManager = ctx["runs"]
+    run = await asyncio.to_thread(runs.take, project_id)
+    if run is None:
+        return "nothing to run"
+    logger.info("worker: project {}: running", project_id)
+    await asyncio.shield(asyncio.wrap_future(run.ended))
+    if run.stopping == "shutdown":
+        raise Retry()  # the project is stored interrupted: another worker resumes it
+    return "ended"
+
+
+async def sweep_leases(ctx: dict[str, Any]) -> int:
+    """Queue a resume of every project whose holder is gone; returns how many."""
+    runs: RunManager = ctx["runs"]
+    queue = ProjectQueue(ctx["redis"])
+    stale = await asyncio.to_thread(runs.store.stale_running)
+    for record in stale:
+        # One job per lost lease: a sweep that finds the project again before a worker took it adds none.
+        await queue.submit(record.project_id, job_id=f"resume:{record.project_id}:{record.lease_expires_at}")
+    if stale:
+        logger.info("worker: queued {} project(s) whose holder is gone", len(stale))
+    return len(stale)
+
+
+def work(config: ServerSettings, *, jobs: int = 10) -> int:
+    """Take queued projects until SIGTERM or SIGINT, then hand the running ones back. Returns an exit code."""
+    settings = config.sentient
+    if not settings.queue_url:
+        raise ConfigError(
+            "a worker takes its projects from a job queue, and none is set.",
+            field=QUEUE_ENV,
+            fix="set it to the redis://… URL that `sentient serve` queues projects on.",
+        )
+    # Write-only: it publishes on the message queue, and the web processes deliver to their clients.
+    socketio = SocketIO(message_queue=settings.redis_url)
+    core = Core.open(config, socketio.server)
+    stop = threading.Event()
+    try:
+        pool = core.engine.submit(open_pool(settings.queue_url)).result()
+        worker = core.engine.call(lambda: _arq_worker(core.runs, pool, jobs, settings.lease_s))
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: stop.set())
+        running = core.engine.submit(worker.async_run())
+        logger.info("worker ready: taking up to {} projects at a time", jobs)
+        while not stop.wait(0.2) and not running.done():
+            pass
+        if running.done():
+            running.result()  # arq stopped on its own: its error ends the worker
+        logger.info("worker: stopping; handing back {} running project(s)", core.runs.running_count)
+        core.engine.call(lambda: setattr(worker, "allow_pick_jobs", False))
+        core.runs.shutdown()
+        core.engine.submit(_drain(worker)).result(timeout=30)
+        core.engine.submit(worker.close()).result(timeout=10)
+    finally:
+        core.close()
+    return 0
+
+
+def _arq_worker(runs: RunManager, pool: Any, jobs: int, lease_s: float) -> Worker:
+    """arq's worker, built on the engine loop (it binds to the loop it is created on)."""
+    every_s = max(1, min(30, int(lease_s / 2)))
+    return Worker(
+        functions=[func(run_project, name=RUN_PROJECT, timeout=JOB_TIMEOUT_S, max_tries=MAX_TRIES)],
+        cron_jobs=[cron(sweep_leases, second=set(range(0, 60, every_s)), microsecond=0, unique=True)],
+        redis_pool=pool,
+        queue_name=QUEUE_NAME,
+        ctx={"runs": runs},
+        max_jobs=jobs + 1,  # and the sweep
+        poll_delay=0.1,
+        keep_result=0,  # the project's outcome is in the store
+        handle_signals=False,  # the main thread handles them
+    )
+
+
+async def _drain(worker: Worker) -> None:
+    """Wait for the jobs under way to end (handed back ones are then queued again)."""
+    await asyncio.gather(*worker.tasks.values(), return_exceptions=True)
