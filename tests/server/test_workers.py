@@ -17,9 +17,10 @@ from typing import Any
 
 import httpx
 import pytest
+import socketio
 from fakes.postgres import PostgresServer
 from fakes.redis_server import RedisServer
-from server_helpers import free_port, serve_env, wait_for, wait_healthy
+from server_helpers import Recorder, free_port, serve_env, wait_for, wait_healthy
 
 from sentient.store import ProjectStore
 
@@ -68,6 +69,7 @@ class Cluster:
         self.docs.mkdir()
         (self.docs / "asyncio.md").write_text("# Asyncio\n\nThe event loop runs coroutines and tasks.\n")
         self.processes: list[Process] = []
+        self.clients: list[socketio.Client] = []
         self.url = ""
 
     def _spawn(self, name: str, args: list[str]) -> Process:
@@ -93,14 +95,32 @@ class Cluster:
     def api(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         return httpx.request(method, self.url + path, timeout=10, **kwargs)
 
-    def submit(self, goal: str, **config: Any) -> str:
+    def create(self, goal: str, **config: Any) -> str:
         body = {"goal": goal, "profile": "general_agent", "config": {"docs": str(self.docs), **config}}
         created = self.api("POST", "/api/projects", json=body)
         assert created.status_code == 201, created.text
         project_id: str = created.json()["project_id"]
+        return project_id
+
+    def execute(self, project_id: str) -> None:
         executed = self.api("POST", f"/api/projects/{project_id}/execute")
         assert executed.status_code == 202, executed.text
+
+    def submit(self, goal: str, **config: Any) -> str:
+        project_id = self.create(goal, **config)
+        self.execute(project_id)
         return project_id
+
+    def client(self, project_id: str) -> tuple[socketio.Client, Recorder]:
+        """A Socket.IO client of the web process, in the project's room."""
+        sio = socketio.Client(reconnection=False)
+        received = Recorder()
+        sio.on("*", received)
+        sio.connect(self.url, transports=["websocket"])
+        self.clients.append(sio)
+        ack = sio.call("join_project", {"project_id": project_id}, timeout=10)
+        assert ack["ok"], ack
+        return sio, received
 
     def status(self, project_id: str) -> str:
         status: str = self.api("GET", f"/api/projects/{project_id}").json()["status"]
@@ -123,6 +143,8 @@ def cluster(tmp_path: Path, redis_server: RedisServer, postgres: PostgresServer)
 
     yield make
     for built in made:
+        for sio in built.clients:
+            sio.disconnect()
         for process in built.processes:
             if process.proc.poll() is None:
                 process.stop(signal.SIGKILL)
@@ -176,24 +198,40 @@ def test_a_cancel_made_on_the_web_process_stops_the_project_on_its_worker_within
     assert time.monotonic() - asked < 2
 
 
-def test_a_review_answered_on_the_web_process_wakes_the_project_waiting_on_its_worker(
+def test_a_review_answered_on_the_web_process_wakes_the_project_on_its_worker_whose_updates_reach_clients(
     cluster: Callable[..., Cluster],
 ) -> None:
     built = cluster()
     built.web()
     built.worker("w1", latency_s=0.05)
-    project_id = built.submit("How does asyncio schedule tasks?", max_subtasks=2, review="root")
+    project_id = built.create("How does asyncio schedule tasks?", max_subtasks=2, review="root")
+    _, early = built.client(project_id)  # not running yet: the web process serves the join from the store
+    built.execute(project_id)
 
     def pending() -> list[dict[str, Any]]:
         reviews: list[dict[str, Any]] = built.api("GET", f"/api/projects/{project_id}/reviews").json()["reviews"]
         return reviews
 
     (review,) = wait_for(pending, timeout=30, what="the root plan's review")
-    time.sleep(0.5)  # the run waits on it, and would wait for good without the wake-up
+    _, late = built.client(project_id)  # running on the worker: the join is forwarded there
+    time.sleep(0.5)  # the run waits on the review, and would wait for good without the wake-up
     assert built.status(project_id) == "running"
     answered = built.api("POST", f"/api/reviews/{review['review_id']}", json={"action": "approve"})
     assert answered.status_code == 200, answered.text
     built.wait_status(project_id, "completed", timeout=30)
+
+    # The worker's announcements and diffs reached the web process's clients, through Redis.
+    for seen in (early, late):
+        wait_for(lambda s=seen: s.completed(project_id), what="project_completed")  # type: ignore[misc]
+    assert [r["review"]["review_id"] for r in early.of("hitl_request")] == [review["review_id"]]
+    (snapshot,) = late.of("project_snapshot")
+    assert snapshot["project"]["status"] == "running" and late.names()[-1] == "project_completed"
+    stored = built.api("GET", f"/api/projects/{project_id}/graph").json()["nodes"]
+    assert len(stored) > 1 and all(node["status"] == "DONE" for node in stored.values())
+    for seen in (early, late):
+        assert {k: n["status"] for k, n in seen.graph_view(project_id).items()} == {
+            k: n["status"] for k, n in stored.items()
+        }
 
 
 @pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGTERM], ids=["sigkill", "sigterm"])
@@ -222,3 +260,15 @@ def test_a_worker_that_dies_or_is_stopped_mid_run_loses_nothing_and_another_fini
         assert ran(second.stop(), project_id), "the other worker resumed the project"
     finally:
         store.close()
+
+
+def test_a_worker_without_a_reachable_queue_stops_at_once_with_one_line_naming_the_variable(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    env = serve_env(tmp_path, SENTIENT_REDIS_URL=redis_server.url)
+    missing = subprocess.run([*CLI, "worker"], env=env, capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 2 and "SENTIENT_QUEUE_URL" in missing.stderr, missing.stderr
+    env["SENTIENT_QUEUE_URL"] = f"redis://127.0.0.1:{free_port()}/0"
+    unreachable = subprocess.run([*CLI, "worker"], env=env, capture_output=True, text=True, timeout=60)
+    assert unreachable.returncode == 2 and "SENTIENT_QUEUE_URL" in unreachable.stderr, unreachable.stderr
+    assert "does not answer" in unreachable.stderr and "Traceback" not in unreachable.stderr
