@@ -25,6 +25,8 @@ from sentient.store import (
     ReviewNotFoundError,
 )
 
+from .jobqueue import QueueUnavailableError
+
 
 class ApiError(Exception):
     """An error with its HTTP status, a slug for programs and a message for people."""
@@ -85,6 +87,8 @@ def as_api_error(exc: BaseException) -> ApiError | None:
         return conflict(str(exc))
     if isinstance(exc, ProjectExistsError | ReviewAlreadyAnsweredError):
         return conflict(f"{exc}.")
+    if isinstance(exc, QueueUnavailableError):
+        return ApiError(503, "unavailable", f"{exc} Try again once it is back.")
     return None
 
 

@@ -1,0 +1,48 @@
+"""A server given a job queue (SENTIENT_QUEUE_URL) queues its projects for workers and runs none itself."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from fakes.redis_server import RedisServer
+from flask import Flask
+
+from sentient.exceptions import ConfigError
+from sentient_server import ServerSettings, create_app
+from sentient_server.jobqueue import QUEUE_NAME
+
+
+def with_urls(settings: ServerSettings, **urls: str | None) -> ServerSettings:
+    return replace(settings, sentient=settings.sentient.model_copy(update=urls))
+
+
+def test_executing_queues_one_job_and_runs_nothing_here_and_a_lost_queue_answers_503(
+    server_settings: ServerSettings, make_app: Callable[..., Flask], redis_server: RedisServer, tmp_path: Path
+) -> None:
+    folder = tmp_path / "queue"
+    folder.mkdir()
+    queue = RedisServer(folder)
+    try:
+        app = make_app(with_urls(server_settings, redis_url=redis_server.url, queue_url=queue.url))
+        client = app.test_client()
+        created = client.post("/api/projects", json={"goal": "How does asyncio schedule tasks?"})
+        project_id = created.get_json()["project_id"]
+        assert client.post(f"/api/projects/{project_id}/execute").status_code == 202
+        assert queue.client().zcard(QUEUE_NAME) == 1
+        time.sleep(0.3)
+        assert client.get(f"/api/projects/{project_id}").get_json()["status"] == "created"  # no engine took it here
+        queue.stop()
+        lost = client.post(f"/api/projects/{project_id}/execute")
+        assert lost.status_code == 503
+        assert lost.get_json()["error"]["code"] == "unavailable"
+    finally:
+        queue.stop()
+
+
+def test_a_queue_without_the_redis_of_live_updates_is_refused_naming_it(server_settings: ServerSettings) -> None:
+    with pytest.raises(ConfigError, match="SENTIENT_REDIS_URL"):
+        create_app(with_urls(server_settings, queue_url="redis://127.0.0.1:1/0"))
