@@ -364,6 +364,11 @@ class RunManager:
         except (ProjectCompletedError, ProjectBusyError, ProjectNotFoundError) as exc:
             logger.info("project {}: nothing to run: {}", project_id, exc)
             return None
+        except ConfigError as exc:  # this worker lacks what the web process accepted (a key, a model)
+            logger.error("project {}: cannot run here: {}", project_id, exc)
+            error = f"ConfigError: worker {self.store.owner} cannot run it: {exc}"
+            self.store.set_status(project_id, ProjectStatus.FAILED, error, owner=self.store.owner)
+            return None
 
     def _start(self, project_id: str, mode: Mode) -> None:
         """Submit the run, or queue it for a worker (the caller holds the lock and has checked it

@@ -72,11 +72,11 @@ class Cluster:
         self.clients: list[socketio.Client] = []
         self.url = ""
 
-    def _spawn(self, name: str, args: list[str]) -> Process:
+    def _spawn(self, name: str, args: list[str], **env: str) -> Process:
         folder = self.tmp_path / name
         folder.mkdir()
         proc = subprocess.Popen(
-            args, env=self.env, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            args, env={**self.env, **env}, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
         process = Process(name, proc)
         self.processes.append(process)
@@ -272,3 +272,16 @@ def test_a_worker_without_a_reachable_queue_stops_at_once_with_one_line_naming_t
     unreachable = subprocess.run([*CLI, "worker"], env=env, capture_output=True, text=True, timeout=60)
     assert unreachable.returncode == 2 and "SENTIENT_QUEUE_URL" in unreachable.stderr, unreachable.stderr
     assert "does not answer" in unreachable.stderr and "Traceback" not in unreachable.stderr
+
+
+def test_a_project_that_a_worker_cannot_run_fails_saying_why_instead_of_waiting_forever(
+    cluster: Callable[..., Cluster],
+) -> None:
+    built = cluster()
+    built.web()
+    # The web process checks the project with its own settings; this worker has a hosted model and no key.
+    built._spawn("w1", [*CLI, "worker"], SENTIENT_MODEL="openai:gpt-4o-mini", OPENAI_API_KEY="")
+    project_id = built.submit("How does asyncio schedule tasks?")
+    built.wait_status(project_id, "failed")
+    error = built.api("GET", f"/api/projects/{project_id}").json()["error"]
+    assert "cannot run it" in error and "OPENAI_API_KEY" in error, error
