@@ -82,18 +82,20 @@ class Cluster:
         self.processes.append(process)
         return process
 
-    def web(self) -> Process:
+    def web(self) -> str:
+        """Start a web process; returns its URL (the first one's is ``url``, where requests go by default)."""
         port = free_port()
-        self.url = f"http://127.0.0.1:{port}"
-        web = self._spawn("web", [*CLI, "serve", "--port", str(port)])
-        wait_healthy(self.url, web.proc)
-        return web
+        url = f"http://127.0.0.1:{port}"
+        web = self._spawn(f"web{port}", [*CLI, "serve", "--port", str(port)])
+        wait_healthy(url, web.proc)
+        self.url = self.url or url
+        return url
 
     def worker(self, name: str, latency_s: float = 0.2, jobs: int = 4) -> Process:
         return self._spawn(name, [sys.executable, "-c", LAUNCH_WORKER, str(latency_s), str(jobs)])
 
-    def api(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        return httpx.request(method, self.url + path, timeout=10, **kwargs)
+    def api(self, method: str, path: str, on: str | None = None, **kwargs: Any) -> httpx.Response:
+        return httpx.request(method, (on or self.url) + path, timeout=10, **kwargs)
 
     def create(self, goal: str, **config: Any) -> str:
         body = {"goal": goal, "profile": "general_agent", "config": {"docs": str(self.docs), **config}}
@@ -111,12 +113,12 @@ class Cluster:
         self.execute(project_id)
         return project_id
 
-    def client(self, project_id: str) -> tuple[socketio.Client, Recorder]:
-        """A Socket.IO client of the web process, in the project's room."""
+    def client(self, project_id: str, on: str | None = None) -> tuple[socketio.Client, Recorder]:
+        """A Socket.IO client of a web process (the first one by default), in the project's room."""
         sio = socketio.Client(reconnection=False)
         received = Recorder()
         sio.on("*", received)
-        sio.connect(self.url, transports=["websocket"])
+        sio.connect(on or self.url, transports=["websocket"])
         self.clients.append(sio)
         ack = sio.call("join_project", {"project_id": project_id}, timeout=10)
         assert ack["ok"], ack
@@ -169,7 +171,7 @@ def test_projects_queued_on_the_web_process_all_complete_each_on_exactly_one_wor
     cluster: Callable[..., Cluster],
 ) -> None:
     built = cluster()
-    web = built.web()
+    built.web()
     workers = [built._spawn(name, [*CLI, "-v", "worker", "--jobs", "1"]) for name in ("w1", "w2")]
     projects = [built.submit(f"How does asyncio schedule tasks? ({n})", max_subtasks=2) for n in range(4)]
     for project_id in projects:
@@ -179,6 +181,7 @@ def test_projects_queued_on_the_web_process_all_complete_each_on_exactly_one_wor
     for project_id in projects:
         assert sum(ran(output, project_id) for output in outputs) == 1, f"{project_id} did not run exactly once"
     assert all(any(ran(output, p) for p in projects) for output in outputs), "both workers took projects"
+    web = built.processes[0]
     web.stop()
     assert web.proc.returncode == 0
 
@@ -285,3 +288,40 @@ def test_a_project_that_a_worker_cannot_run_fails_saying_why_instead_of_waiting_
     built.wait_status(project_id, "failed")
     error = built.api("GET", f"/api/projects/{project_id}").json()["error"]
     assert "cannot run it" in error and "OPENAI_API_KEY" in error, error
+
+
+def test_with_two_web_processes_clients_of_both_get_the_same_updates_and_either_takes_cancels_and_answers(
+    cluster: Callable[..., Cluster],
+) -> None:
+    built = cluster()
+    web_a, web_b = built.web(), built.web()
+    built.worker("w1", latency_s=0.1)
+    built.worker("w2", latency_s=0.1)
+    reviewed = built.create("How does asyncio schedule tasks?", max_subtasks=2, review="root")
+    _, on_a = built.client(reviewed, on=web_a)
+    _, on_b = built.client(reviewed, on=web_b)
+    built.execute(reviewed)  # through web A
+    cancelled = built.submit("What does the GIL serialise?", max_subtasks=4)
+
+    (review,) = wait_for(
+        lambda: built.api("GET", f"/api/projects/{reviewed}/reviews", on=web_b).json()["reviews"],
+        timeout=30,
+        what="the root plan's review",
+    )
+    answered = built.api("POST", f"/api/reviews/{review['review_id']}", on=web_b, json={"action": "approve"})
+    assert answered.status_code == 200, answered.text
+    built.wait_status(cancelled, "running")
+    asked = time.monotonic()
+    assert built.api("POST", f"/api/projects/{cancelled}/cancel", on=web_b).status_code == 202
+    built.wait_status(cancelled, "cancelled", timeout=2)
+    assert time.monotonic() - asked < 2
+    built.wait_status(reviewed, "completed", timeout=30)
+
+    # Both clients got every update of the worker's run, in the same order, after their own snapshot.
+    for seen in (on_a, on_b):
+        wait_for(lambda s=seen: s.completed(reviewed), what="project_completed")  # type: ignore[misc]
+    assert on_a.names()[0] == on_b.names()[0] == "project_snapshot"
+    assert on_a.events[1:] == on_b.events[1:]
+    assert len(on_b.of("node_update")) >= 2 and on_b.names()[-1] == "project_completed"
+    stored = built.api("GET", f"/api/projects/{reviewed}/graph", on=web_b).json()["nodes"]
+    assert {k: n["status"] for k, n in on_b.graph_view(reviewed).items()} == {k: n["status"] for k, n in stored.items()}
