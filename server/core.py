@@ -72,8 +72,9 @@ class Core:
         store = store or ProjectStore.open(settings.results_dir, settings.database_url, lease_s=settings.lease_s)
         engine = EngineLoop()
         broadcaster = Broadcaster(socket_server)
+        queue: ProjectQueue | None = None
+        relay: OwnerRelay | None = None
         try:
-            queue = None
             if queue_projects and settings.queue_url:
                 queue = engine.submit(ProjectQueue.connect(settings.queue_url)).result()
             relay = OwnerRelay(settings.redis_url, store.owner.token) if settings.redis_url else None
@@ -83,6 +84,10 @@ class Core:
             if relay is not None:
                 relay.start(runs.serve_forwarded)
         except BaseException:
+            if relay is not None:
+                relay.close()
+            if queue is not None:
+                engine.submit(queue.close()).result(timeout=5)
             engine.stop()
             broadcaster.stop()
             store.close()

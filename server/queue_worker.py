@@ -42,7 +42,7 @@ from sentient.exceptions import ConfigError
 from .config import ServerSettings
 from .core import Core
 from .jobqueue import QUEUE_ENV, QUEUE_NAME, RUN_PROJECT, ProjectQueue, open_pool
-from .runs import RunManager
+from .runs import RunManager, ShuttingDownError
 
 # A run may last hours; a job outlives it only when the worker is frozen, and then the lease, not
 # this timeout, hands the project to another worker.
@@ -54,7 +54,10 @@ MAX_TRIES = 25
 async def run_project(ctx: dict[str, Any], project_id: str) -> str:
     """Run the project here until its run ends; hand it back to the queue when the worker stops."""
     runs: RunManager = ctx["runs"]
-    run = await asyncio.to_thread(runs.take, project_id)
+    try:
+        run = await asyncio.to_thread(runs.take, project_id)
+    except ShuttingDownError:
+        raise Retry() from None  # taken as the worker began to stop: the job stays queued
     if run is None:
         return "nothing to run"
     logger.info("worker: project {}: running", project_id)

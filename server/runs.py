@@ -56,6 +56,14 @@ from .schemas import valid_project_id
 Stopping = Literal["cancel", "delete", "shutdown"]
 
 
+class ShuttingDownError(SentientError):
+    """This process is stopping and starts no more runs (a worker hands the project's job back)."""
+
+    def __init__(self, project_id: str) -> None:
+        self.project_id = project_id
+        super().__init__(f"project '{project_id}' was not started: this process is shutting down")
+
+
 @dataclass
 class Run:
     """A project's run in progress."""
@@ -99,6 +107,7 @@ class RunManager:
         self._relay = relay
         self._queue = queue
         self._runs: dict[str, Run] = {}
+        self._closing = False  # set by shutdown: no run starts after it collected the runs to stop
         self._lock = threading.Lock()
         # Execute, resume, cancel and delete of one project run one at a time: each reads the
         # project's state and acts on it, and two interleaved could reset a graph under a run.
@@ -255,6 +264,7 @@ class RunManager:
     def shutdown(self, timeout: float = 15.0) -> None:
         """Stop every run so that the next server start resumes it (status ``interrupted``)."""
         with self._lock:
+            self._closing = True
             runs = list(self._runs.values())
             for run in runs:
                 self._stop(run, "shutdown")
@@ -354,9 +364,12 @@ class RunManager:
     def take(self, project_id: str) -> Run | None:
         """Start a queued project here (a worker), as its stored state says: execute it if it never
         started, else resume it. None when there is nothing to run: it completed or was deleted, or
-        another live process holds it (the job was delivered twice, or the project queued twice)."""
+        another live process holds it (the job was delivered twice, or the project queued twice);
+        ShuttingDownError once :meth:`shutdown` has begun."""
         try:
             with self._project_lock(project_id), self._lock:
+                if self._closing:
+                    raise ShuttingDownError(project_id)
                 if project_id in self._runs:
                     return None
                 self._start(project_id, self.service.resume_mode(project_id))

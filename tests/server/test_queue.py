@@ -14,6 +14,7 @@ from flask import Flask
 from sentient.exceptions import ConfigError
 from sentient_server import ServerSettings, create_app
 from sentient_server.jobqueue import QUEUE_NAME
+from sentient_server.runs import ShuttingDownError
 
 
 def with_urls(settings: ServerSettings, **urls: str | None) -> ServerSettings:
@@ -21,7 +22,7 @@ def with_urls(settings: ServerSettings, **urls: str | None) -> ServerSettings:
 
 
 def test_executing_queues_one_job_and_runs_nothing_here_and_a_lost_queue_answers_503(
-    server_settings: ServerSettings, make_app: Callable[..., Flask], redis_server: RedisServer, tmp_path: Path
+    redis_server: RedisServer, server_settings: ServerSettings, make_app: Callable[..., Flask], tmp_path: Path
 ) -> None:
     folder = tmp_path / "queue"
     folder.mkdir()
@@ -46,3 +47,12 @@ def test_executing_queues_one_job_and_runs_nothing_here_and_a_lost_queue_answers
 def test_a_queue_without_the_redis_of_live_updates_is_refused_naming_it(server_settings: ServerSettings) -> None:
     with pytest.raises(ConfigError, match="SENTIENT_REDIS_URL"):
         create_app(with_urls(server_settings, queue_url="redis://127.0.0.1:1/0"))
+
+
+def test_a_manager_that_began_to_shut_down_takes_no_queued_project(app: Flask) -> None:
+    runs = app.extensions["sentient"].runs
+    project_id = runs.create("How does asyncio schedule tasks?", None, {}).project_id
+    runs.shutdown()
+    with pytest.raises(ShuttingDownError):
+        runs.take(project_id)  # the worker's job raises Retry: the project stays queued for another
+    assert runs.record(project_id).status.value == "created"
