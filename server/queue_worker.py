@@ -21,7 +21,7 @@ arq's worker runs on the engine loop, so a job is a coroutine beside the runs it
 
 SIGTERM (or Ctrl-C): the worker stops taking jobs, stops its runs as a server shutting down does
 (in-flight nodes are cancelled, the project is stored ``interrupted`` and its lease released), and
-each job ends with arq's ``Retry``, which leaves it in the queue for another worker.
+each job queues a new one for its project before it ends, for another worker to resume it.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ import signal
 import threading
 from typing import Any
 
-from arq import Retry
 from arq.cron import cron
 from arq.worker import Worker, func
 from flask_socketio import SocketIO
@@ -44,11 +43,9 @@ from .core import Core
 from .jobqueue import QUEUE_ENV, QUEUE_NAME, RUN_PROJECT, ProjectQueue, open_pool
 from .runs import RunManager, ShuttingDownError
 
-# A run may last hours; a job outlives it only when the worker is frozen, and then the lease, not
-# this timeout, hands the project to another worker.
+# arq cancels a job past its timeout: far above any run's length, since a worker that died is
+# found through its project's lease, not through this timeout.
 JOB_TIMEOUT_S = 7 * 24 * 3600.0
-# Every delivery counts as a try: a hand-back on SIGTERM, a re-delivery after a worker died.
-MAX_TRIES = 25
 
 
 async def run_project(ctx: dict[str, Any], project_id: str) -> str:
@@ -56,15 +53,22 @@ async def run_project(ctx: dict[str, Any], project_id: str) -> str:
     runs: RunManager = ctx["runs"]
     try:
         run = await asyncio.to_thread(runs.take, project_id)
-    except ShuttingDownError:
-        raise Retry() from None  # taken as the worker began to stop: the job stays queued
+    except ShuttingDownError:  # taken as the worker began to stop
+        return await _hand_back(ctx, project_id)
     if run is None:
         return "nothing to run"
     logger.info("worker: project {}: running", project_id)
     await asyncio.shield(asyncio.wrap_future(run.ended))
-    if run.stopping == "shutdown":
-        raise Retry()  # the project is stored interrupted: another worker resumes it
+    if run.stopping == "shutdown":  # stored interrupted: another worker resumes it
+        return await _hand_back(ctx, project_id)
     return "ended"
+
+
+async def _hand_back(ctx: dict[str, Any], project_id: str) -> str:
+    """Queue a new job for the project. A new one, not arq's ``Retry`` of this one: a job's data
+    expires a day after it was queued, and a run may have lasted longer."""
+    await ProjectQueue(ctx["redis"]).submit(project_id)
+    return "handed back"
 
 
 async def sweep_leases(ctx: dict[str, Any]) -> int:
@@ -118,7 +122,7 @@ def _arq_worker(runs: RunManager, pool: Any, jobs: int, lease_s: float) -> Worke
     """arq's worker, built on the engine loop (it binds to the loop it is created on)."""
     every_s = max(1, min(30, int(lease_s / 2)))
     return Worker(
-        functions=[func(run_project, name=RUN_PROJECT, timeout=JOB_TIMEOUT_S, max_tries=MAX_TRIES)],
+        functions=[func(run_project, name=RUN_PROJECT, timeout=JOB_TIMEOUT_S)],
         cron_jobs=[cron(sweep_leases, second=set(range(0, 60, every_s)), microsecond=0, unique=True)],
         redis_pool=pool,
         queue_name=QUEUE_NAME,

@@ -57,7 +57,7 @@ Stopping = Literal["cancel", "delete", "shutdown"]
 
 
 class ShuttingDownError(SentientError):
-    """This process is stopping and starts no more runs (a worker hands the project's job back)."""
+    """This process is stopping and starts no more runs (a worker queues the project again)."""
 
     def __init__(self, project_id: str) -> None:
         self.project_id = project_id

@@ -54,5 +54,5 @@ def test_a_manager_that_began_to_shut_down_takes_no_queued_project(app: Flask) -
     project_id = runs.create("How does asyncio schedule tasks?", None, {}).project_id
     runs.shutdown()
     with pytest.raises(ShuttingDownError):
-        runs.take(project_id)  # the worker's job raises Retry: the project stays queued for another
+        runs.take(project_id)  # the worker's job queues the project again, for another worker
     assert runs.record(project_id).status.value == "created"

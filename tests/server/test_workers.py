@@ -17,12 +17,14 @@ from typing import Any
 
 import httpx
 import pytest
+import redis
 import socketio
 from fakes.postgres import PostgresServer
 from fakes.redis_server import RedisServer
 from server_helpers import Recorder, free_port, serve_env, wait_for, wait_healthy
 
 from sentient.store import ProjectStore
+from sentient_server.relay import CHANNEL_PREFIX
 
 # A worker whose scripted model answers after ``latency`` seconds, so that a test can act mid-run;
 # the same entry point as `sentient worker`.
@@ -93,6 +95,15 @@ class Cluster:
 
     def worker(self, name: str, latency_s: float = 0.2, jobs: int = 4) -> Process:
         return self._spawn(name, [sys.executable, "-c", LAUNCH_WORKER, str(latency_s), str(jobs)])
+
+    def wait_listening(self, processes: int) -> None:
+        """Wait until ``processes`` processes listen for their projects' commands (the owner relay)."""
+        client = redis.Redis.from_url(self.env["SENTIENT_REDIS_URL"])
+        try:
+            wait_for(lambda: len(client.pubsub_channels(CHANNEL_PREFIX + "*")) >= processes, timeout=30)
+        finally:
+            client.close()
+        time.sleep(1)  # a worker polls the queue a moment after it subscribes
 
     def api(self, method: str, path: str, on: str | None = None, **kwargs: Any) -> httpx.Response:
         return httpx.request(method, (on or self.url) + path, timeout=10, **kwargs)
@@ -172,7 +183,8 @@ def test_projects_queued_on_the_web_process_all_complete_each_on_exactly_one_wor
 ) -> None:
     built = cluster()
     built.web()
-    workers = [built._spawn(name, [*CLI, "-v", "worker", "--jobs", "1"]) for name in ("w1", "w2")]
+    workers = [built.worker(name, latency_s=0.2, jobs=1) for name in ("w1", "w2")]
+    built.wait_listening(3)  # the web process and both workers: none takes every job before the other is up
     projects = [built.submit(f"How does asyncio schedule tasks? ({n})", max_subtasks=2) for n in range(4)]
     for project_id in projects:
         built.wait_status(project_id, "completed", timeout=45)
