@@ -49,17 +49,11 @@ class BenchError(RuntimeError):
 # -- the server (child process) ------------------------------------------------------------------
 
 
-def child_main(args: argparse.Namespace) -> int:
-    """Serve with gunicorn and a scripted model whose plans have ``fanout`` subtasks (from the goal)."""
-    sys.path.insert(0, str(REPO))
-    from loguru import logger
-
-    from sentient.agents.models.fake import FakeRequest, ScriptedModel, default_response
+def fanout_model(latency: float) -> Any:
+    """The scripted model whose plans have ``fanout`` subtasks (``fanout=N`` in the goal; default 2)."""
+    from sentient.agents.models.fake import FakeRequest, ScriptedModel
     from sentient.graph.node import TaskType
     from sentient.graph.plan import PlanOutput, SubTask
-    from sentient.settings import Settings
-    from sentient_server.config import ServerSettings
-    from sentient_server.serve import SentientGunicorn
 
     def plan(request: FakeRequest) -> PlanOutput:
         tag = request.goal[request.goal.index(_FANOUT_TAG) :].split()[0] if _FANOUT_TAG in request.goal else "fanout=2"
@@ -71,8 +65,19 @@ def child_main(args: argparse.Namespace) -> int:
             ]
         )
 
-    model = ScriptedModel(latency=args.latency, script={"planner": plan, "plan_modifier": plan})
-    del default_response
+    return ScriptedModel(latency=latency, script={"planner": plan, "plan_modifier": plan})
+
+
+def child_main(args: argparse.Namespace) -> int:
+    """Serve with gunicorn and the fan-out scripted model."""
+    sys.path.insert(0, str(REPO))
+    from loguru import logger
+
+    from sentient.settings import Settings
+    from sentient_server.config import ServerSettings
+    from sentient_server.serve import SentientGunicorn
+
+    model = fanout_model(args.latency)
     results = Path(args.results)
     docs = results / "docs"
     docs.mkdir(parents=True, exist_ok=True)
