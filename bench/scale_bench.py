@@ -179,8 +179,7 @@ def worker_main(args: argparse.Namespace) -> int:
     from sentient_server.queue_worker import work
 
     logger.remove()
-    logger.add(sys.stdout, level="INFO", format="{message}")
-    logger.info("worker ready")
+    logger.add(sys.stdout, level="INFO", format="{message}")  # the Cluster reads "worker ready", "project X: running"
     config = ServerSettings.from_env(model=fanout_model(args.latency), flush_interval_s=0.05)
     return work(config, jobs=args.jobs)
 
