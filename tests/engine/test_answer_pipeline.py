@@ -89,10 +89,10 @@ async def test_a_second_hop_searches_with_the_first_hops_result_and_skips_its_pa
     limits: list[int] = []
     search = docs_index.search
 
-    def spy(query: str, limit: int = 5):  # records what the executors searched for
+    def spy(query: str, limit: int = 5, **options):  # records what the executors searched for
         queries.append(query)
         limits.append(limit)
-        return search(query, limit)
+        return search(query, limit, **options)
 
     docs_index.search = spy  # type: ignore[method-assign]
     try:
