@@ -1,5 +1,6 @@
-"""Server fixtures: an app on temp dirs with the scripted model, a live server on 127.0.0.1, and
-real python-socketio clients that record what they receive."""
+"""Server fixtures: an app on temp dirs with the scripted model, a live server on 127.0.0.1,
+real python-socketio clients that record what they receive, and a cluster of web and worker
+processes on a real Redis and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from pathlib import Path
 
 import pytest
 import socketio
+from cluster import Cluster
+from fakes.postgres import PostgresServer
+from fakes.redis_server import RedisServer
 from flask import Flask
 from flask.testing import FlaskClient
 from server_helpers import Recorder
@@ -147,3 +151,18 @@ def connect(live: Callable[..., LiveServer]) -> Iterator[Callable[..., SocketCli
     for sio in clients:
         if sio.connected:
             sio.disconnect()
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, redis_server: RedisServer, postgres: PostgresServer) -> Iterator[Callable[..., Cluster]]:
+    """``cluster(lease_s=30)``: a :class:`Cluster` on a fresh Redis and a new PostgreSQL database
+    (one per test); its clients are disconnected and its processes killed at the end."""
+    made: list[Cluster] = []
+
+    def make(lease_s: float = 30) -> Cluster:
+        made.append(Cluster(tmp_path, redis_server.url, postgres.new_database(), lease_s))
+        return made[0]
+
+    yield make
+    for built in made:
+        built.stop()

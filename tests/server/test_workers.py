@@ -8,159 +8,17 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-import redis
-import socketio
-from fakes.postgres import PostgresServer
+from cluster import CLI, Cluster, ran
 from fakes.redis_server import RedisServer
-from server_helpers import Recorder, free_port, serve_env, wait_for, wait_healthy
+from server_helpers import free_port, serve_env, wait_for
 
 from sentient.store import ProjectStore
-from sentient_server.relay import CHANNEL_PREFIX
-
-# A worker whose scripted model answers after ``latency`` seconds, so that a test can act mid-run;
-# the same entry point as `sentient worker`.
-LAUNCH_WORKER = """
-import sys
-from loguru import logger
-from sentient.agents.models.fake import ScriptedModel
-from sentient_server import ServerSettings
-from sentient_server.queue_worker import work
-logger.remove()
-logger.add(sys.stderr, level="INFO")
-config = ServerSettings.from_env(model=ScriptedModel(latency=float(sys.argv[1])), flush_interval_s=0.05)
-sys.exit(work(config, jobs=int(sys.argv[2])))
-"""
-CLI = [sys.executable, "-m", "sentient.cli.main"]
-
-
-@dataclass
-class Process:
-    name: str
-    proc: subprocess.Popen[str]
-
-    def stop(self, signum: int = signal.SIGTERM, timeout: float = 30) -> str:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signum)
-        output, _ = self.proc.communicate(timeout=timeout)
-        return output
-
-
-class Cluster:
-    """One web process and its workers on one Redis (queue, Socket.IO, relay) and one PostgreSQL database."""
-
-    def __init__(self, tmp_path: Path, redis_url: str, database_url: str, lease_s: float) -> None:
-        self.tmp_path = tmp_path
-        self.database_url = database_url
-        self.env = serve_env(
-            tmp_path,
-            SENTIENT_REDIS_URL=redis_url,
-            SENTIENT_QUEUE_URL=redis_url,
-            SENTIENT_DATABASE_URL=database_url,
-            SENTIENT_LEASE_S=str(lease_s),
-        )
-        self.docs = tmp_path / "docs"
-        self.docs.mkdir()
-        (self.docs / "asyncio.md").write_text("# Asyncio\n\nThe event loop runs coroutines and tasks.\n")
-        self.processes: list[Process] = []
-        self.clients: list[socketio.Client] = []
-        self.url = ""
-
-    def _spawn(self, name: str, args: list[str], **env: str) -> Process:
-        folder = self.tmp_path / name
-        folder.mkdir()
-        proc = subprocess.Popen(
-            args, env={**self.env, **env}, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
-        process = Process(name, proc)
-        self.processes.append(process)
-        return process
-
-    def web(self) -> str:
-        """Start a web process; returns its URL (the first one's is ``url``, where requests go by default)."""
-        port = free_port()
-        url = f"http://127.0.0.1:{port}"
-        web = self._spawn(f"web{port}", [*CLI, "serve", "--port", str(port)])
-        wait_healthy(url, web.proc)
-        self.url = self.url or url
-        return url
-
-    def worker(self, name: str, latency_s: float = 0.2, jobs: int = 4) -> Process:
-        return self._spawn(name, [sys.executable, "-c", LAUNCH_WORKER, str(latency_s), str(jobs)])
-
-    def wait_listening(self, processes: int) -> None:
-        """Wait until ``processes`` processes listen for their projects' commands (the owner relay)."""
-        client = redis.Redis.from_url(self.env["SENTIENT_REDIS_URL"])
-        try:
-            wait_for(lambda: len(client.pubsub_channels(CHANNEL_PREFIX + "*")) >= processes, timeout=30)
-        finally:
-            client.close()
-        time.sleep(1)  # a worker polls the queue a moment after it subscribes
-
-    def api(self, method: str, path: str, on: str | None = None, **kwargs: Any) -> httpx.Response:
-        return httpx.request(method, (on or self.url) + path, timeout=10, **kwargs)
-
-    def create(self, goal: str, **config: Any) -> str:
-        body = {"goal": goal, "profile": "general_agent", "config": {"docs": str(self.docs), **config}}
-        created = self.api("POST", "/api/projects", json=body)
-        assert created.status_code == 201, created.text
-        project_id: str = created.json()["project_id"]
-        return project_id
-
-    def execute(self, project_id: str) -> None:
-        executed = self.api("POST", f"/api/projects/{project_id}/execute")
-        assert executed.status_code == 202, executed.text
-
-    def submit(self, goal: str, **config: Any) -> str:
-        project_id = self.create(goal, **config)
-        self.execute(project_id)
-        return project_id
-
-    def client(self, project_id: str, on: str | None = None) -> tuple[socketio.Client, Recorder]:
-        """A Socket.IO client of a web process (the first one by default), in the project's room."""
-        sio = socketio.Client(reconnection=False)
-        received = Recorder()
-        sio.on("*", received)
-        sio.connect(on or self.url, transports=["websocket"])
-        self.clients.append(sio)
-        ack = sio.call("join_project", {"project_id": project_id}, timeout=10)
-        assert ack["ok"], ack
-        return sio, received
-
-    def status(self, project_id: str) -> str:
-        status: str = self.api("GET", f"/api/projects/{project_id}").json()["status"]
-        return status
-
-    def wait_status(self, project_id: str, status: str, timeout: float = 30) -> None:
-        wait_for(lambda: self.status(project_id) == status, timeout, f"project {project_id} to be {status}")
-
-    def store(self) -> ProjectStore:
-        return ProjectStore.open(self.tmp_path / "store", self.database_url)
-
-
-@pytest.fixture
-def cluster(tmp_path: Path, redis_server: RedisServer, postgres: PostgresServer) -> Iterator[Callable[..., Cluster]]:
-    made: list[Cluster] = []
-
-    def make(lease_s: float = 30) -> Cluster:
-        made.append(Cluster(tmp_path, redis_server.url, postgres.new_database(), lease_s))
-        return made[0]
-
-    yield make
-    for built in made:
-        for sio in built.clients:
-            sio.disconnect()
-        for process in built.processes:
-            if process.proc.poll() is None:
-                process.stop(signal.SIGKILL)
 
 
 def calls_per_task(store: ProjectStore, project_id: str) -> dict[str, int]:
@@ -172,10 +30,6 @@ def calls_per_task(store: ProjectStore, project_id: str) -> dict[str, int]:
 
 def done_nodes(store: ProjectStore, project_id: str) -> set[str]:
     return {node.task_id for node in store.load_graph(project_id) if node.status.value == "DONE"}
-
-
-def ran(output: str, project_id: str) -> bool:
-    return f"project {project_id}: running" in output
 
 
 def test_projects_queued_on_the_web_process_all_complete_each_on_exactly_one_worker(
@@ -295,7 +149,7 @@ def test_a_project_that_a_worker_cannot_run_fails_saying_why_instead_of_waiting_
     built = cluster()
     built.web()
     # The web process checks the project with its own settings; this worker has a hosted model and no key.
-    built._spawn("w1", [*CLI, "worker"], SENTIENT_MODEL="openai:gpt-4o-mini", OPENAI_API_KEY="")
+    built.cli_worker("w1", SENTIENT_MODEL="openai:gpt-4o-mini", OPENAI_API_KEY="")
     project_id = built.submit("How does asyncio schedule tasks?")
     built.wait_status(project_id, "failed")
     error = built.api("GET", f"/api/projects/{project_id}").json()["error"]
