@@ -24,6 +24,7 @@ import json
 import random
 import socket
 import threading
+import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -52,7 +53,9 @@ FAST_FAULTS: tuple[Fault, ...] = tuple(f for f in Fault if f is not Fault.HANG)
 
 
 class ChaosServer:
-    """The server. ``requests`` holds each request body, ``injected`` the fault (or None) of each.
+    """The server. ``requests`` holds each request body, ``injected`` the fault (or None) of each,
+    ``spans`` when each answered request was here: ``(arrived, answered, model)`` in
+    ``time.monotonic()`` seconds, appended as its answer is sent.
 
     Args:
         fault_rate: probability that a request gets a random fault (0 to 1).
@@ -64,6 +67,7 @@ class ChaosServer:
             number of subtasks in a plan.
         atomic: the value of every boolean (the atomizer's ``is_atomic``) but the root's: the
             root is always planned.
+        latency_s: how long each valid answer takes (a provider's think time).
     """
 
     def __init__(
@@ -75,6 +79,7 @@ class ChaosServer:
         hang_s: float = 3600.0,
         width: int = 2,
         atomic: bool = True,
+        latency_s: float = 0.0,
     ) -> None:
         if not 0 <= fault_rate <= 1:
             raise ValueError("fault_rate must be between 0 and 1")
@@ -83,13 +88,17 @@ class ChaosServer:
         self.hang_s = hang_s
         self.width = width
         self.atomic = atomic
+        self.latency_s = latency_s
         self.requests: list[dict[str, Any]] = []
+        self.spans: list[tuple[float, float, str]] = []
         self.injected: list[Fault | None] = []
         self._rng = random.Random(seed)
         self._queue: deque[Fault | None] = deque()
         self.rules: list[tuple[Callable[[dict[str, Any]], bool], Fault]] = []
         self._lock = threading.Lock()
         self._closing = threading.Event()
+        self._answering = threading.Event()  # cleared while paused
+        self._answering.set()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._httpd.daemon_threads = True  # a hung handler must not keep the process alive
         self._thread = threading.Thread(
@@ -121,12 +130,20 @@ class ChaosServer:
         with self._lock:
             self.rules.append((predicate, fault))
 
+    def pause(self) -> None:
+        """Hold the valid answers (requests are still recorded as they arrive) until :meth:`resume`."""
+        self._answering.clear()
+
+    def resume(self) -> None:
+        self._answering.set()
+
     def start(self) -> ChaosServer:
         self._thread.start()
         return self
 
     def close(self) -> None:
         self._closing.set()  # wakes hung handlers
+        self._answering.set()
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=5)
@@ -220,11 +237,13 @@ def _handler_for(server: ChaosServer) -> type[BaseHTTPRequestHandler]:
         disable_nagle_algorithm = True
 
         def do_POST(self) -> None:
+            self.arrived, self.model = time.monotonic(), ""  # this request's, for its span
             raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             if self.path != PATH:
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
                 return
             body = json.loads(raw or b"{}")
+            self.model = str(body.get("model"))
             fault, rng = server._draw(body)
             if fault is Fault.HANG:
                 server._closing.wait(server.hang_s)
@@ -246,9 +265,13 @@ def _handler_for(server: ChaosServer) -> type[BaseHTTPRequestHandler]:
             elif fault is Fault.NO_MESSAGE:
                 self._send(200, _completion(None, message=False))
             else:
+                server._answering.wait()
+                server._closing.wait(server.latency_s)
                 self._send(200, _completion(json.dumps(server.answer(body, rng))))
 
         def _send(self, status: int, body: dict[str, Any] | str | bytes, *, length: int = 0, cut: int = 0) -> None:
+            with server._lock:  # before the answer leaves: a span ends before its client can go on
+                server.spans.append((self.arrived, time.monotonic(), self.model))
             if isinstance(body, dict):
                 body = json.dumps(body)
             data = body.encode() if isinstance(body, str) else body

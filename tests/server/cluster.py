@@ -99,8 +99,9 @@ class Cluster:
         return self.spawn(name, [sys.executable, "-c", LAUNCH_WORKER, str(latency_s), str(jobs)])
 
     def cli_worker(self, name: str, jobs: int = 10, **env: str) -> Process:
-        """``sentient worker --jobs N``, configured by its environment alone (``SENTIENT_MODEL``…)."""
-        return self.spawn(name, [*CLI, "worker", "--jobs", str(jobs)], **env)
+        """``sentient -v worker --jobs N`` (``-v``: it logs the projects it runs), configured by its
+        environment alone (``SENTIENT_MODEL``…)."""
+        return self.spawn(name, [*CLI, "-v", "worker", "--jobs", str(jobs)], **env)
 
     def wait_listening(self, processes: int) -> None:
         """Wait until ``processes`` processes listen for their projects' commands (the owner relay)."""

@@ -4,10 +4,13 @@ to the other; and the provider limits of one hosted key hold for both workers to
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from cluster import Cluster, ran
+from fakes.chaos_server import chaos_server
 from server_helpers import Recorder, wait_for
 
 PROJECTS = 10
@@ -17,7 +20,7 @@ def followed(received: Recorder, project_id: str) -> dict[str, dict[str, Any]]:
     """Rebuild the project's graph from what a client received, checking the protocol's order on
     the way: the snapshot comes first, nothing follows ``project_completed``, and each node's
     ``history`` (its status changes, oldest first) only ever grows: a node that arrives again
-    extends what the client holds, so no diff came late or twice."""
+    extends what the client holds, so no diff came late."""
     nodes: dict[str, dict[str, Any]] = {}
     snapshot, completed = False, False
     with received.lock:
@@ -86,3 +89,56 @@ def test_clients_of_one_web_process_follow_every_update_of_ten_projects_run_thro
             assert diffs(received, project_id) == diffs(on_a, project_id)
     outputs = [worker.stop() for worker in workers]
     assert all(any(ran(output, p) for p in projects) for output in outputs), "both workers ran projects"
+
+
+def most_in_flight(spans: list[tuple[float, float, str]]) -> int:
+    """The most requests that a provider was answering at once."""
+    edges = sorted([(arrived, 1) for arrived, _, _ in spans] + [(answered, -1) for _, answered, _ in spans])
+    in_flight = peak = 0
+    for _, step in edges:  # an end at the same instant as a start sorts first
+        in_flight += step
+        peak = max(peak, in_flight)
+    return peak
+
+
+def test_two_workers_on_one_hosted_key_keep_its_concurrency_cap_together(
+    cluster: Callable[..., Cluster], tmp_path: Path
+) -> None:
+    user_config = tmp_path / "config.yaml"
+    user_config.write_text("providers:\n  openai-compatible:\n    max_concurrency: 1\n")
+    with chaos_server(latency_s=0.05) as provider:
+        built = cluster()
+        built.web()  # it checks projects with the scripted model; the workers run them on the provider
+        # One key (the endpoint and its API key); each worker names its own model, so the
+        # provider can tell their requests apart.
+        workers = [
+            built.cli_worker(
+                name,
+                jobs=1,
+                SENTIENT_MODEL=provider.model(name),
+                SENTIENT_USER_CONFIG=str(user_config),
+                OPENAI_COMPATIBLE_API_KEY="sk-the-one-key",
+            )
+            for name in ("w1", "w2")
+        ]
+        built.wait_listening(3)  # the web process and both workers
+        provider.pause()
+        # A worker with --jobs 1 takes at most two jobs (arq keeps one for the lease sweep): three
+        # projects run on both workers at once.
+        projects = [built.submit(f"How does asyncio schedule tasks? ({n})", max_subtasks=2) for n in range(3)]
+        for project_id in projects:
+            built.wait_status(project_id, "running")
+        # Each run asks the provider, within moments, to plan its project: one call gets through,
+        # the others wait for the key's one slot.
+        time.sleep(2)
+        assert {built.status(project_id) for project_id in projects} == {"running"}
+        assert len(provider.requests) == 1
+        provider.resume()
+        for project_id in projects:
+            built.wait_status(project_id, "completed", timeout=60)
+        spans = list(provider.spans)
+    outputs = [worker.stop() for worker in workers]
+    assert all(sum(ran(output, p) for output in outputs) == 1 for p in projects), outputs
+    assert all(any(ran(output, p) for p in projects) for output in outputs), "both workers ran projects"
+    assert {model for _, _, model in spans} == {"w1", "w2"}
+    assert most_in_flight(spans) == 1
