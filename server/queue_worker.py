@@ -12,8 +12,9 @@ arq's worker runs on the engine loop, so a job is a coroutine beside the runs it
 - ``run_project(project_id)`` takes the project (:meth:`~sentient_server.runs.RunManager.take`)
   and waits for its run to end. A project this worker cannot take (completed, or another live
   process holds it) ends the job at once.
-- ``sweep_leases``, an arq cron job that one worker runs at each tick (every half lease), queues a
-  resume of every project marked running whose holder is gone: its lease expired, or its process
+- ``sweep_leases``, which one worker runs at each tick (every half lease: the worker that takes the
+  tick's lock in Redis), queues a resume of every project marked running whose holder is gone: its
+  lease expired, or its process
   on this machine died. That is how a worker killed with SIGKILL loses nothing: arq would
   re-deliver its job only once the job's timeout has passed (its in-progress mark is not renewed),
   and a run may rightly last longer than any timeout, whereas the store's lease is renewed while
@@ -31,21 +32,23 @@ import signal
 import threading
 from typing import Any
 
-from arq.cron import cron
+from arq.connections import ArqRedis
 from arq.worker import Worker, func
 from flask_socketio import SocketIO
 from loguru import logger
+from redis.exceptions import RedisError
 
 from sentient.exceptions import ConfigError
 
 from .config import ServerSettings
 from .core import Core
-from .jobqueue import QUEUE_ENV, QUEUE_NAME, RUN_PROJECT, ProjectQueue, open_pool
+from .jobqueue import QUEUE_ENV, QUEUE_NAME, RUN_PROJECT, ProjectQueue, QueueUnavailableError, open_pool
 from .runs import RunManager, ShuttingDownError
 
 # arq cancels a job past its timeout: far above any run's length, since a worker that died is
 # found through its project's lease, not through this timeout.
 JOB_TIMEOUT_S = 7 * 24 * 3600.0
+SWEEP_LOCK = "sentient:lease-sweep"  # held for most of a tick by the worker that sweeps in it
 
 
 async def run_project(ctx: dict[str, Any], project_id: str) -> str:
@@ -71,10 +74,8 @@ async def _hand_back(ctx: dict[str, Any], project_id: str) -> str:
     return "handed back"
 
 
-async def sweep_leases(ctx: dict[str, Any]) -> int:
+async def sweep_leases(runs: RunManager, queue: ProjectQueue) -> int:
     """Queue a resume of every project whose holder is gone; returns how many."""
-    runs: RunManager = ctx["runs"]
-    queue = ProjectQueue(ctx["redis"])
     stale = await asyncio.to_thread(runs.store.stale_running)
     for record in stale:
         # One job per lost lease: a sweep that finds the project again before a worker took it adds none.
@@ -82,6 +83,20 @@ async def sweep_leases(ctx: dict[str, Any]) -> int:
     if stale:
         logger.info("worker: queued {} project(s) whose holder is gone", len(stale))
     return len(stale)
+
+
+async def _sweep_every(runs: RunManager, pool: ArqRedis, every_s: float) -> None:
+    """Sweep at each tick that this worker wins. Not an arq cron job: that would take one of the
+    ``--jobs`` slots (arq counts cron runs among its jobs), so a worker would run a project fewer
+    than asked while sweeping, or one more than asked otherwise."""
+    queue = ProjectQueue(pool)
+    while True:
+        await asyncio.sleep(every_s)
+        try:
+            if await pool.set(SWEEP_LOCK, "1", nx=True, px=max(1, int(every_s * 900))):
+                await sweep_leases(runs, queue)
+        except (OSError, RedisError, QueueUnavailableError) as exc:
+            logger.warning("worker: lease sweep skipped this time: {}", exc)
 
 
 def work(config: ServerSettings, *, jobs: int = 10) -> int:
@@ -99,16 +114,18 @@ def work(config: ServerSettings, *, jobs: int = 10) -> int:
     stop = threading.Event()
     try:
         pool = core.engine.submit(open_pool(settings.queue_url)).result()
-        worker = core.engine.call(lambda: _arq_worker(core.runs, pool, jobs, settings.lease_s))
+        worker = core.engine.call(lambda: _arq_worker(core.runs, pool, jobs))
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: stop.set())
         running = core.engine.submit(worker.async_run())
+        sweeping = core.engine.submit(_sweep_every(core.runs, pool, max(1.0, min(30.0, settings.lease_s / 2))))
         logger.info("worker ready: taking up to {} projects at a time", jobs)
         while not stop.wait(0.2) and not running.done():
             pass
         if running.done():
             running.result()  # arq stopped on its own: its error ends the worker
         logger.info("worker: stopping; handing back {} running project(s)", core.runs.running_count)
+        sweeping.cancel()
         core.engine.call(lambda: setattr(worker, "allow_pick_jobs", False))
         core.runs.shutdown()
         core.engine.submit(_drain(worker)).result(timeout=30)
@@ -118,16 +135,14 @@ def work(config: ServerSettings, *, jobs: int = 10) -> int:
     return 0
 
 
-def _arq_worker(runs: RunManager, pool: Any, jobs: int, lease_s: float) -> Worker:
+def _arq_worker(runs: RunManager, pool: Any, jobs: int) -> Worker:
     """arq's worker, built on the engine loop (it binds to the loop it is created on)."""
-    every_s = max(1, min(30, int(lease_s / 2)))
     return Worker(
         functions=[func(run_project, name=RUN_PROJECT, timeout=JOB_TIMEOUT_S)],
-        cron_jobs=[cron(sweep_leases, second=set(range(0, 60, every_s)), microsecond=0, unique=True)],
         redis_pool=pool,
         queue_name=QUEUE_NAME,
         ctx={"runs": runs},
-        max_jobs=jobs + 1,  # and the sweep
+        max_jobs=jobs,
         poll_delay=0.1,
         keep_result=0,  # the project's outcome is in the store
         handle_signals=False,  # the main thread handles them

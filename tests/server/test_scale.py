@@ -123,15 +123,18 @@ def test_two_workers_on_one_hosted_key_keep_its_concurrency_cap_together(
         ]
         built.wait_listening(3)  # the web process and both workers
         provider.pause()
-        # A worker with --jobs 1 takes at most two jobs (arq keeps one for the lease sweep): three
-        # projects run on both workers at once.
+        # A worker with --jobs 1 runs one project at a time: of three projects, one runs on each
+        # worker while the provider holds its answers, and the third waits in the queue.
         projects = [built.submit(f"How does asyncio schedule tasks? ({n})", max_subtasks=2) for n in range(3)]
-        for project_id in projects:
-            built.wait_status(project_id, "running")
+
+        def statuses() -> list[str]:
+            return sorted(built.status(project_id) for project_id in projects)
+
+        wait_for(lambda: statuses() == ["created", "running", "running"], 30, "one project running on each worker")
         # Each run asks the provider, within moments, to plan its project: one call gets through,
-        # the others wait for the key's one slot.
+        # the other waits for the key's one slot.
         time.sleep(2)
-        assert {built.status(project_id) for project_id in projects} == {"running"}
+        assert statuses() == ["created", "running", "running"]
         assert len(provider.requests) == 1
         provider.resume()
         for project_id in projects:
