@@ -107,6 +107,7 @@ class Client:
     sio: socketio.Client
     events: list[tuple[float, str, Any]] = field(default_factory=list)
     done: set[str] = field(default_factory=set)
+    snapshots: set[str] = field(default_factory=set)
     dropped: bool = False  # the connection ended before the bench closed it
     closing: bool = False
 
@@ -114,6 +115,8 @@ class Client:
         self.events.append((time.time(), name, data))  # list.append is atomic
         if name == "project_completed":
             self.done.add(data["project"]["project_id"])
+        elif name == "project_snapshot":
+            self.snapshots.add(data["project"]["project_id"])
 
     def completed(self, project_id: str) -> bool:
         return project_id in self.done
@@ -179,6 +182,12 @@ def client_worker(url: str, count: int, project_ids: list[str], conn: Any, timeo
             ack = client.sio.call("join_project", {"project_id": pid}, timeout=60)
             if not ack.get("ok"):
                 raise BenchError(f"join failed: {ack}")
+    # The ack says the join was taken; the client is in the room once its snapshot came.
+    deadline = time.monotonic() + timeout
+    while not all(client.snapshots >= set(project_ids) for client in clients):
+        if time.monotonic() > deadline:
+            raise BenchError("a client never got the snapshot of a project it joined")
+        time.sleep(0.05)
     conn.send("ready")
     conn.recv()  # the projects started
     deadline = time.monotonic() + timeout
