@@ -274,12 +274,12 @@ def cite_by_evidence(answer: str, task: str, sources: Sequence[Source]) -> Groun
     verified = set(upstream)  # and the sources this answer's clauses are found in
     notes: list[str] = []
 
-    def verify(clause: str, n: int) -> bool:
-        """Whether source n states the clause, and no other shown source states more of it."""
+    def verify(clause: str, n: int, best: Statement | None) -> bool:
+        """Whether source n states the clause, and no other shown source states more of it
+        (``best``: the shown sentence that states most of it)."""
         if n in upstream:
             return True
         stated = evidence(clause, task, [sources[n - 1]]) if 1 <= n <= len(sources) else None
-        best = evidence(clause, task, sources) if stated is not None else None
         if stated is None or (best is not None and best.share > stated.share):
             return False
         grounded[n - 1] = sources[n - 1].model_copy(update={"verified": True, "quote": stated.sentence})
@@ -287,11 +287,10 @@ def cite_by_evidence(answer: str, task: str, sources: Sequence[Source]) -> Groun
         return True
 
     def check(clause: str, marked: list[int]) -> list[int]:
-        kept = [n for n in marked if verify(clause, n)]
-        if not kept:
-            found = evidence(clause, task, grounded)
-            if found is not None and verify(clause, found.source):
-                kept = [found.source]
+        best = evidence(clause, task, sources)
+        kept = [n for n in marked if verify(clause, n, best)]
+        if not kept and best is not None and verify(clause, best.source, best):
+            kept = [best.source]
         return kept
 
     parts = _SENTENCE_BREAK.split(answer)
@@ -306,7 +305,8 @@ def cite_by_evidence(answer: str, task: str, sources: Sequence[Source]) -> Groun
                 marked = cited_numbers(pieces[j])
                 if pointing:  # it points at what was said just before it
                     before = renumber(pieces[j - 3] if j > 1 else (parts[i - 2] if i else ""), {})
-                    kept = [n for n in marked if n in verified or (before.strip() and verify(before, n))]
+                    best = evidence(before, task, sources) if before.strip() else None
+                    kept = [n for n in marked if n in verified or (best is not None and verify(before, n, best))]
                 else:
                     kept = check(clause, marked)
                 decided[i, j] = kept

@@ -383,14 +383,12 @@ class DocsIndex:
 
     def _frequency(self, word: str, source: str) -> tuple[int, int]:
         """(other sources than `source` that contain `word`, passages that contain it)."""
-        match = f'"{word}"'
+        sql = """
+            SELECT count(DISTINCT CASE WHEN source != ? THEN source END), count(*)
+            FROM passages WHERE passages MATCH ?
+        """  # one pass over the word's passages for both counts
         with self._lock:
-            (elsewhere,) = self._conn.execute(
-                "SELECT count(DISTINCT source) FROM passages WHERE passages MATCH ? AND source != ?", (match, source)
-            ).fetchone()
-            (passages,) = self._conn.execute(
-                "SELECT count(*) FROM passages WHERE passages MATCH ?", (match,)
-            ).fetchone()
+            elsewhere, passages = self._conn.execute(sql, (source, f'"{word}"')).fetchone()
         return int(elsewhere), int(passages)
 
     def _insert(self, source: str, title: str, text: str) -> None:
