@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
 import re
 import signal
@@ -52,7 +51,15 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from fakes.postgres import PostgresServer, postgres_bindir  # noqa: E402
 from fakes.redis_server import RedisServer  # noqa: E402
-from server_bench import _FANOUT_TAG, BenchError, client_worker, create_project, fanout_model, free_port  # noqa: E402
+from server_bench import (  # noqa: E402
+    _FANOUT_TAG,
+    BenchError,
+    create_project,
+    fanout_model,
+    free_port,
+    run_watched,
+    spawn_clients,
+)
 
 _RUNNING = re.compile(r"project (\S+): running")
 
@@ -210,30 +217,8 @@ def throughput(args: argparse.Namespace, kind: str, workers: int) -> dict[str, A
         project_ids = [
             create_project(http, f"Project {i} {_FANOUT_TAG}{args.fanout}", config) for i in range(args.projects)
         ]
-        context = multiprocessing.get_context("fork")
-        procs = max(1, min(args.client_procs, args.clients))
-        clients = []
-        for i in range(procs):
-            count = args.clients // procs + (1 if i < args.clients % procs else 0)
-            parent_end, child_end = context.Pipe()
-            process = context.Process(
-                target=client_worker, args=(cluster.url, count, project_ids, child_end, args.timeout), daemon=True
-            )
-            process.start()
-            clients.append((process, parent_end))
-        for _, pipe in clients:
-            if pipe.recv() != "ready":
-                raise BenchError("a client process failed to join")
-        start = time.time()
-        for pid in project_ids:
-            response = http.post(f"/api/projects/{pid}/execute")
-            if response.status_code != 202:
-                raise BenchError(f"execute failed: {response.text}")
-        for _, pipe in clients:
-            pipe.send("go")
-        reports = [pipe.recv() for _, pipe in clients]
-        for process, _ in clients:
-            process.join(30)
+        watchers = spawn_clients(cluster.url, args.clients, args.client_procs, project_ids, args.timeout)
+        start, reports = run_watched(http, watchers, project_ids)
         end = max(r["last_completed"] for r in reports)
         statuses = [http.get(f"/api/projects/{pid}").json()["status"] for pid in project_ids]
         latencies = sorted(lat for r in reports for lat in r["latencies"])

@@ -217,6 +217,39 @@ def client_worker(url: str, count: int, project_ids: list[str], conn: Any, timeo
     conn.close()
 
 
+def spawn_clients(url: str, clients: int, procs: int, project_ids: list[str], timeout: float) -> list[Any]:
+    """Start ``clients`` clients spread over ``procs`` processes (one Python process cannot decode
+    50 sockets' traffic); returns (process, pipe) pairs once every client is in every project's room."""
+    procs = max(1, min(procs, clients))
+    context = multiprocessing.get_context("fork")
+    watchers = []
+    for i in range(procs):
+        count = clients // procs + (1 if i < clients % procs else 0)
+        parent_end, child_end = context.Pipe()
+        process = context.Process(target=client_worker, args=(url, count, project_ids, child_end, timeout), daemon=True)
+        process.start()
+        watchers.append((process, parent_end))
+    for _, pipe in watchers:
+        if pipe.recv() != "ready":
+            raise BenchError("a client process failed to join")
+    return watchers
+
+
+def run_watched(http: httpx.Client, watchers: list[Any], project_ids: list[str]) -> tuple[float, list[dict[str, Any]]]:
+    """Execute every project and wait for the client processes' reports; returns (start time, reports)."""
+    start = time.time()
+    for pid in project_ids:
+        response = http.post(f"/api/projects/{pid}/execute")
+        if response.status_code != 202:
+            raise BenchError(f"execute failed: {response.text}")
+    for _, pipe in watchers:
+        pipe.send("go")
+    reports = [pipe.recv() for _, pipe in watchers]
+    for process, _ in watchers:
+        process.join(30)
+    return start, reports
+
+
 # -- the parent --------------------------------------------------------------------------------
 
 
@@ -351,32 +384,9 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
         project_ids = [
             create_project(http, f"Project {i} {_FANOUT_TAG}{args.fanout}", config) for i in range(args.projects)
         ]
-        # Clients are spread over processes: one Python process cannot decode 50 sockets' traffic.
-        procs = max(1, min(args.client_procs, args.clients))
-        context = multiprocessing.get_context("fork")
-        workers = []
-        for i in range(procs):
-            count = args.clients // procs + (1 if i < args.clients % procs else 0)
-            parent_end, child_end = context.Pipe()
-            worker = context.Process(
-                target=client_worker, args=(url, count, project_ids, child_end, args.timeout), daemon=True
-            )
-            worker.start()
-            workers.append((worker, parent_end))
-        for _, pipe in workers:
-            if pipe.recv() != "ready":
-                raise BenchError("a client process failed to join")
+        watchers = spawn_clients(url, args.clients, args.client_procs, project_ids, args.timeout)
         server_cpu = cpu_s(child.pid)
-        start = time.time()
-        for pid in project_ids:
-            response = http.post(f"/api/projects/{pid}/execute")
-            if response.status_code != 202:
-                raise BenchError(f"execute failed: {response.text}")
-        for _, pipe in workers:
-            pipe.send("go")
-        reports = [pipe.recv() for _, pipe in workers]
-        for worker, _ in workers:
-            worker.join(30)
+        start, reports = run_watched(http, watchers, project_ids)
         server_cpu = cpu_s(child.pid) - server_cpu
         end = max(r["last_completed"] for r in reports)
         statuses = {pid: http.get(f"/api/projects/{pid}").json()["status"] for pid in project_ids}
@@ -395,7 +405,7 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
         result = {
             "projects": args.projects,
             "clients": args.clients,
-            "client_processes": procs,
+            "client_processes": len(watchers),
             "nodes_per_project": nodes_per_project,
             "agent_latency_s": args.latency,
             "flush_interval_s": args.flush_interval,
