@@ -39,6 +39,10 @@ import httpx
 import socketio
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests" / "server"))
+
+from server_helpers import InOrderClient  # noqa: E402  (diffs recorded in arrival order)
+
 _FANOUT_TAG = "fanout="
 
 
@@ -123,7 +127,7 @@ class Client:
 
 
 def connect_client(url: str) -> Client:
-    sio = socketio.Client(reconnection=False)
+    sio = InOrderClient(reconnection=False)
     client = Client(sio)
     sio.on("*", client.record)
 

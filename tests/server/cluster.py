@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import redis
 import socketio
-from server_helpers import Recorder, free_port, serve_env, wait_for, wait_healthy
+from server_helpers import InOrderClient, Recorder, free_port, serve_env, wait_for, wait_healthy
 
 from sentient.store import ProjectStore
 from sentient_server.relay import CHANNEL_PREFIX
@@ -133,7 +133,7 @@ class Cluster:
 
     def connect(self, on: str | None = None) -> tuple[socketio.Client, Recorder]:
         """A Socket.IO client of a web process (the first one by default), recording what it receives."""
-        sio = socketio.Client(reconnection=False)
+        sio = InOrderClient(reconnection=False)
         received = Recorder()
         sio.on("*", received)
         sio.connect(on or self.url, transports=["websocket"])

@@ -16,7 +16,7 @@ from fakes.postgres import PostgresServer
 from fakes.redis_server import RedisServer
 from flask import Flask
 from flask.testing import FlaskClient
-from server_helpers import Recorder
+from server_helpers import InOrderClient, Recorder
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from sentient.agents.models.fake import ScriptedModel
@@ -130,7 +130,7 @@ def connect(live: Callable[..., LiveServer]) -> Iterator[Callable[..., SocketCli
     clients: list[socketio.Client] = []
 
     def make(url: str, token: str | None = None, transports: list[str] | None = None) -> SocketClient:
-        sio = socketio.Client(reconnection=False)
+        sio = InOrderClient(reconnection=False)
         received = Recorder()
         sio.on("*", received)
         # The token goes with the engine.io handshake (checked before a session opens) and with

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import engineio
 import httpx
+import socketio
 from flask.testing import FlaskClient
 
 
@@ -27,6 +29,26 @@ def wait_for(condition: Callable[[], Any], timeout: float = 15.0, what: str = "c
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(0.02)
+
+
+class _InOrderEngineIO(engineio.Client):
+    def _trigger_event(self, event: str, *args: Any, **kwargs: Any) -> Any:
+        if event == "message":
+            kwargs["run_async"] = False
+        return super()._trigger_event(event, *args, **kwargs)
+
+
+class InOrderClient(socketio.Client):
+    """A python-socketio client that handles messages in the order they arrive, as a browser does.
+
+    python-engineio's client runs each message's handler on a new thread, so two messages that
+    arrive a moment apart (a project's last diff, then its ``project_completed``) may be handled,
+    and recorded, the other way round. This one runs every handler on the connection's read
+    thread, in arrival order: a handler must be quick and must not wait for another message.
+    """
+
+    def _engineio_client_class(self) -> type[engineio.Client]:
+        return _InOrderEngineIO
 
 
 @dataclass

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import socketio
 import websocket
-from server_helpers import Recorder, free_port, serve_env, wait_for, wait_healthy
+from server_helpers import InOrderClient, Recorder, free_port, serve_env, wait_for, wait_healthy
 
 TOKEN = "exhaustion-test-token-0123456789"
 THREADS = 24  # 16 reserved for requests, 8 for live connections
@@ -63,7 +63,7 @@ def test_idle_slow_and_unauthenticated_connections_do_not_starve_authorised_clie
     auth = {"Authorization": f"Bearer {TOKEN}"}
     attackers: list[socket.socket] = []
     idle_sessions: list[websocket.WebSocket] = []
-    sio = socketio.Client(reconnection=False)
+    sio = InOrderClient(reconnection=False)
     try:
         wait_healthy(url, proc)
 

@@ -10,7 +10,7 @@ import httpx
 import pytest
 import socketio
 import websocket
-from server_helpers import wait_for
+from server_helpers import InOrderClient, wait_for
 
 from sentient_server import ServerSettings
 from sentient_server.auth import token_ok
@@ -114,7 +114,7 @@ def test_a_socket_auth_payload_of_odd_types_is_refused_cleanly(
 ) -> None:
     server = live(replace(server_settings, api_token=TOKEN))
     for auth in ({"token": 12345}, {"token": "\ud800"}, {"token": ["x"]}, ["not", "a", "dict"]):
-        sio = socketio.Client(reconnection=False)
+        sio = InOrderClient(reconnection=False)
         with pytest.raises(socketio.exceptions.ConnectionError):
             sio.connect(server.url, headers={"Authorization": f"Bearer {TOKEN}"}, auth=auth, transports=["polling"])
     assert httpx.get(server.url + "/api/health", timeout=10).status_code == 200

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 import socketio
-from server_helpers import wait_for
+from server_helpers import InOrderClient, wait_for
 
 from sentient.agents.models.fake import ScriptedModel
 from sentient.graph.node import TaskType
@@ -291,7 +291,7 @@ def test_other_origins_are_refused(live: Callable[..., Any], server_settings: Se
     assert api(server, "POST", "/api/projects", json={"goal": GOAL}, headers=evil).status_code == 403
     assert "Access-Control-Allow-Origin" not in api(server, "GET", "/api/projects", headers=evil).headers
     assert api(server, "GET", "/api/health", headers={"Host": "evil.example"}).status_code == 403
-    sio = socketio.Client(reconnection=False)
+    sio = InOrderClient(reconnection=False)
     with pytest.raises(socketio.exceptions.ConnectionError):
         sio.connect(server.url, headers=evil, transports=["polling"])
     own = {"Origin": server.url}

@@ -15,7 +15,7 @@ import pytest
 import socketio
 from fakes.postgres import PostgresServer
 from fakes.redis_server import RedisServer
-from server_helpers import Recorder, free_port, serve_env, wait_for, wait_healthy
+from server_helpers import InOrderClient, Recorder, free_port, serve_env, wait_for, wait_healthy
 
 # A slow scripted model, so that a client can join while the project runs, and a store that
 # lags the live diffs by a second (its writer waits that long before a commit), so that a
@@ -91,7 +91,7 @@ def clients() -> Iterator[Callable[[str], tuple[socketio.Client, Recorder]]]:
     made: list[socketio.Client] = []
 
     def connect(url: str) -> tuple[socketio.Client, Recorder]:
-        sio = socketio.Client(reconnection=False)
+        sio = InOrderClient(reconnection=False)
         received = Recorder()
         sio.on("*", received)
         sio.connect(url, transports=["websocket"])

@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import socketio
-from server_helpers import Recorder, free_port, serve_env, wait_for, wait_healthy
+from server_helpers import InOrderClient, Recorder, free_port, serve_env, wait_for, wait_healthy
 
 from sentient.exceptions import ConfigError
 from sentient_server import ServerSettings
@@ -30,7 +29,7 @@ def test_serve_runs_gunicorn_with_websocket_transport_and_stops_cleanly(tmp_path
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url, proc)
-        sio = socketio.Client(reconnection=False)
+        sio = InOrderClient(reconnection=False)
         received = Recorder()
         sio.on("*", received)
         sio.connect(url, transports=["websocket"])
