@@ -80,15 +80,23 @@ def bridge_terms(hits: Sequence[Hit], ignore: Callable[[str], bool], frequency: 
 def merge(first: Sequence[H], followed: Sequence[H], terms: Sequence[str], limit: int) -> list[H]:
     """The first search's best hits, then what following found elsewhere, then the rest of the first.
 
-    Only followed hits whose snippet mentions a bridge term count, and only from sources the
-    first search's best hits do not already show (their snippets answer the question as asked).
+    Only followed hits whose snippet mentions a bridge term count. One from a source that the
+    first search's best hits already show replaces that hit when the shown snippet mentions no
+    term (the people directory's row of the person named, not its introduction); from other
+    sources, up to ``ADDED`` are added after them.
     """
     names = [t.lower() for t in terms]
+
+    def names_a_term(hit: H) -> bool:
+        return any(n in hit.snippet.lower() for n in names)
+
     kept = list(first[:KEEP])
     shown = {hit.source for hit in kept}
+    again = {hit.source: hit for hit in reversed(followed) if hit.source in shown and names_a_term(hit)}
+    kept = [again.get(hit.source, hit) if not names_a_term(hit) else hit for hit in kept]
     added: list[H] = []
     for hit in followed:
-        if len(added) < ADDED and hit.source not in shown and any(n in hit.snippet.lower() for n in names):
+        if len(added) < ADDED and hit.source not in shown and names_a_term(hit):
             added.append(hit)
             shown.add(hit.source)
     rest = [hit for hit in first[KEEP:] if hit.source not in shown]

@@ -1,14 +1,16 @@
 """Sentence-window snippets: the part of a passage a model is shown for one query.
 
-A passage is split into sentences; each sentence is scored by how many of the query's
-words it contains, and the snippet is the best sentence grown by whole neighbouring
-sentences (the better-matching side first) up to a character budget. A fixed window
+A passage is split into sentences; each sentence is scored by the query's words it contains,
+a word weighing more the fewer of the passage's sentences contain it, and the snippet is the
+best sentence grown by whole neighbouring sentences (the better-matching side first) up to a
+character budget. A fixed window
 around the first query word, as before, often ended right before the sentence that
 answered the question; the answer usually sits in the sentence that matches most words.
 """
 
 from __future__ import annotations
 
+import math
 import re
 
 SNIPPET_CHARS = 700
@@ -47,8 +49,7 @@ def best_window(body: str, tokens: list[str], budget: int = SNIPPET_CHARS) -> st
     if len(body) <= budget:
         return body
     parts = sentences(body)
-    patterns = word_patterns(tokens)
-    scores = [_score(part, patterns) for part in parts]
+    scores = _scores(parts, tokens)
     best = max(range(len(parts)), key=lambda i: (scores[i], -i))  # ties: the earliest sentence
     first = last = best
     used = len(parts[best])
@@ -67,7 +68,23 @@ def best_window(body: str, tokens: list[str], budget: int = SNIPPET_CHARS) -> st
     return (_ELLIPSIS if first else "") + text + (_ELLIPSIS if last < len(parts) - 1 else "")
 
 
-def _score(sentence: str, patterns: list[re.Pattern[str]]) -> float:
-    """Distinct query words found, plus a little for repeats (a sentence about the word)."""
-    counts = [len(p.findall(sentence)) for p in patterns]
-    return sum(1 for c in counts if c) + 0.1 * min(sum(counts), 5)
+def _scores(parts: list[str], tokens: list[str]) -> list[float]:
+    patterns = word_patterns(tokens)
+    counts = [[len(p.findall(part)) for p in patterns] for part in parts]
+    weights = _rarity(counts)
+    return [_score(row, weights) for row in counts]
+
+
+def _rarity(counts: list[list[int]]) -> list[float]:
+    """Each query word's weight in this passage: higher the fewer of its sentences contain it.
+
+    In a table of teams, "team" and "lead" are in every row and "Cormorant" in one: the row that
+    names what was asked about must outscore the introduction that repeats the common words.
+    """
+    words = len(counts[0]) if counts else 0
+    return [math.log(1 + len(counts) / (1 + sum(1 for row in counts if row[w]))) for w in range(words)]
+
+
+def _score(counts: list[int], weights: list[float]) -> float:
+    """The weights of the query words found, plus a little for repeats (a sentence about the word)."""
+    return sum(weight for count, weight in zip(counts, weights, strict=True) if count) + 0.1 * min(sum(counts), 5)

@@ -90,9 +90,10 @@ def test_bridge_terms_skip_asked_words_and_names_nothing_else_mentions() -> None
 
 
 def test_merge_keeps_the_best_first_hits_and_adds_only_followed_hits_naming_a_term() -> None:
-    first = [Hit(f"f{i}", "plain") for i in range(5)]
+    first = [Hit("f0", "plain"), Hit("f1", "Bittern first"), *(Hit(f"f{i}", "plain") for i in range(2, 5))]
     followed = [
-        Hit("f0", "Bittern again"),  # already shown
+        Hit("f0", "Bittern again"),  # already shown, where it names the term
+        Hit("f1", "Bittern second"),  # already shown, and its shown snippet names the term
         Hit("x", "nothing to do with it"),  # does not mention the name
         *(Hit(f"b{i}", f"Bittern row {i}") for i in range(3)),
     ]
@@ -100,4 +101,6 @@ def test_merge_keeps_the_best_first_hits_and_adds_only_followed_hits_naming_a_te
     merged = merge(first, followed, ["Bittern"], 5)
 
     assert [h.source for h in merged] == ["f0", "f1", "f2", "b0", "b1"][: KEEP + ADDED]
-    assert merged[0].snippet == "plain"
+    # A shown source is shown where it names the term: the row of the person named, not the
+    # directory's introduction; a snippet that names it already stays.
+    assert [h.snippet for h in merged[:2]] == ["Bittern again", "Bittern first"]

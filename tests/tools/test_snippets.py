@@ -55,3 +55,23 @@ def test_search_snippets_are_cut_around_the_late_matching_sentence() -> None:
     (hit,) = index.search("when does the lighthouse keeper wind the lamp clock", retrieval=Retrieval.BM25)
     assert ANSWER in hit.snippet
     assert hit.passage == long_passage()  # the whole passage stays available beside the snippet
+
+
+def test_the_row_naming_the_rare_word_beats_an_introduction_of_the_common_ones() -> None:
+    intro = "Each team has a team lead and an on-call lead; the on-call lead runs the team's rotation."
+    rows = [
+        f"Team: {name}; Team lead: {lead}; On-call lead: {oncall}."
+        for name, lead, oncall in [
+            ("Lanternfish", "Anselm Grieve", "Odile Varnavas"),
+            ("Sandpiper", "Tomasz Okonjo", "Dorotea Quayle"),
+            ("Gannet", "Solveig Ashdown", "Casimir Dunleavy"),
+            ("Bittern", "Fenwick Morrow", "Juno Halberd"),
+            ("Cormorant", "Yevgenia Palk", "Rafferty Coll"),
+        ]
+    ]
+    body = " ".join([intro, *rows, *FILLER])
+
+    # "team", "lead" and "on-call" are in every row; "Cormorant" in one: that row must be shown.
+    snippet = best_window(body, ["on-call", "lead", "team", "cormorant"], budget=300)
+
+    assert "Rafferty Coll" in snippet
