@@ -68,6 +68,7 @@ _SCHEMA = """
 CREATE VIRTUAL TABLE IF NOT EXISTS passages
     USING fts5(source UNINDEXED, title, body, tokenize = 'porter unicode61');
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (source TEXT PRIMARY KEY, title TEXT NOT NULL);
 """
 
 
@@ -77,7 +78,8 @@ class SearchHit:
 
     Attributes:
         source: absolute file path, optionally with a '#anchor' (topic, class or function).
-        title: file name and section heading, topic name or module name.
+        title: file name, the document's title (when it opens with one) and section headings,
+            topic name or module name.
         snippet: the passage cut around its best-matching sentences, at most about 700 characters.
         score: relevance, higher is better (BM25, cosine or fused-rank score, by retrieval mode).
         passage: the whole passage the snippet was cut from, whitespace collapsed.
@@ -189,6 +191,7 @@ class DocsIndex:
         try:
             with index._lock, index._conn:
                 index._conn.execute("DELETE FROM passages")  # the index mirrors the folder as it is now
+                index._conn.execute("DELETE FROM documents")
                 index._vectors.forget()
                 for path in files:
                     _check_cancel(cancel, label)
@@ -198,7 +201,10 @@ class DocsIndex:
                         logger.warning("skipping {}: {}", path, exc)
                         continue
                     source = path.relative_to(root).as_posix() if relative_sources else str(path)
-                    for headings, body in _packed(_sections(path.suffix.lower(), text)):
+                    sections = _sections(path.suffix.lower(), text)
+                    if document := _document_title(sections):
+                        index._conn.execute("INSERT OR REPLACE INTO documents VALUES (?, ?)", (source, document))
+                    for headings, body in _packed(sections):
                         title = f"{path.name} - {' / '.join(headings)}" if headings else path.name
                         index._insert(source, title, body)
         except DocsFolderError:
@@ -370,16 +376,31 @@ class DocsIndex:
             ranked = rankings[0][1]
         else:
             ranked = fuse([(weight, [rowid for rowid, _ in ranking]) for weight, ranking in rankings], fusion.k)
-        hits: list[SearchHit] = []
+        best: list[tuple[int, float]] = []
         taken: dict[str, int] = {}
         for rowid, score in ranked:  # best first: the first passage of each source is its best one
-            source, title, body = rows[rowid]
+            source = rows[rowid][0]
             if taken.get(source, 0) < per_source:
                 taken[source] = taken.get(source, 0) + 1
-                hits.append(SearchHit(source, title, best_window(body, tokens), score, body))
-                if len(hits) == limit:
+                best.append((rowid, score))
+                if len(best) == limit:
                     break
+        documents = self._document_titles({rows[rowid][0] for rowid, _ in best})
+        hits = []
+        for rowid, score in best:
+            source, title, body = rows[rowid]
+            shown = _shown_title(title, documents.get(source))
+            hits.append(SearchHit(source, shown, best_window(body, tokens), score, body))
         return hits
+
+    def _document_titles(self, sources: set[str]) -> dict[str, str]:
+        """The titles of the documents ``sources`` (those that have one)."""
+        if not sources:
+            return {}
+        marks = ",".join("?" * len(sources))
+        with self._lock:
+            found = self._conn.execute(f"SELECT source, title FROM documents WHERE source IN ({marks})", list(sources))
+            return dict(found.fetchall())
 
     def _frequency(self, word: str, source: str) -> tuple[int, int]:
         """(other sources than `source` that contain `word`, passages that contain it)."""
@@ -485,6 +506,29 @@ def _sections(suffix: str, text: str) -> list[tuple[str | None, str]]:
         return _markdown_sections(_html_to_text(text))
     splitters = {".md": _markdown_sections, ".rst": _rst_sections, ".py": _python_sections}
     return splitters[suffix](text) if suffix in splitters else [(None, text)]
+
+
+def _document_title(sections: list[tuple[str | None, str]]) -> str | None:
+    """The heading the document opens with (its title), or None when it opens with text."""
+    for heading, body in sections:
+        if heading is not None:
+            return heading
+        if body.strip():
+            return None
+    return None
+
+
+def _shown_title(title: str, document: str | None) -> str:
+    """A passage's title as the model is shown it: the document's title before the passage's
+    headings ("policy_drp2.md - Data Retention Policy DRP-2 (SUPERSEDED) / Retention periods").
+
+    Only shown, never indexed: a status word in every passage's title would change the ranking
+    within a document.
+    """
+    if not document or document in title:
+        return title
+    name, _, headings = title.partition(" - ")
+    return f"{name} - {document} / {headings}" if headings else f"{name} - {document}"
 
 
 def _packed(sections: list[tuple[str | None, str]]) -> list[tuple[list[str], str]]:
