@@ -10,12 +10,19 @@ when it takes the job and executes it (never started), resumes it (stopped or in
 drops the job (completed, or held by another live process). The store's claim, not the queue,
 is what lets one worker at a time run a project, so a job delivered twice (arq re-delivers a job
 whose worker died, once its in-progress mark expires) or a project queued twice runs it once.
+
+Queued and not yet taken, a project can still be cancelled: queueing also marks it in the Redis
+hash ``sentient:queued``, and whoever removes the mark first wins. A worker removes it as it takes
+a job (a job that finds no mark drops: the project was cancelled, or another job of it was taken
+already); a cancel removes it and stores the project ``cancelled``, so no worker runs it later.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import time
+from collections.abc import Awaitable
+from typing import Any, cast
 
 from arq.connections import ArqRedis, RedisSettings, create_pool
 from redis.exceptions import RedisError
@@ -25,6 +32,7 @@ from sentient.exceptions import ConfigError, SentientError
 QUEUE_ENV = "SENTIENT_QUEUE_URL"
 QUEUE_NAME = "sentient:projects"
 RUN_PROJECT = "run_project"
+QUEUED = "sentient:queued"  # project id -> when it was last queued (a hash)
 
 
 class QueueUnavailableError(SentientError):
@@ -74,12 +82,29 @@ class ProjectQueue:
         """
         try:
             async with asyncio.timeout(5):
-                job: Any = await self._pool.enqueue_job(RUN_PROJECT, project_id, _job_id=job_id)
+                # The mark first: a worker that takes the job at once must find it.
+                await cast("Awaitable[int]", self._pool.hset(QUEUED, project_id, str(time.time())))
+                job: Any = await self._pool.enqueue_job(RUN_PROJECT, project_id, marked=True, _job_id=job_id)
         except (OSError, RedisError, TimeoutError) as exc:
             raise QueueUnavailableError(
                 f"project '{project_id}' could not be queued: the job queue does not answer ({exc})."
             ) from exc
         return job is not None
+
+    async def take(self, project_id: str) -> bool:
+        """Remove the project's queued mark (a worker, taking its job); False when there was none."""
+        return bool(await cast("Awaitable[int]", self._pool.hdel(QUEUED, project_id)))
+
+    async def withdraw(self, project_id: str) -> bool:
+        """Remove the project's queued mark (a cancel): True when it was queued and no worker has
+        taken it yet, and so none will run it. QueueUnavailableError when Redis does not answer."""
+        try:
+            async with asyncio.timeout(5):
+                return await self.take(project_id)
+        except (OSError, RedisError, TimeoutError) as exc:
+            raise QueueUnavailableError(
+                f"project '{project_id}' could not be withdrawn: the job queue does not answer ({exc})."
+            ) from exc
 
     async def close(self) -> None:
         await self._pool.close(close_connection_pool=True)

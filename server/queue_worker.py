@@ -51,9 +51,16 @@ JOB_TIMEOUT_S = 7 * 24 * 3600.0
 SWEEP_LOCK = "sentient:lease-sweep"  # held for most of a tick by the worker that sweeps in it
 
 
-async def run_project(ctx: dict[str, Any], project_id: str) -> str:
-    """Run the project here until its run ends; hand it back to the queue when the worker stops."""
+async def run_project(ctx: dict[str, Any], project_id: str, marked: bool = False) -> str:
+    """Run the project here until its run ends; hand it back to the queue when the worker stops.
+
+    ``marked``: the project was marked queued with the job (every job but those queued by a web
+    process older than the mark); a job whose mark is gone drops (see :mod:`.jobqueue`).
+    """
     runs: RunManager = ctx["runs"]
+    if marked and not await ProjectQueue(ctx["redis"]).take(project_id):
+        logger.info("worker: project {}: not run: cancelled while queued, or taken with another job", project_id)
+        return "withdrawn"
     try:
         run = await asyncio.to_thread(runs.take, project_id)
     except ShuttingDownError:  # taken as the worker began to stop

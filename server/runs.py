@@ -28,6 +28,7 @@ from sentient.graph.node import TaskNode
 from sentient.projects import (
     DocsNotAllowedError,
     ProjectCompletedError,
+    ProjectNotRunningError,
     ProjectRunningError,
     ProjectService,
     Researcher,
@@ -209,7 +210,8 @@ class RunManager:
         Whether it can be cancelled is the service's to say (ProjectNotRunningError, or
         ProjectBusyError when another process runs it); stopping this server's run is done here,
         and another process's run is asked to stop through the relay (ProjectBusyError only when
-        that process does not listen).
+        that process does not listen). A project queued for a worker that none has taken yet is
+        withdrawn from the queue and ends ``cancelled`` at once.
         """
         with self._project_lock(project_id):
             try:
@@ -221,7 +223,18 @@ class RunManager:
             except ProjectBusyError:
                 if not self._forward(Cancel(project_id=project_id), self.record(project_id)):
                     raise
+            except ProjectNotRunningError:
+                if not self._withdraw(project_id):
+                    raise
             return self.project(project_id)
+
+    def _withdraw(self, project_id: str) -> bool:
+        """Cancel a project that waits in the queue (True), before any worker takes it."""
+        if self._queue is None or not self._engine.submit(self._queue.withdraw(project_id)).result(timeout=10):
+            return False
+        self.store.set_status(project_id, ProjectStatus.CANCELLED, owner=self.store.owner)
+        self._engine.submit(self._announce("project_completed", project_id))
+        return True
 
     def delete(self, project_id: str, timeout: float = 30.0) -> None:
         """Cancel the project if it runs, wait for its run to end, then delete it."""

@@ -13,7 +13,7 @@ from flask import Flask
 
 from sentient.exceptions import ConfigError
 from sentient_server import ServerSettings, create_app
-from sentient_server.jobqueue import QUEUE_NAME
+from sentient_server.jobqueue import QUEUE_NAME, QUEUED
 from sentient_server.runs import ShuttingDownError
 
 
@@ -56,3 +56,27 @@ def test_a_manager_that_began_to_shut_down_takes_no_queued_project(app: Flask) -
     with pytest.raises(ShuttingDownError):
         runs.take(project_id)  # the worker's job queues the project again, for another worker
     assert runs.record(project_id).status.value == "created"
+
+
+def test_a_queued_project_cancelled_before_any_worker_took_it_ends_cancelled_and_its_job_finds_no_mark(
+    redis_server: RedisServer, server_settings: ServerSettings, make_app: Callable[..., Flask]
+) -> None:
+    app = make_app(with_urls(server_settings, redis_url=redis_server.url, queue_url=redis_server.url))
+    client = app.test_client()
+    kept, cancelled = (
+        client.post("/api/projects", json={"goal": f"How does asyncio schedule tasks? ({n})"}).get_json()["project_id"]
+        for n in range(2)
+    )
+    for project_id in (kept, cancelled):
+        assert client.post(f"/api/projects/{project_id}/execute").status_code == 202
+    redis = redis_server.client()
+    assert sorted(redis.hkeys(QUEUED)) == sorted(p.encode() for p in (kept, cancelled))
+
+    answer = client.post(f"/api/projects/{cancelled}/cancel")
+
+    assert answer.status_code == 202, answer.get_json()
+    assert answer.get_json()["status"] == "cancelled"
+    assert redis.hkeys(QUEUED) == [kept.encode()]  # a worker taking its job drops it
+    assert client.get(f"/api/projects/{kept}").get_json()["status"] == "created"
+    again = client.post(f"/api/projects/{cancelled}/cancel")
+    assert again.status_code == 409  # no longer queued, and not running

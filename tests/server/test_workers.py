@@ -67,6 +67,26 @@ def test_a_cancel_made_on_the_web_process_stops_the_project_on_its_worker_within
     assert time.monotonic() - asked < 2
 
 
+def test_a_project_cancelled_while_queued_is_not_run_by_the_worker_that_starts_later(
+    cluster: Callable[..., Cluster],
+) -> None:
+    built = cluster()
+    built.web()
+    cancelled = built.submit("How does asyncio schedule tasks?", max_subtasks=2)  # no worker yet
+    answer = built.api("POST", f"/api/projects/{cancelled}/cancel")
+    assert answer.status_code == 202, answer.text
+    assert answer.json()["status"] == "cancelled"
+    kept = built.submit("What does the GIL serialise?", max_subtasks=2)
+
+    worker = built.worker("w1", latency_s=0.02)
+    built.wait_status(kept, "completed", timeout=60)  # jobs are taken in order: the cancelled one's first
+
+    assert built.status(cancelled) == "cancelled"
+    output = worker.stop()
+    assert ran(output, kept) and not ran(output, cancelled)
+    assert f"project {cancelled}: not run" in output
+
+
 def test_a_review_answered_on_the_web_process_wakes_the_project_on_its_worker_whose_updates_reach_clients(
     cluster: Callable[..., Cluster],
 ) -> None:
