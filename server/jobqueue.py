@@ -33,6 +33,9 @@ QUEUE_ENV = "SENTIENT_QUEUE_URL"
 QUEUE_NAME = "sentient:projects"
 RUN_PROJECT = "run_project"
 QUEUED = "sentient:queued"  # project id -> when it was last queued (a hash)
+# A job waits this long for a worker (arq's default is a day, after which the project would stay
+# queued for good with nobody to run it).
+WAITS_S = 30 * 24 * 3600
 
 
 class QueueUnavailableError(SentientError):
@@ -84,7 +87,9 @@ class ProjectQueue:
             async with asyncio.timeout(5):
                 # The mark first: a worker that takes the job at once must find it.
                 await cast("Awaitable[int]", self._pool.hset(QUEUED, project_id, str(time.time())))
-                job: Any = await self._pool.enqueue_job(RUN_PROJECT, project_id, marked=True, _job_id=job_id)
+                job: Any = await self._pool.enqueue_job(
+                    RUN_PROJECT, project_id, marked=True, _job_id=job_id, _expires=WAITS_S
+                )
         except (OSError, RedisError, TimeoutError) as exc:
             raise QueueUnavailableError(
                 f"project '{project_id}' could not be queued: the job queue does not answer ({exc})."

@@ -34,6 +34,8 @@ def test_executing_queues_one_job_and_runs_nothing_here_and_a_lost_queue_answers
         project_id = created.get_json()["project_id"]
         assert client.post(f"/api/projects/{project_id}/execute").status_code == 202
         assert queue.client().zcard(QUEUE_NAME) == 1
+        (job,) = queue.client().keys("arq:job:*")
+        assert queue.client().pttl(job) > 29 * 24 * 3600 * 1000  # it waits weeks for a worker, not a day
         time.sleep(0.3)
         assert client.get(f"/api/projects/{project_id}").get_json()["status"] == "created"  # no engine took it here
         queue.stop()
