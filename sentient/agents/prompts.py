@@ -35,10 +35,6 @@ def atomize_task(goal: str, task_type: str) -> str:
     )
 
 
-# A source often gives a role ("approved by the Data Steward") and another says who holds it.
-_NAMES = "When the task asks who, give the person's name: find who holds the role in the sources. "
-
-
 def execute_task(node: TaskNode, has_sources: bool, quoting: bool = True) -> str:
     """An executor's task. ``quoting``: it gives a quote for each citation (else its citations
     are checked against what the sources state, in code)."""
@@ -46,7 +42,7 @@ def execute_task(node: TaskNode, has_sources: bool, quoting: bool = True) -> str
         return (
             f"Task: {node.goal}\n\n"
             "Answer the task from the numbered sources above, directly and concisely, in one to three "
-            f"sentences, and cite the source of each fact as [n]. {_NAMES}If the sources do not contain the answer, "
+            "sentences, and cite the source of each fact as [n]. If the sources do not contain the answer, "
             "give the best answer you know without a citation and say that the sources do not confirm it.\n"
             'Answer with JSON: {"answer": "<the answer, citing [n]>"}'
         )
@@ -57,7 +53,7 @@ def execute_task(node: TaskNode, has_sources: bool, quoting: bool = True) -> str
             "and the sentence from it that supports the answer, copied word for word (5 to 25 words). Then, "
             "in answer, answer the task directly in one to three sentences, with the source number in "
             "brackets after each fact, like [2]. If the sources do not contain the answer, give the best "
-            f"answer you know without a citation and say that the sources do not confirm it. {_NAMES}\n"
+            "answer you know without a citation and say that the sources do not confirm it.\n"
             'Answer with JSON: {"citations": [{"source": <n>, "quote": "<words copied from source n>"}], '
             '"answer": "<the answer, citing [n]>"}'
         )
