@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sentient.context.citations import SourceList, renumber
+from sentient.context.grounding import normalize
 from sentient.context.knowledge import KnowledgeStore
 from sentient.graph.node import Source, TaskNode
 from sentient.graph.status import TaskStatus
@@ -101,9 +102,14 @@ class ContextBuilder:
         return self._fit(AgentContext(sections, sources=sources.sources))
 
     def for_aggregation(self, node: TaskNode) -> AgentContext:
+        """The subtasks' results, the one that asks most of the node's own question last: the
+        embedded model leans on the result it read last, and a step that checks a guess ("is the
+        title 'Lead'?") must not have the last word over the step that looked the answer up."""
         sources = SourceList()
         sections = self._frame(node)
-        for child in self._graph.children(node.task_id):
+        asked = set(normalize(node.goal).split())
+        children = self._graph.children(node.task_id)
+        for child in sorted(children, key=lambda c: len(asked.intersection(normalize(c.goal).split()))):
             done = f"Result of subtask {child.task_id}: {child.goal}"
             sections.append(_outcome(child, sources, done, f"Subtask {child.task_id} did not finish: {child.goal}"))
         return self._fit(AgentContext(sections, sources=sources.sources))
