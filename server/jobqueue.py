@@ -20,8 +20,9 @@ already); a cancel removes it and stores the project ``cancelled``, so no worker
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Awaitable
+from collections.abc import AsyncIterator, Awaitable
 from typing import Any, cast
 
 from arq.connections import ArqRedis, RedisSettings, create_pool
@@ -83,33 +84,30 @@ class ProjectQueue:
 
         QueueUnavailableError when Redis does not take it.
         """
-        try:
-            async with asyncio.timeout(5):
-                # The mark first: a worker that takes the job at once must find it.
-                await cast("Awaitable[int]", self._pool.hset(QUEUED, project_id, str(time.time())))
-                job: Any = await self._pool.enqueue_job(
-                    RUN_PROJECT, project_id, marked=True, _job_id=job_id, _expires=WAITS_S
-                )
-        except (OSError, RedisError, TimeoutError) as exc:
-            raise QueueUnavailableError(
-                f"project '{project_id}' could not be queued: the job queue does not answer ({exc})."
-            ) from exc
+        async with _answering(f"project '{project_id}' could not be queued"):
+            # The mark first: a worker that takes the job at once must find it.
+            await cast("Awaitable[int]", self._pool.hset(QUEUED, project_id, str(time.time())))
+            job: Any = await self._pool.enqueue_job(
+                RUN_PROJECT, project_id, marked=True, _job_id=job_id, _expires=WAITS_S
+            )
         return job is not None
 
     async def take(self, project_id: str) -> bool:
-        """Remove the project's queued mark (a worker, taking its job); False when there was none."""
-        return bool(await cast("Awaitable[int]", self._pool.hdel(QUEUED, project_id)))
-
-    async def withdraw(self, project_id: str) -> bool:
-        """Remove the project's queued mark (a cancel): True when it was queued and no worker has
-        taken it yet, and so none will run it. QueueUnavailableError when Redis does not answer."""
-        try:
-            async with asyncio.timeout(5):
-                return await self.take(project_id)
-        except (OSError, RedisError, TimeoutError) as exc:
-            raise QueueUnavailableError(
-                f"project '{project_id}' could not be withdrawn: the job queue does not answer ({exc})."
-            ) from exc
+        """Remove the project's queued mark: True when it was there, so that this caller, and no
+        one else, decides what becomes of the queued project (a worker taking its job runs it; a
+        cancel stores it cancelled). QueueUnavailableError when Redis does not answer."""
+        async with _answering(f"project '{project_id}' could not be taken from the queue"):
+            return bool(await cast("Awaitable[int]", self._pool.hdel(QUEUED, project_id)))
 
     async def close(self) -> None:
         await self._pool.close(close_connection_pool=True)
+
+
+@contextlib.asynccontextmanager
+async def _answering(failure: str) -> AsyncIterator[None]:
+    """Bound a queue operation to 5 s; Redis errors and timeouts become QueueUnavailableError."""
+    try:
+        async with asyncio.timeout(5):
+            yield
+    except (OSError, RedisError, TimeoutError) as exc:
+        raise QueueUnavailableError(f"{failure}: the job queue does not answer ({exc}).") from exc

@@ -230,7 +230,7 @@ class RunManager:
 
     def _withdraw(self, project_id: str) -> bool:
         """Cancel a project that waits in the queue (True), before any worker takes it."""
-        if self._queue is None or not self._engine.submit(self._queue.withdraw(project_id)).result(timeout=10):
+        if self._queue is None or not self._engine.submit(self._queue.take(project_id)).result(timeout=10):
             return False
         self.store.set_status(project_id, ProjectStatus.CANCELLED, owner=self.store.owner)
         self._engine.submit(self._announce("project_completed", project_id))
