@@ -389,7 +389,7 @@ class DocsIndex:
         hits = []
         for rowid, score in best:
             source, title, body = rows[rowid]
-            shown = _shown_title(title, documents.get(source))
+            shown = _shown_title(source, title, documents.get(source))
             hits.append(SearchHit(source, shown, best_window(body, tokens), score, body))
         return hits
 
@@ -518,7 +518,7 @@ def _document_title(sections: list[tuple[str | None, str]]) -> str | None:
     return None
 
 
-def _shown_title(title: str, document: str | None) -> str:
+def _shown_title(source: str, title: str, document: str | None) -> str:
     """A passage's title as the model is shown it: the document's title before the passage's
     headings ("policy_drp2.md - Data Retention Policy DRP-2 (SUPERSEDED) / Retention periods").
 
@@ -527,7 +527,8 @@ def _shown_title(title: str, document: str | None) -> str:
     """
     if not document or document in title:
         return title
-    name, _, headings = title.partition(" - ")
+    name = Path(source).name  # titles are "<file name>" or "<file name> - <headings>" (from_folder)
+    headings = title.removeprefix(f"{name} - ") if title != name else ""
     return f"{name} - {document} / {headings}" if headings else f"{name} - {document}"
 
 

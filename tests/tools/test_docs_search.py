@@ -84,14 +84,14 @@ def test_short_sections_share_a_passage_and_long_ones_stay_apart(tmp_path: Path)
 
 def test_the_documents_title_is_shown_with_every_passage_but_not_searched(tmp_path: Path) -> None:
     rules = "\n\n".join(f"Rule {i}: a harbour key expires after {i + 20} days unless renewed." for i in range(30))
-    (tmp_path / "policy_p2.md").write_text(
+    (tmp_path / "Q3 - policy_p2.md").write_text(
         f"# Key policy P-2 (SUPERSEDED)\n\nReplaced by P-3.\n\n## Expiry\n\n{rules}\n"
     )
     (tmp_path / "notes.txt").write_text("Harbour keys are cut at the quay office.\n")
     index = DocsIndex.from_folder(tmp_path, relative_sources=True)
 
     titles = {hit.title for hit in index.search("how many days before renewal", per_source=5)}
-    assert titles == {"policy_p2.md - Key policy P-2 (SUPERSEDED) / Expiry"}  # two passages, one title
+    assert titles == {"Q3 - policy_p2.md - Key policy P-2 (SUPERSEDED) / Expiry"}  # two passages, one title
     assert index.search("quay office")[0].title == "notes.txt"  # a document that opens with text has none
     # The title is not indexed with each passage: only the passage under it matches its words.
     assert [hit.snippet for hit in index.search("superseded", per_source=5)] == [
