@@ -16,7 +16,9 @@ evidence behind every reference.
 
 An aggregator's sentence that cites nothing is given the citation of a cited subtask sentence
 it restates (``carry_citations``), or of a shown source sentence that states its facts: every
-number, and most of the words it adds to the task (``cite_statements``).
+number, and most of the words it adds to the task (``cite_statements``). A sentence stated
+only in part (a fact padded with words of the model's own) has its stated clauses cited. The
+name of a source's document ("according to policy_acp7.md") counts as stated by that source.
 """
 
 from __future__ import annotations
@@ -45,6 +47,10 @@ _TRAILING = re.compile(r"[.!?:;]*\s*$")
 _CITED_CLAUSE = re.compile(r"((?:\s*\[\d+(?:\s*,\s*\d+)*\])+)")  # a run of citation markers
 MIN_SUPPORT = 0.6  # share of an answer's own words (and every number) a sentence must hold to state it
 MIN_SUPPORTED_WORDS = 4  # ... and at least this many of them (all of a shorter claim)
+# A clause of a sentence a source does not state as a whole: it ends at , ; : or a dash, and is
+# cited on its own when it holds a number or at least MIN_CLAUSE_CLAIM words of its own.
+_CLAUSE_BREAK = re.compile(r"([,;:]\s+|\s+[-–—]\s+)")
+MIN_CLAUSE_CLAIM = 3
 _COMMON = (
     "a an and are as at be been by did do does for from had has have how in is it its many much no nor not of on or "
     "that the their them there these they this those to under was were what when where which who whom whose "
@@ -219,8 +225,9 @@ def evidence(answer: str, task: str, sources: Sequence[Source]) -> Statement | N
     needed = max(MIN_SUPPORT * len(claim), min(MIN_SUPPORTED_WORDS, len(claim)))
     best: tuple[float, int, int, str] | None = None
     for n, source in enumerate(sources, start=1):
+        named = _stems(_document_name(source))  # "according to policy_acp7.md" is what the file says it is
         for sentence in quotable([source]):
-            words = _stems(sentence)
+            words = _stems(sentence) | named
             share = _states(words, claim)
             if share * len(claim) >= needed:
                 rank = (share, len(asked & words), -n, sentence)
@@ -237,6 +244,15 @@ def cite_statements(answer: str, task: str, sources: Sequence[Source]) -> tuple[
     Returns the text, the sources and how many sentences were given a citation.
     """
     grounded = list(sources)
+
+    def cite(text: str, stated: Statement) -> str:
+        n = stated.source
+        if not grounded[n - 1].verified:
+            grounded[n - 1] = grounded[n - 1].model_copy(update={"verified": True, "quote": stated.sentence})
+        tail = _TRAILING.search(text)
+        at = tail.start() if tail else len(text)
+        return f"{text[:at]} [{n}]{text[at:]}"
+
     parts = _SENTENCE_BREAK.split(answer)
     cited = 0
     for i in range(0, len(parts), 2):  # even items are sentences, odd ones the breaks between them
@@ -244,15 +260,22 @@ def cite_statements(answer: str, task: str, sources: Sequence[Source]) -> tuple[
         if not sentence.strip() or cited_numbers(sentence):
             continue
         stated = evidence(sentence, task, grounded)
-        if stated is None:
+        if stated is not None:
+            parts[i] = cite(sentence, stated)
+            cited += 1
             continue
-        n, quote = stated.source, stated.sentence
-        if not grounded[n - 1].verified:
-            grounded[n - 1] = grounded[n - 1].model_copy(update={"verified": True, "quote": quote})
-        tail = _TRAILING.search(sentence)
-        at = tail.start() if tail else len(sentence)
-        parts[i] = f"{sentence[:at]} [{n}]{sentence[at:]}"
-        cited += 1
+        # A small model pads a stated fact with words of its own ("..., to ensure it is handled
+        # promptly"): the clauses a source states are cited, the padding is not.
+        clauses = _CLAUSE_BREAK.split(sentence)
+        for j in range(0, len(clauses), 2):
+            if len(_claim(clauses[j], task)) < MIN_CLAUSE_CLAIM and not _has_number(clauses[j], task):
+                continue  # too little of its own for a citation to mean anything
+            stated = evidence(clauses[j], task, grounded)
+            if stated is not None:
+                clauses[j] = cite(clauses[j], stated)
+        if "".join(clauses) != sentence:
+            parts[i] = "".join(clauses)
+            cited += 1
     return "".join(parts), grounded, cited
 
 
@@ -333,6 +356,15 @@ def _claim(answer: str, task: str) -> list[str]:
     asked = _stems(task)
     words = [stem(w) for w in normalize(renumber(answer, {})).split() if w not in _STOP_WORDS]
     return [w for w in dict.fromkeys(words) if w not in asked]
+
+
+def _has_number(text: str, task: str) -> bool:
+    return any(w.isdigit() for w in _claim(text, task))
+
+
+def _document_name(source: Source) -> str:
+    """The last part of a source's path or address (a file name such as ``policy_acp7.md``)."""
+    return source.ref.rstrip("/").rsplit("/", 1)[-1]
 
 
 def _adds_little(sentence: str, cited: str) -> bool:

@@ -162,6 +162,28 @@ def test_a_sentence_no_source_states_stays_uncited():
     assert cite_statements(answer, "How many people work in Team Gannet?", [TEAMS]) == (answer, [TEAMS], 0)
 
 
+def test_a_stated_clause_is_cited_when_the_model_padded_its_sentence():
+    answer = "Team Gannet has 6 people, so that it can cover every shift promptly and efficiently."
+    text, sources, cited = cite_statements(answer, "How many people work in Team Gannet?", [LISTS, TEAMS])
+    assert text == "Team Gannet has 6 people [2], so that it can cover every shift promptly and efficiently."
+    assert cited == 1 and sources[1].verified is True
+
+
+def test_a_clause_with_too_little_of_its_own_is_not_cited():
+    answer = "Gannet has a lead, who meets the others every week for planning."  # "lead" alone proves nothing
+    assert cite_statements(answer, "Who works in Team Gannet?", [TEAMS]) == (answer, [TEAMS], 0)
+
+
+def test_naming_the_source_document_does_not_stop_a_sentence_being_stated():
+    policy = Source(
+        ref="/docs/policy_acp7.md", title="ACP-7", snippet="Session tokens are valid for 16 hours from login."
+    )
+    answer = "Session tokens were valid for 16 hours from login according to policy_acp7.md."
+    text, _, cited = cite_statements(answer, "How long were session tokens valid?", [policy])
+    assert text == "Session tokens were valid for 16 hours from login according to policy_acp7.md [1]."
+    assert cited == 1
+
+
 def test_citations_after_a_full_stop_belong_to_the_sentence_before_them():
     results = ["The loop wraps coroutines in futures. It schedules them in the event loop. [2]"]
     answer = "It schedules them in the event loop."
