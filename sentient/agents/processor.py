@@ -23,7 +23,7 @@ from sentient.agents.runner import AgentCall, AgentRunner
 from sentient.agents.schemas import AggregationOutput, AnswerOutput, AtomizerOutput, ExecutionOutput
 from sentient.context.builder import AgentContext, ContextBuilder
 from sentient.context.citations import renumber
-from sentient.context.grounding import carry_citations, cite_by_evidence, cite_statements, ground
+from sentient.context.grounding import carry_citations, cite_by_evidence, cite_statements, coverage, ground
 from sentient.events import (
     EventBus,
     NodeCreated,
@@ -36,7 +36,7 @@ from sentient.events import (
     snapshot,
 )
 from sentient.exceptions import AgentError
-from sentient.graph.node import NodeType, Source, TaskNode
+from sentient.graph.node import NodeType, Source, TaskNode, TaskType
 from sentient.graph.plan import PlanOutput, SubTask
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
@@ -55,6 +55,9 @@ from sentient.tools.toolbox import SourceSink, ToolBox
 _S = TaskStatus
 T = TypeVar("T", bound=BaseModel)
 RETRIEVED_SOURCES = 5  # per retrieval tool, before each executor call
+# A task one document passage holds this share of the words of is a lookup: it is executed
+# without asking the atomizer (bench/README.md, "adaptive recursion").
+LOOKUP_COVERAGE = 0.85
 
 
 class AgentProcessor:
@@ -300,6 +303,9 @@ class AgentProcessor:
             return NodeType.EXECUTE
         if self._settings.skip_atomization:
             return NodeType.PLAN
+        if await self._is_lookup(goal, task_type):
+            logger.info("task '{}' is a lookup: one passage holds its words; executed directly", goal[:60])
+            return NodeType.EXECUTE
         context = self._context.for_atomizing(node, goal, plan_goals)
         try:
             task = atomize_task(goal, task_type)
@@ -310,6 +316,22 @@ class AgentProcessor:
             node.warnings.append(f"atomizer failed for '{goal[:60]}', executing it directly: {exc}")
             return NodeType.EXECUTE
         return NodeType.EXECUTE if verdict.is_atomic else NodeType.PLAN
+
+    async def _is_lookup(self, goal: str, task_type: str) -> bool:
+        """Whether one passage of the local documents holds nearly every word of ``goal``.
+
+        The embedded model's atomizer cannot tell a lookup from a question that must find
+        something first (bench/README.md); the documents can: the words of "what is the payload
+        limit of KESTREL-ingest" meet in one passage, those of "the title of the on-call lead
+        of Team Cormorant" only across two. Only the local documents are searched (no web
+        request for a decision); without them the atomizer decides alone.
+        """
+        tools = self._toolboxes.get(self._profile.executor_for(TaskType(task_type)).name)
+        docs = tools.docs() if tools is not None else None
+        if docs is None:
+            return False
+        found = await docs.retrieve(goal, RETRIEVED_SOURCES)
+        return any(coverage(goal, source) >= LOOKUP_COVERAGE for source in found)
 
     async def _retrieve(self, node: TaskNode, tools: ToolBox | None) -> list[Source]:
         """Search with the executor's retrieval tools (documents, the web) before it is called.

@@ -358,6 +358,17 @@ def _claim(answer: str, task: str) -> list[str]:
     return [w for w in dict.fromkeys(words) if w not in asked]
 
 
+def coverage(question: str, source: Source) -> float:
+    """The share of ``question``'s own words (stemmed, common words left out) that ``source``'s
+    title and snippet hold. A passage that holds nearly all of them answers a lookup; a question
+    whose words only meet across passages asks for something to be found first."""
+    asked = _claim(question, "")
+    if not asked:
+        return 0.0
+    held = _stems(f"{source.title} {source.snippet}")
+    return sum(w in held for w in asked) / len(asked)
+
+
 def _has_number(text: str, task: str) -> bool:
     return any(w.isdigit() for w in _claim(text, task))
 

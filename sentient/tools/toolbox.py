@@ -180,6 +180,11 @@ class ToolBox:
     def __len__(self) -> int:
         return len(self._tools)
 
+    def docs(self) -> DocsSearch | None:
+        """The local documents search, if this toolbox has one."""
+        tool = self._tools.get("docs_search")
+        return tool if isinstance(tool, DocsSearch) else None
+
     def retrieval_tools(self) -> list[RetrievalTool]:
         """The tools that can run up-front with a query (docs_search, web_search)."""
         return [tool for tool in self._tools.values() if isinstance(tool, RetrievalTool)]

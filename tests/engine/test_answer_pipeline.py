@@ -9,7 +9,8 @@ from sentient.graph.node import NodeType, TaskType
 from sentient.graph.plan import PlanOutput, SubTask
 from sentient.graph.status import TaskStatus
 
-GOAL = "How does the asyncio event loop run coroutines?"
+GOAL = "How does the asyncio event loop run coroutines?"  # one passage of the docs holds all its words
+COMPOUND = "Which component runs coroutines, and what does it share with threads?"  # two passages do
 
 
 def grounded_executor(request: FakeRequest) -> ExecutionOutput:
@@ -20,14 +21,15 @@ def grounded_executor(request: FakeRequest) -> ExecutionOutput:
 
 
 async def test_a_simple_goal_is_answered_directly_with_one_search_and_a_grounded_citation(make_agent) -> None:
-    model = ScriptedModel(script={"atomizer": AtomizerOutput(is_atomic=True), "executor": grounded_executor})
+    # The atomizer would plan it; it is not asked: one passage of the documents holds the goal's words.
+    model = ScriptedModel(script={"atomizer": AtomizerOutput(is_atomic=False), "executor": grounded_executor})
     result = await make_agent(model, profile="general_agent").arun(GOAL, write_files=False)
 
     assert result.status == "completed"
     assert len(result.graph) == 1
     root = result.graph.root
     assert root.node_type is NodeType.EXECUTE and root.task_type is TaskType.SEARCH
-    assert [c.request.role for c in model.calls] == ["atomizer", "executor"]
+    assert [c.request.role for c in model.calls] == ["executor"]
     assert root.result == "It runs them as tasks [1]."
     assert root.sources[0].verified is True and root.sources[0].ref.endswith("asyncio.md")
     assert "— verified: “" in result.report_markdown
@@ -58,11 +60,16 @@ async def test_a_grammar_decoded_model_answers_plainly_and_its_citations_are_che
     assert sum("dropped" in w for w in root.warnings) == 2
 
 
-async def test_a_compound_goal_is_planned(make_agent) -> None:
+async def test_a_goal_no_passage_holds_is_left_to_the_atomizer(make_agent) -> None:
     model = ScriptedModel(script={"atomizer": AtomizerOutput(is_atomic=False)})
-    result = await make_agent(model, profile="general_agent").arun(GOAL, write_files=False)
+    result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
     assert result.graph.root.node_type is NodeType.PLAN
     assert [c.request.role for c in model.calls][:2] == ["atomizer", "planner"]
+
+    model = ScriptedModel(script={"atomizer": AtomizerOutput(is_atomic=True)})
+    result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
+    assert result.graph.root.node_type is NodeType.EXECUTE
+    assert [c.request.role for c in model.calls] == ["atomizer", "executor"]
 
 
 async def test_an_unsupported_citation_is_dropped_and_noted_on_the_node(make_agent) -> None:
@@ -97,16 +104,17 @@ async def test_a_second_hop_searches_with_the_first_hops_result_and_skips_its_pa
     docs_index.search = spy  # type: ignore[method-assign]
     try:
         model = ScriptedModel(script={"planner": plan, "executor": grounded_executor})
-        result = await make_agent(model, max_depth=1).arun(GOAL, write_files=False)
+        result = await make_agent(model, max_depth=1).arun(COMPOUND, write_files=False)
     finally:
         del docs_index.search
     assert result.status == "completed"
-    first, second = queries
-    assert first.splitlines() == ["Which component runs coroutines?", GOAL]
+    lookup, first, second = queries  # is the goal a lookup? then the executors' searches
+    assert lookup == COMPOUND
+    assert first.splitlines() == ["Which component runs coroutines?", COMPOUND]
     assert "It runs them as tasks." in second  # the first hop's result, citations removed
     # The passage the first hop cites reaches the second through its result, so the second
     # hop's search asks for one more passage to make up for skipping it.
-    assert limits == [5, 6]
+    assert limits == [5, 5, 6]
     hop2 = result.graph.get("root.1")
     assert [s.ref for s in hop2.sources].count(result.graph.get("root.0").sources[0].ref) == 1
 
@@ -119,7 +127,7 @@ async def test_a_reasoning_step_without_dependencies_waits_for_the_searches_befo
         ]
     )
     model = ScriptedModel(script={"planner": plan})
-    result = await make_agent(model, max_depth=1).arun(GOAL, write_files=False)
+    result = await make_agent(model, max_depth=1).arun(COMPOUND, write_files=False)
     think = result.graph.get("root.1")
     assert think.depends_on == ["root.0"]
     assert any("dropped dependency on itself" in w for w in think.warnings)
