@@ -362,7 +362,7 @@ def coverage(question: str, source: Source) -> float:
     """The share of ``question``'s own words (stemmed, common words left out) that ``source``'s
     title and snippet hold. A passage that holds nearly all of them answers a lookup; a question
     whose words only meet across passages asks for something to be found first."""
-    asked = _claim(question, "")
+    asked = [w for w in _claim(question, "") if len(w) > 1 or w.isdigit()]  # not the "s" of "Python's"
     if not asked:
         return 0.0
     held = _stems(f"{source.title} {source.snippet}")

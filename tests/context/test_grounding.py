@@ -4,6 +4,7 @@ from sentient.context.grounding import (
     carry_citations,
     cite_by_evidence,
     cite_statements,
+    coverage,
     evidence,
     ground,
     quotable,
@@ -182,6 +183,14 @@ def test_naming_the_source_document_does_not_stop_a_sentence_being_stated():
     text, _, cited = cite_statements(answer, "How long were session tokens valid?", [policy])
     assert text == "Session tokens were valid for 16 hours from login according to policy_acp7.md [1]."
     assert cited == 1
+
+
+def test_coverage_is_the_share_of_the_questions_own_words_one_passage_holds():
+    assert coverage("What is the headcount of Team Gannet?", TEAMS) == 1.0  # title, snippet: every word
+    # Found only by going through another document first: the lead's start date is not in this one.
+    assert coverage("In which year did the on-call lead of Team Gannet join?", TEAMS) == 4 / 6  # not year, join
+    assert coverage("What does a list's append do?", LISTS) == 1.0  # the "s" of "list's" is no word
+    assert coverage("How?", TEAMS) == 0.0
 
 
 def test_citations_after_a_full_stop_belong_to_the_sentence_before_them():
