@@ -74,6 +74,12 @@ class Cancel(_Command):
     command: Literal["cancel"] = "cancel"
 
 
+class Delete(_Command):
+    """Stop the project's run, wait for it to end, and delete the project."""
+
+    command: Literal["delete"] = "delete"
+
+
 class ReviewAnswered(_Command):
     """The answer of the project's review ``review_id`` is stored: wake the run waiting on it."""
 
@@ -81,10 +87,10 @@ class ReviewAnswered(_Command):
     review_id: str
 
 
-Command = Annotated[Join | Cancel | ReviewAnswered, Field(discriminator="command")]
-_COMMAND: TypeAdapter[Join | Cancel | ReviewAnswered] = TypeAdapter(Command)
+Command = Annotated[Join | Cancel | Delete | ReviewAnswered, Field(discriminator="command")]
+_COMMAND: TypeAdapter[Join | Cancel | Delete | ReviewAnswered] = TypeAdapter(Command)
 
-CommandHandler = Callable[[Join | Cancel | ReviewAnswered], None]
+CommandHandler = Callable[[Join | Cancel | Delete | ReviewAnswered], None]
 """Serves a command forwarded to this process."""
 
 
@@ -130,7 +136,7 @@ class OwnerRelay:
         message = self._pubsub.get_message(timeout=0.5)
         return bool(message and message.get("type") == "subscribe")
 
-    def forward(self, owner_token: str, command: Join | Cancel | ReviewAnswered) -> bool:
+    def forward(self, owner_token: str, command: Join | Cancel | Delete | ReviewAnswered) -> bool:
         """Send ``command`` to the process ``owner_token``; False when no process listens there."""
         try:
             receivers = self._client.publish(channel_of(owner_token), command.model_dump_json())

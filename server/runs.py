@@ -17,6 +17,7 @@ import concurrent.futures
 import contextlib
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -49,7 +50,7 @@ from .config import DOCS_ROOTS_ENV, ServerSettings
 from .errors import as_api_error, bad_request
 from .events import Broadcaster, ProjectFeed, room_of
 from .jobqueue import ProjectQueue
-from .relay import Cancel, Join, OwnerRelay, ReviewAnswered
+from .relay import Cancel, Delete, Join, OwnerRelay, ReviewAnswered
 from .responses import Graph, ProjectEvent, ProjectResponse, ProjectSnapshot, ReviewResponse
 from .reviews import ReviewBroker
 from .schemas import valid_project_id
@@ -237,7 +238,9 @@ class RunManager:
         return True
 
     def delete(self, project_id: str, timeout: float = 30.0) -> None:
-        """Cancel the project if it runs, wait for its run to end, then delete it."""
+        """Delete the project once no run of it is left: a run here is stopped and waited for; the
+        process that runs it elsewhere is asked to do the same and delete it; a job waiting in the
+        queue is withdrawn (the worker that takes it drops it)."""
         self.record(project_id)
         with self._project_lock(project_id):
             with self._lock:
@@ -245,12 +248,29 @@ class RunManager:
                 if run is not None:
                     self._stop(run, "delete")
             if run is not None and not run.wait(timeout):
-                raise ProjectRunningError(
-                    project_id, f"project '{project_id}' did not stop within {timeout:g}s; try again."
-                )
-            self.service.delete(project_id)
+                raise _still_running(project_id, timeout)
+            if run is not None or not self._delete_elsewhere(project_id, timeout):
+                self.service.delete(project_id)
         with self._lock:
             self._project_locks.pop(project_id, None)
+
+    def _delete_elsewhere(self, project_id: str, timeout: float) -> bool:
+        """Have the live process that runs the project delete it: True once it is gone. False when
+        no other process runs it (a job of it waiting in the queue is withdrawn first), or when the
+        one that does never listens: the service's delete then refuses, naming it."""
+        record = self.record(project_id)
+        if record.status is not ProjectStatus.RUNNING:
+            if self._queue is not None:
+                self._engine.submit(self._queue.take(project_id)).result(timeout=10)
+            return False
+        if not self._forward(Delete(project_id=project_id), record):
+            return False
+        deadline = time.monotonic() + timeout
+        while self.service.exists(project_id):
+            if time.monotonic() > deadline:
+                raise _still_running(project_id, timeout)
+            time.sleep(0.05)
+        return True
 
     def resume_interrupted(self) -> list[str]:
         """Resume the projects that were running when the server (or another process) stopped."""
@@ -484,7 +504,7 @@ class RunManager:
 
         self._engine.call(on_loop)
 
-    def serve_forwarded(self, command: Join | Cancel | ReviewAnswered) -> None:
+    def serve_forwarded(self, command: Join | Cancel | Delete | ReviewAnswered) -> None:
         """Serve a command that another process forwarded here, the holder of its project; a
         failed join goes to its client as ``error``, any other failure to the log."""
         try:
@@ -492,6 +512,8 @@ class RunManager:
                 self.join(command.sid, command.project_id)
             elif isinstance(command, Cancel):
                 self.cancel(command.project_id)
+            elif isinstance(command, Delete):  # waits for the run to end: not on the relay's thread
+                threading.Thread(target=self._serve_delete, args=(command.project_id,), daemon=True).start()
             else:
                 self._reviews.wake(command.review_id)
         except SentientError as exc:
@@ -504,7 +526,13 @@ class RunManager:
                     lambda: self._broadcaster_server().emit("error", payload, to=sid, namespace="/")
                 )
 
-    def _forward(self, command: Join | Cancel, record: ProjectRecord) -> bool:
+    def _serve_delete(self, project_id: str) -> None:
+        try:
+            self.delete(project_id)
+        except SentientError as exc:
+            logger.warning("project {}: forwarded delete not served: {}", project_id, exc)
+
+    def _forward(self, command: Join | Cancel | Delete, record: ProjectRecord) -> bool:
         """Hand the command to the live process that runs the project, when another one does (True)."""
         token = record.owner_token
         if self._relay is None or record.status is not ProjectStatus.RUNNING or token is None:
@@ -540,3 +568,7 @@ class RunManager:
 
     def _broadcaster_server(self) -> Any:
         return self._broadcaster.server
+
+
+def _still_running(project_id: str, timeout: float) -> ProjectRunningError:
+    return ProjectRunningError(project_id, f"project '{project_id}' did not stop within {timeout:g}s; try again.")

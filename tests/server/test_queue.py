@@ -82,3 +82,19 @@ def test_a_queued_project_cancelled_before_any_worker_took_it_ends_cancelled_and
     assert client.get(f"/api/projects/{kept}").get_json()["status"] == "created"
     again = client.post(f"/api/projects/{cancelled}/cancel")
     assert again.status_code == 409  # no longer queued, and not running
+
+
+def test_a_queued_project_deleted_before_any_worker_took_it_is_gone_with_its_mark(
+    redis_server: RedisServer, server_settings: ServerSettings, make_app: Callable[..., Flask]
+) -> None:
+    app = make_app(with_urls(server_settings, redis_url=redis_server.url, queue_url=redis_server.url))
+    client = app.test_client()
+    project_id = client.post("/api/projects", json={"goal": "How does asyncio schedule tasks?"}).get_json()["project_id"]
+    assert client.post(f"/api/projects/{project_id}/execute").status_code == 202
+    redis = redis_server.client()
+    assert redis.hkeys(QUEUED) == [project_id.encode()]
+
+    assert client.delete(f"/api/projects/{project_id}").status_code == 200
+
+    assert redis.hkeys(QUEUED) == []  # the worker that takes its job drops it
+    assert client.get(f"/api/projects/{project_id}").status_code == 404

@@ -67,6 +67,24 @@ def test_a_cancel_made_on_the_web_process_stops_the_project_on_its_worker_within
     assert time.monotonic() - asked < 2
 
 
+def test_a_delete_made_on_the_web_process_stops_the_project_on_its_worker_which_deletes_it(
+    cluster: Callable[..., Cluster],
+) -> None:
+    built = cluster()
+    built.web()
+    worker = built.worker("w1", latency_s=0.5)
+    project_id = built.submit("How does asyncio schedule tasks?", max_subtasks=4)
+    built.wait_status(project_id, "running")
+
+    deleted = built.api("DELETE", f"/api/projects/{project_id}")
+
+    assert deleted.status_code == 200, deleted.text
+    assert built.api("GET", f"/api/projects/{project_id}").status_code == 404
+    assert not list((built.tmp_path / "w1").rglob(f"{project_id}*"))  # its files went, none written after
+    output = worker.stop()
+    assert "forwarded delete not served" not in output
+
+
 def test_a_project_cancelled_while_queued_is_not_run_by_the_worker_that_starts_later(
     cluster: Callable[..., Cluster],
 ) -> None:
