@@ -89,7 +89,9 @@ def test_a_queued_project_deleted_before_any_worker_took_it_is_gone_with_its_mar
 ) -> None:
     app = make_app(with_urls(server_settings, redis_url=redis_server.url, queue_url=redis_server.url))
     client = app.test_client()
-    project_id = client.post("/api/projects", json={"goal": "How does asyncio schedule tasks?"}).get_json()["project_id"]
+    project_id = client.post("/api/projects", json={"goal": "How does asyncio schedule tasks?"}).get_json()[
+        "project_id"
+    ]
     assert client.post(f"/api/projects/{project_id}/execute").status_code == 202
     redis = redis_server.client()
     assert redis.hkeys(QUEUED) == [project_id.encode()]
