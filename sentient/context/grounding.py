@@ -58,7 +58,7 @@ _COMMON = (
 )
 # Words an answer uses to point at its sources ("as stated in [2]") state nothing either.
 _ATTRIBUTION = (
-    "according citing confirm confirmed confirms document documents found indicated information mentioned "
+    "according cite cited cites citing confirm confirmed confirms document documents found indicated information mentioned "
     "passage passages per provided shown source sources stated states"
 )
 _STOP_WORDS = frozenset((_COMMON + " " + _ATTRIBUTION).split())  # words that state nothing an answer adds

@@ -193,6 +193,12 @@ def test_coverage_is_the_share_of_the_questions_own_words_one_passage_holds():
     assert coverage("How?", TEAMS) == 0.0
 
 
+def test_words_that_only_say_a_fact_is_cited_do_not_stop_the_source_stating_it():
+    grounded = cite_by_evidence("Team Gannet: 6 people, cited in [1].", "How many people work in Team Gannet?", [TEAMS])
+    assert grounded.text == "Team Gannet: 6 people, cited in [1]."
+    assert grounded.notes == []
+
+
 def test_citations_after_a_full_stop_belong_to_the_sentence_before_them():
     results = ["The loop wraps coroutines in futures. It schedules them in the event loop. [2]"]
     answer = "It schedules them in the event loop."
