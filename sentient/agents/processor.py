@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from functools import partial
+from functools import cache, partial
 from typing import TypeVar
 
 from loguru import logger
@@ -55,7 +55,7 @@ from sentient.tools.toolbox import SourceSink, ToolBox
 _S = TaskStatus
 T = TypeVar("T", bound=BaseModel)
 RETRIEVED_SOURCES = 5  # per retrieval tool, before each executor call
-# A task one document passage holds this share of the words of is a lookup: it is executed
+# A task one document passage holds this share of the words of (by rarity) is a lookup: it is executed
 # without asking the atomizer (bench/README.md, "adaptive recursion").
 LOOKUP_COVERAGE = 0.85
 
@@ -323,7 +323,7 @@ class AgentProcessor:
         The embedded model's atomizer cannot tell a lookup from a question that must find
         something first (bench/README.md); the documents can: the words of "what is the payload
         limit of KESTREL-ingest" meet in one passage, those of "the title of the on-call lead
-        of Team Cormorant" only across two. Only the local documents are searched (no web
+        of Team Cormorant" only across two. Each word counts by its rarity in the documents. Only the local documents are searched (no web
         request for a decision); without them the atomizer decides alone.
         """
         tools = self._toolboxes.get(self._profile.executor_for(TaskType(task_type)).name)
@@ -331,7 +331,9 @@ class AgentProcessor:
         if docs is None:
             return False
         found = await docs.retrieve(goal, RETRIEVED_SOURCES)
-        return any(coverage(goal, source) >= LOOKUP_COVERAGE for source in found)
+        rarity = cache(docs.rarity)
+        covered = await asyncio.to_thread(lambda: max((coverage(goal, s, rarity) for s in found), default=0.0))
+        return covered >= LOOKUP_COVERAGE
 
     async def _retrieve(self, node: TaskNode, tools: ToolBox | None) -> list[Source]:
         """Search with the executor's retrieval tools (documents, the web) before it is called.

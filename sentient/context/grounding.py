@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -358,15 +358,21 @@ def _claim(answer: str, task: str) -> list[str]:
     return [w for w in dict.fromkeys(words) if w not in asked]
 
 
-def coverage(question: str, source: Source) -> float:
-    """The share of ``question``'s own words (stemmed, common words left out) that ``source``'s
-    title and snippet hold. A passage that holds nearly all of them answers a lookup; a question
-    whose words only meet across passages asks for something to be found first."""
-    asked = [w for w in _claim(question, "") if len(w) > 1 or w.isdigit()]  # not the "s" of "Python's"
-    if not asked:
-        return 0.0
+def coverage(question: str, source: Source, weight: Callable[[str], float] | None = None) -> float:
+    """The share of ``question``'s own words (common words left out) that ``source``'s title and
+    snippet hold, each word counted by ``weight`` (e.g. its rarity in the documents; default 1).
+
+    A passage that holds nearly all of them answers a lookup; a question whose words only meet
+    across passages asks for something to be found first. Rarity weighing keeps a word that
+    most passages lack anyway ("Python" in Python's own docstrings) from counting as much as
+    a name.
+    """
+    words = [w for w in dict.fromkeys(normalize(question).split()) if w not in _STOP_WORDS]
+    words = [w for w in words if len(w) > 1 or w.isdigit()]  # not the "s" of "Python's"
     held = _stems(f"{source.title} {source.snippet}")
-    return sum(w in held for w in asked) / len(asked)
+    weights = [weight(w) if weight else 1.0 for w in words]
+    total = sum(weights)
+    return sum(wt for w, wt in zip(words, weights, strict=True) if stem(w) in held) / total if total else 0.0
 
 
 def _has_number(text: str, task: str) -> bool:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import math
 import os
 import re
 import sqlite3
@@ -401,6 +402,14 @@ class DocsIndex:
         with self._lock:
             found = self._conn.execute(f"SELECT source, title FROM documents WHERE source IN ({marks})", list(sources))
             return dict(found.fetchall())
+
+    def rarity(self, word: str) -> float:
+        """How rare ``word`` (one lower-case word) is in the index: log(1 + passages / (1 + passages
+        holding it)), as BM25 weighs it; 0 in an empty index."""
+        with self._lock:
+            (passages,) = self._conn.execute("SELECT count(*) FROM passages").fetchone()
+        holding = self._frequency(word, "")[1] if passages else 0
+        return math.log(1 + passages / (1 + holding))
 
     def _frequency(self, word: str, source: str) -> tuple[int, int]:
         """(other sources than `source` that contain `word`, passages that contain it)."""

@@ -58,6 +58,10 @@ class DocsSearch:
         hits = await asyncio.to_thread(self._index.search, query, max(1, min(limit, 20)), follow=self._follow)
         return [Source(ref=h.source, title=h.title, snippet=h.snippet) for h in hits]
 
+    def rarity(self, word: str) -> float:
+        """How rare ``word`` is in the documents (:meth:`DocsIndex.rarity`)."""
+        return self._index.rarity(word)
+
     async def run(self, *, query: str, max_results: int | None = None) -> ToolOutput:
         sources = await self.retrieve(query, max_results or self._default_results)
         return ToolOutput(text="" if sources else f"No documents match {query!r}.", sources=sources)

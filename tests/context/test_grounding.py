@@ -191,6 +191,11 @@ def test_coverage_is_the_share_of_the_questions_own_words_one_passage_holds():
     assert coverage("In which year did the on-call lead of Team Gannet join?", TEAMS) == 4 / 6  # not year, join
     assert coverage("What does a list's append do?", LISTS) == 1.0  # the "s" of "list's" is no word
     assert coverage("How?", TEAMS) == 0.0
+    # Weighed by rarity, a common word the passage lacks ("python") costs little, a name a lot.
+    rare = {"python": 0.1, "gannet": 3.0}.get
+    assert coverage("What is the headcount of Python's Team Gannet?", TEAMS) == 3 / 4
+    assert coverage("What is the headcount of Python's Team Gannet?", TEAMS, lambda w: rare(w, 1.0)) == 5 / 5.1
+    assert coverage("How big is Team Kestrel?", TEAMS, lambda w: {"kestrel": 3.0}.get(w, 1.0)) == 1 / 5
 
 
 def test_words_that_only_say_a_fact_is_cited_do_not_stop_the_source_stating_it():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -272,3 +273,12 @@ def test_python_docs_rebuilds_a_stale_or_corrupt_cache(tmp_path: Path) -> None:
     db_file.write_bytes(b"not a database at all")
     with DocsIndex.python_docs(tmp_path, embeddings=HashingEmbedder) as rebuilt:
         assert len(rebuilt) == rebuilt_size
+
+
+def test_a_word_is_rarer_the_fewer_passages_hold_it(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("The harbour key opens the quay gate.\n")
+    (tmp_path / "b.md").write_text("The harbour office keeps the tide tables.\n")
+    index = DocsIndex.from_folder(tmp_path, relative_sources=True)
+
+    assert index.rarity("quay") > index.rarity("harbour") > 0  # in one passage of two; in both
+    assert index.rarity("kelp") == math.log(1 + 2)  # in none
