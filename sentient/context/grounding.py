@@ -50,7 +50,7 @@ MIN_SUPPORTED_WORDS = 4  # ... and at least this many of them (all of a shorter 
 # A clause of a sentence a source does not state as a whole: it ends at , ; : or a dash, and is
 # cited on its own when it holds a number or at least MIN_CLAUSE_CLAIM words of its own.
 _CLAUSE_BREAK = re.compile(r"([,;:]\s+|\s+[-–—]\s+)")
-MIN_CLAUSE_CLAIM = 3
+MIN_CLAUSE_CLAIM = 2
 _COMMON = (
     "a an and are as at be been by did do does for from had has have how in is it its many much no nor not of on or "
     "that the their them there these they this those to under was were what when where which who whom whose "

@@ -170,6 +170,16 @@ def test_a_stated_clause_is_cited_when_the_model_padded_its_sentence():
     assert cited == 1 and sources[1].verified is True
 
 
+def test_a_two_word_clause_is_cited_when_one_sentence_holds_both_words():
+    shelve = Source(
+        ref="/docs/shelve.md", title="Shelve", snippet="A shelf maps keys to values. The keys are ordinary strings."
+    )
+    answer = "The keys of a shelf are ordinary strings, as the manual for mappings explains."
+    text, _, cited = cite_statements(answer, "What are the keys of a shelf?", [shelve])
+    assert text == "The keys of a shelf are ordinary strings [1], as the manual for mappings explains."
+    assert cited == 1
+
+
 def test_a_clause_with_too_little_of_its_own_is_not_cited():
     answer = "Gannet has a lead, who meets the others every week for planning."  # "lead" alone proves nothing
     assert cite_statements(answer, "Who works in Team Gannet?", [TEAMS]) == (answer, [TEAMS], 0)
