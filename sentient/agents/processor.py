@@ -109,7 +109,7 @@ class AgentProcessor:
         """
         if self._settings.force_root_planning:
             return
-        root.node_type = await self._node_type_for(root, root.goal, root.task_type.value, [], layer=0)
+        root.node_type = await self._node_type_for(root, root.goal, root.task_type, [], layer=0)
 
     async def plan(self, node: TaskNode) -> None:
         """PLANNING -> (review) -> ATOMIZATION -> PLAN_DONE, or FAILED."""
@@ -289,7 +289,7 @@ class AgentProcessor:
         goals = [s.goal for s in subtasks]
         layer = node.layer + 1
         node_types = await asyncio.gather(
-            *(self._node_type_for(node, s.goal, s.task_type.value, goals, layer) for s in subtasks)
+            *(self._node_type_for(node, s.goal, s.task_type, goals, layer) for s in subtasks)
         )
         children = self.graph.add_children(node.task_id, subtasks, node_types)
         for child in children:
@@ -297,7 +297,7 @@ class AgentProcessor:
         self.move(node, _S.PLAN_DONE)
 
     async def _node_type_for(
-        self, node: TaskNode, goal: str, task_type: str, plan_goals: list[str], layer: int
+        self, node: TaskNode, goal: str, task_type: TaskType, plan_goals: list[str], layer: int
     ) -> NodeType:
         if layer >= self._settings.max_depth:
             return NodeType.EXECUTE
@@ -308,7 +308,7 @@ class AgentProcessor:
             return NodeType.EXECUTE
         context = self._context.for_atomizing(node, goal, plan_goals)
         try:
-            task = atomize_task(goal, task_type)
+            task = atomize_task(goal, task_type.value)
             verdict = await self._ask(
                 node, Role.ATOMIZER, self._profile.atomizer, task, context, AtomizerOutput, layer=layer
             )
@@ -317,7 +317,7 @@ class AgentProcessor:
             return NodeType.EXECUTE
         return NodeType.EXECUTE if verdict.is_atomic else NodeType.PLAN
 
-    async def _is_lookup(self, goal: str, task_type: str) -> bool:
+    async def _is_lookup(self, goal: str, task_type: TaskType) -> bool:
         """Whether one passage of the local documents holds nearly every word of ``goal``.
 
         The embedded model's atomizer cannot tell a lookup from a question that must find
@@ -326,7 +326,7 @@ class AgentProcessor:
         of Team Cormorant" only across two. Each word counts by its rarity in the documents. Only the local documents are searched (no web
         request for a decision); without them the atomizer decides alone.
         """
-        tools = self._toolboxes.get(self._profile.executor_for(TaskType(task_type)).name)
+        tools = self._toolboxes.get(self._profile.executor_for(task_type).name)
         docs = tools.docs() if tools is not None else None
         if docs is None:
             return False
