@@ -231,11 +231,16 @@ class RunManager:
 
     def _withdraw(self, project_id: str) -> bool:
         """Cancel a project that waits in the queue (True), before any worker takes it."""
-        if self._queue is None or not self._engine.submit(self._queue.take(project_id)).result(timeout=10):
+        if not self._take_queued(project_id):
             return False
         self.store.set_status(project_id, ProjectStatus.CANCELLED, owner=self.store.owner)
         self._engine.submit(self._announce("project_completed", project_id))
         return True
+
+    def _take_queued(self, project_id: str) -> bool:
+        """Take the project's queued mark (True when it waited in the queue): the worker that takes
+        its job then drops it. False without a queue."""
+        return self._queue is not None and self._engine.submit(self._queue.take(project_id)).result(timeout=10)
 
     def delete(self, project_id: str, timeout: float = 30.0) -> None:
         """Delete the project once no run of it is left: a run here is stopped and waited for; the
@@ -260,8 +265,7 @@ class RunManager:
         one that does never listens: the service's delete then refuses, naming it."""
         record = self.record(project_id)
         if record.status is not ProjectStatus.RUNNING:
-            if self._queue is not None:
-                self._engine.submit(self._queue.take(project_id)).result(timeout=10)
+            self._take_queued(project_id)
             return False
         if not self._forward(Delete(project_id=project_id), record):
             return False

@@ -323,8 +323,9 @@ class AgentProcessor:
         The embedded model's atomizer cannot tell a lookup from a question that must find
         something first (bench/README.md); the documents can: the words of "what is the payload
         limit of KESTREL-ingest" meet in one passage, those of "the title of the on-call lead
-        of Team Cormorant" only across two. Each word counts by its rarity in the documents. Only the local documents are searched (no web
-        request for a decision); without them the atomizer decides alone.
+        of Team Cormorant" only across two. Each word counts by its rarity in the documents.
+        Only the local documents are searched (no web request for a decision); without them the
+        atomizer decides alone.
         """
         tools = self._toolboxes.get(self._profile.executor_for(task_type).name)
         docs = tools.docs() if tools is not None else None

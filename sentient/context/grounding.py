@@ -268,7 +268,8 @@ def cite_statements(answer: str, task: str, sources: Sequence[Source]) -> tuple[
         # promptly"): the clauses a source states are cited, the padding is not.
         clauses = _CLAUSE_BREAK.split(sentence)
         for j in range(0, len(clauses), 2):
-            if len(_claim(clauses[j], task)) < MIN_CLAUSE_CLAIM and not _has_number(clauses[j], task):
+            own = _claim(clauses[j], task)
+            if len(own) < MIN_CLAUSE_CLAIM and not any(w.isdigit() for w in own):
                 continue  # too little of its own for a citation to mean anything
             stated = evidence(clauses[j], task, grounded)
             if stated is not None:
@@ -373,10 +374,6 @@ def coverage(question: str, source: Source, weight: Callable[[str], float] | Non
     weights = [weight(w) if weight else 1.0 for w in words]
     total = sum(weights)
     return sum(wt for w, wt in zip(words, weights, strict=True) if stem(w) in held) / total if total else 0.0
-
-
-def _has_number(text: str, task: str) -> bool:
-    return any(w.isdigit() for w in _claim(text, task))
 
 
 def _document_name(source: Source) -> str:

@@ -406,8 +406,7 @@ class DocsIndex:
     def rarity(self, word: str) -> float:
         """How rare ``word`` (one lower-case word) is in the index: log(1 + passages / (1 + passages
         holding it)), as BM25 weighs it; 0 in an empty index."""
-        with self._lock:
-            (passages,) = self._conn.execute("SELECT count(*) FROM passages").fetchone()
+        passages = len(self)
         holding = self._frequency(word, "")[1] if passages else 0
         return math.log(1 + passages / (1 + holding))
 

@@ -1,5 +1,7 @@
 from dataclasses import dataclass
 
+import pytest
+
 from sentient.context.grounding import (
     carry_citations,
     cite_by_evidence,
@@ -170,29 +172,40 @@ def test_a_stated_clause_is_cited_when_the_model_padded_its_sentence():
     assert cited == 1 and sources[1].verified is True
 
 
-def test_a_two_word_clause_is_cited_when_one_sentence_holds_both_words():
-    shelve = Source(
-        ref="/docs/shelve.md", title="Shelve", snippet="A shelf maps keys to values. The keys are ordinary strings."
-    )
-    answer = "The keys of a shelf are ordinary strings, as the manual for mappings explains."
-    text, _, cited = cite_statements(answer, "What are the keys of a shelf?", [shelve])
-    assert text == "The keys of a shelf are ordinary strings [1], as the manual for mappings explains."
+@pytest.mark.parametrize(
+    ("source", "task", "answer", "cited_text"),
+    [
+        pytest.param(
+            Source(
+                ref="/docs/shelve.md",
+                title="Shelve",
+                snippet="A shelf maps keys to values. The keys are ordinary strings.",
+            ),
+            "What are the keys of a shelf?",
+            "The keys of a shelf are ordinary strings, as the manual for mappings explains.",
+            "The keys of a shelf are ordinary strings [1], as the manual for mappings explains.",
+            id="a two-word clause, when one sentence holds both words",
+        ),
+        pytest.param(
+            Source(
+                ref="/docs/policy_acp7.md", title="ACP-7", snippet="Session tokens are valid for 16 hours from login."
+            ),
+            "How long were session tokens valid?",
+            "Session tokens were valid for 16 hours from login according to policy_acp7.md.",
+            "Session tokens were valid for 16 hours from login according to policy_acp7.md [1].",
+            id="a sentence naming the source's document",
+        ),
+    ],
+)
+def test_a_stated_sentence_or_clause_is_cited(source: Source, task: str, answer: str, cited_text: str) -> None:
+    text, _, cited = cite_statements(answer, task, [source])
+    assert text == cited_text
     assert cited == 1
 
 
 def test_a_clause_with_too_little_of_its_own_is_not_cited():
     answer = "Gannet has a lead, who meets the others every week for planning."  # "lead" alone proves nothing
     assert cite_statements(answer, "Who works in Team Gannet?", [TEAMS]) == (answer, [TEAMS], 0)
-
-
-def test_naming_the_source_document_does_not_stop_a_sentence_being_stated():
-    policy = Source(
-        ref="/docs/policy_acp7.md", title="ACP-7", snippet="Session tokens are valid for 16 hours from login."
-    )
-    answer = "Session tokens were valid for 16 hours from login according to policy_acp7.md."
-    text, _, cited = cite_statements(answer, "How long were session tokens valid?", [policy])
-    assert text == "Session tokens were valid for 16 hours from login according to policy_acp7.md [1]."
-    assert cited == 1
 
 
 def test_coverage_is_the_share_of_the_questions_own_words_one_passage_holds():
