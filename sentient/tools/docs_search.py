@@ -65,6 +65,13 @@ _WORD = re.compile(r"\w+")
 _MD_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
 _RST_UNDERLINE = re.compile(r"^([=\-~^\"'`#*+:.])\1{2,}\s*$")
 _BLANK_LINES = re.compile(r"\n\s*\n")
+# A document whose title says it no longer applies, and query words that ask for such documents.
+_SUPERSEDED = re.compile(r"\b(superseded|obsolete|outdated|withdrawn)\b", re.IGNORECASE)
+_PAST_WORDS = frozenset(
+    {"superseded", "obsolete", "outdated", "withdrawn", "old", "older", "previous", "former", "earlier", "history"}
+)
+# A document's identifier in its title: letters and digits joined, with an optional dash ("DRP-2").
+_IDENTIFIER = re.compile(r"\b[A-Za-z]+-?\d+\b")
 _SCHEMA = """
 CREATE VIRTUAL TABLE IF NOT EXISTS passages
     USING fts5(source UNINDEXED, title, body, tokenize = 'porter unicode61');
@@ -377,6 +384,8 @@ class DocsIndex:
             ranked = rankings[0][1]
         else:
             ranked = fuse([(weight, [rowid for rowid, _ in ranking]) for weight, ranking in rankings], fusion.k)
+        documents = self._document_titles({rows[rowid][0] for rowid, _ in ranked})
+        ranked = _current_first(ranked, lambda rowid: documents.get(rows[rowid][0]), query)
         best: list[tuple[int, float]] = []
         taken: dict[str, int] = {}
         for rowid, score in ranked:  # best first: the first passage of each source is its best one
@@ -386,7 +395,6 @@ class DocsIndex:
                 best.append((rowid, score))
                 if len(best) == limit:
                     break
-        documents = self._document_titles({rows[rowid][0] for rowid, _ in best})
         hits = []
         for rowid, score in best:
             source, title, body = rows[rowid]
@@ -524,6 +532,35 @@ def _document_title(sections: list[tuple[str | None, str]]) -> str | None:
         if body.strip():
             return None
     return None
+
+
+def _current_first(
+    ranked: list[tuple[int, float]], document_of: Callable[[int], str | None], query: str
+) -> list[tuple[int, float]]:
+    """``ranked`` with the passages of superseded documents moved after all others.
+
+    A document is superseded when its title says so ("Data Retention Policy DRP-2
+    (SUPERSEDED)"). Its passages repeat the current document's words with outdated values, and
+    a small model shown both often answers from the old one. They keep their place when the
+    query asks for them: by a word such as "superseded" or "previous", or by the document's
+    identifier ("DRP-2").
+    """
+    if {word.lower() for word in _WORD.findall(query)} & _PAST_WORDS:
+        return ranked
+    named = {_identifier_key(name) for name in _IDENTIFIER.findall(query)}
+
+    def demoted(rowid: int) -> bool:
+        title = document_of(rowid)
+        if title is None or not _SUPERSEDED.search(title):
+            return False
+        return not any(_identifier_key(name) in named for name in _IDENTIFIER.findall(title))
+
+    return [item for item in ranked if not demoted(item[0])] + [item for item in ranked if demoted(item[0])]
+
+
+def _identifier_key(identifier: str) -> str:
+    """An identifier without case or dash: "DRP-2" and "drp2" both give "drp2"."""
+    return re.sub(r"\W", "", identifier).lower()
 
 
 def _shown_title(source: str, title: str, document: str | None) -> str:

@@ -100,6 +100,29 @@ def test_the_documents_title_is_shown_with_every_passage_but_not_searched(tmp_pa
     ]
 
 
+def test_a_superseded_documents_passages_rank_after_current_ones_unless_asked_for(tmp_path: Path) -> None:
+    # The old policy matches the question better (its words repeat), as superseded copies often do.
+    (tmp_path / "p2.md").write_text(
+        "# Key policy P-2 (SUPERSEDED)\n\nHarbour keys expire after 30 days. Harbour keys expire, keys expire.\n\nSpare keys sit in the vault.\n"
+    )
+    (tmp_path / "p3.md").write_text("# Key policy P-3 (CURRENT)\n\nHarbour keys expire after 45 days.\n")
+    (tmp_path / "quay.md").write_text("# Quay office\n\nThe quay office cuts harbour keys.\n")
+    index = DocsIndex.from_folder(tmp_path, relative_sources=True)
+
+    def sources(query: str, limit: int = 3) -> list[str]:
+        return [hit.source for hit in index.search(query, limit, retrieval=Retrieval.BM25)]
+
+    assert sources("when do harbour keys expire") == ["p3.md", "quay.md", "p2.md"]
+    assert sources("when do harbour keys expire", 2) == ["p3.md", "quay.md"]
+    # Asked for: by a word about the past, or by the document's identifier in any spelling.
+    assert sources("when did harbour keys expire under the superseded policy")[0] == "p2.md"
+    assert sources("when did harbour keys expire under P-2")[0] == "p2.md"
+    assert sources("when did harbour keys expire under p2")[0] == "p2.md"
+    assert sources("when do harbour keys expire under P-3")[0] == "p3.md"
+    # Nothing current matches: the old document is still found.
+    assert sources("the spare vault") == ["p2.md"]
+
+
 def test_html_script_and_style_are_not_indexed_and_tags_not_in_snippets(index: DocsIndex) -> None:
     # The text index is what proves the words were left out: a dense search would still
     # (rightly) offer the harbour page for 'lighthousekeeper'.
