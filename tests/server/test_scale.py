@@ -1,6 +1,7 @@
 """Scale-out with real processes: two web processes, two ``sentient worker`` processes, one Redis and
 one PostgreSQL. Clients of one web process follow, complete and in order, every project submitted
-to the other; and the provider limits of one hosted key hold for both workers together."""
+to the other; and the provider limits of one hosted key (its concurrency cap and its requests per
+minute) hold for both workers together."""
 
 from __future__ import annotations
 
@@ -145,3 +146,39 @@ def test_two_workers_on_one_hosted_key_keep_its_concurrency_cap_together(
     assert all(any(ran(output, p) for p in projects) for output in outputs), "both workers ran projects"
     assert {model for _, _, model in spans} == {"w1", "w2"}
     assert most_in_flight(spans) == 1
+
+
+def test_two_workers_on_one_hosted_key_keep_its_requests_per_minute_together(
+    cluster: Callable[..., Cluster], tmp_path: Path
+) -> None:
+    rpm = 6  # six requests saved, then one every 10 s; a project here makes five
+    user_config = tmp_path / "config.yaml"
+    user_config.write_text(f"providers:\n  openai-compatible:\n    requests_per_minute: {rpm}\n")
+    with chaos_server() as provider:
+        built = cluster()
+        built.web()
+        workers = [
+            built.cli_worker(
+                name,
+                jobs=1,
+                SENTIENT_MODEL=provider.model(name),
+                SENTIENT_USER_CONFIG=str(user_config),
+                OPENAI_COMPATIBLE_API_KEY="sk-the-one-key",
+            )
+            for name in ("w1", "w2")
+        ]
+        built.wait_listening(3)  # the web process and both workers
+        projects = [built.submit(f"How does asyncio schedule tasks? ({n})", max_subtasks=2) for n in range(2)]
+        wait_for(lambda: len(provider.spans) >= rpm, 30, "the key's saved requests to be spent")
+        # Each worker alone would have six of its own, and both projects would be done within moments.
+        time.sleep(3)
+        spans = list(provider.spans)
+        waiting = [project_id for project_id in projects if built.status(project_id) == "running"]
+        for project_id in waiting:
+            assert built.api("POST", f"/api/projects/{project_id}/cancel").status_code == 202
+            built.wait_status(project_id, "cancelled", timeout=10)
+    outputs = [worker.stop() for worker in workers]
+    assert all(sum(ran(output, p) for output in outputs) == 1 for p in projects), outputs
+    assert {model for _, _, model in spans} == {"w1", "w2"}, "both workers spent the key's requests"
+    assert len(spans) <= rpm + 1  # the saved six, and at most one refilled since
+    assert waiting, "a project waits for the key's next request"
