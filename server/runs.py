@@ -56,6 +56,7 @@ from .reviews import ReviewBroker
 from .schemas import valid_project_id
 
 Stopping = Literal["cancel", "delete", "shutdown"]
+_STRENGTH: dict[Stopping, int] = {"shutdown": 0, "cancel": 1, "delete": 2}
 
 
 class ShuttingDownError(SentientError):
@@ -299,7 +300,8 @@ class RunManager:
         return resumed
 
     def shutdown(self, timeout: float = 15.0) -> None:
-        """Stop every run so that the next server start resumes it (status ``interrupted``)."""
+        """Stop every run so that the next server start resumes it (status ``interrupted``); a run
+        already being cancelled or deleted ends as asked."""
         with self._lock:
             self._closing = True
             runs = list(self._runs.values())
@@ -313,9 +315,11 @@ class RunManager:
 
     @staticmethod
     def _stop(run: Run, why: Stopping) -> None:
-        """Cancel the run's coroutine on the engine loop (the caller holds the lock); the first reason stands
-        for a cancel, a delete or shutdown overrides it."""
-        run.stopping = run.stopping if why == "cancel" and run.stopping else why
+        """Cancel the run's coroutine on the engine loop (the caller holds the lock). Of several
+        reasons, the strongest stands: a delete over a cancel, and a cancel over a shutdown, so a
+        cancel that a user was told was accepted is never turned into a hand-back to another worker."""
+        if run.stopping is None or _STRENGTH[why] > _STRENGTH[run.stopping]:
+            run.stopping = why
         if run.future is not None:
             run.future.cancel()
 

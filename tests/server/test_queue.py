@@ -11,6 +11,7 @@ import pytest
 from fakes.redis_server import RedisServer
 from flask import Flask
 
+from sentient.agents.models.fake import ScriptedModel
 from sentient.exceptions import ConfigError
 from sentient_server import ServerSettings, create_app
 from sentient_server.jobqueue import QUEUE_NAME, QUEUED
@@ -58,6 +59,21 @@ def test_a_manager_that_began_to_shut_down_takes_no_queued_project(app: Flask) -
     with pytest.raises(ShuttingDownError):
         runs.take(project_id)  # the worker's job queues the project again, for another worker
     assert runs.record(project_id).status.value == "created"
+
+
+def test_a_run_cancelled_as_its_process_shuts_down_ends_cancelled_and_is_not_handed_back(
+    make_app: Callable[..., Flask], server_settings: ServerSettings
+) -> None:
+    app = make_app(replace(server_settings, model=ScriptedModel(latency=0.5)))
+    runs = app.extensions["sentient"].runs
+    project_id = runs.create("How does asyncio schedule tasks?", None, {}).project_id
+    runs.execute(project_id)
+    assert runs.is_running(project_id)
+
+    runs.cancel(project_id)  # accepted, and the run stops on the engine loop...
+    runs.shutdown()  # ...while the process begins to stop (a worker would hand shut-down runs back)
+
+    assert runs.record(project_id).status.value == "cancelled"
 
 
 def test_a_queued_project_cancelled_before_any_worker_took_it_ends_cancelled_and_its_job_finds_no_mark(
