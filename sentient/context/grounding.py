@@ -225,7 +225,7 @@ def evidence(answer: str, task: str, sources: Sequence[Source]) -> Statement | N
     needed = max(MIN_SUPPORT * len(claim), min(MIN_SUPPORTED_WORDS, len(claim)))
     best: tuple[float, int, int, str] | None = None
     for n, source in enumerate(sources, start=1):
-        named = _stems(_document_name(source))  # "according to policy_acp7.md" is what the file says it is
+        named = _stems(_document_label(source))  # "the current policy, policy_acp9.md": the document says so
         for sentence in quotable([source]):
             words = _stems(sentence) | named
             share = _states(words, claim)
@@ -376,9 +376,15 @@ def coverage(question: str, source: Source, weight: Callable[[str], float] | Non
     return sum(wt for w, wt in zip(words, weights, strict=True) if stem(w) in held) / total if total else 0.0
 
 
-def _document_name(source: Source) -> str:
-    """The last part of a source's path or address (a file name such as ``policy_acp7.md``)."""
-    return source.ref.rstrip("/").rsplit("/", 1)[-1]
+def _document_label(source: Source) -> str:
+    """What a source says the whole document is: the last part of its path or address (a file
+    name such as ``policy_acp9.md``) and the document's title as it was shown ("Access Policy
+    ACP-9 (CURRENT)" of ``policy_acp9.md - Access Policy ACP-9 (CURRENT) / Sessions``; the
+    passage's own headings left out). Titles in other forms (a topic's name) are not counted: "Python
+    reference: import" would state "Python" for every sentence of the topic."""
+    name = source.ref.rstrip("/").rsplit("/", 1)[-1]
+    shown = source.title.removeprefix(f"{name} - ")
+    return f"{name} {shown.split(' / ', 1)[0]}" if shown != source.title else name
 
 
 def _adds_little(sentence: str, cited: str) -> bool:

@@ -195,6 +195,17 @@ def test_a_stated_clause_is_cited_when_the_model_padded_its_sentence():
             "Session tokens were valid for 16 hours from login according to policy_acp7.md [1].",
             id="a sentence naming the source's document",
         ),
+        pytest.param(
+            Source(
+                ref="/docs/acp9.md",
+                title="acp9.md - Access Policy ACP-9 (CURRENT) / Sessions",
+                snippet="Session tokens are valid for 9 hours from login.",
+            ),
+            "How long are session tokens valid?",
+            "Session tokens are valid for 9 hours from login under the current policy.",
+            "Session tokens are valid for 9 hours from login under the current policy [1].",
+            id="a sentence that the source's document title completes",
+        ),
     ],
 )
 def test_a_stated_sentence_or_clause_is_cited(source: Source, task: str, answer: str, cited_text: str) -> None:
