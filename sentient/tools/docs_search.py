@@ -341,7 +341,12 @@ class DocsIndex:
         if not terms:
             return hits
         second = f"{query} {' '.join(terms)}"
-        return merge(hits, self._search(second, _query_tokens(second), 2 * limit, retrieval, per_source), terms, limit)
+        # Whether superseded documents were asked for is the question's to say, not the names it led to
+        # (the current policy names the one it replaced).
+        followed = self._search(
+            second, _query_tokens(second), 2 * limit, retrieval, per_source, asked=query, keep_superseded=False
+        )
+        return merge(hits, followed, terms, limit)
 
     def __len__(self) -> int:
         with self._lock:
@@ -360,9 +365,18 @@ class DocsIndex:
         self.close()
 
     def _search(
-        self, query: str, tokens: list[str], limit: int, retrieval: Retrieval | None, per_source: int
+        self,
+        query: str,
+        tokens: list[str],
+        limit: int,
+        retrieval: Retrieval | None,
+        per_source: int,
+        asked: str | None = None,
+        keep_superseded: bool = True,
     ) -> list[SearchHit]:
-        """The ranked hits of `tokens` (and of `query`, for dense ranking)."""
+        """The ranked hits of `tokens` (and of `query`, for dense ranking). Superseded documents
+        that `asked` (default: `query`) does not ask for rank after all others, or are left out
+        (``keep_superseded=False``)."""
         with self._lock, self._conn:
             embedder = self._embedder_now()
             mode = retrieval or Retrieval.HYBRID
@@ -385,7 +399,8 @@ class DocsIndex:
         else:
             ranked = fuse([(weight, [rowid for rowid, _ in ranking]) for weight, ranking in rankings], fusion.k)
         documents = self._document_titles({rows[rowid][0] for rowid, _ in ranked})
-        ranked = _current_first(ranked, lambda rowid: documents.get(rows[rowid][0]), query)
+        current, superseded = _split_superseded(ranked, lambda rowid: documents.get(rows[rowid][0]), asked or query)
+        ranked = current + superseded if keep_superseded else current
         best: list[tuple[int, float]] = []
         taken: dict[str, int] = {}
         for rowid, score in ranked:  # best first: the first passage of each source is its best one
@@ -534,28 +549,32 @@ def _document_title(sections: list[tuple[str | None, str]]) -> str | None:
     return None
 
 
-def _current_first(
+def _split_superseded(
     ranked: list[tuple[int, float]], document_of: Callable[[int], str | None], query: str
-) -> list[tuple[int, float]]:
-    """``ranked`` with the passages of superseded documents moved after all others.
+) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+    """``ranked`` split into the passages of current documents and those of superseded ones that
+    ``query`` does not ask for, each in its order.
 
     A document is superseded when its title says so ("Data Retention Policy DRP-2
     (SUPERSEDED)"). Its passages repeat the current document's words with outdated values, and
-    a small model shown both often answers from the old one. They keep their place when the
-    query asks for them: by a word such as "superseded" or "previous", or by the document's
-    identifier ("DRP-2").
+    a small model shown both often answers from the old one. The query asks for them by a word
+    such as "superseded" or "previous", or by the document's identifier ("DRP-2").
     """
     if {word.lower() for word in _WORD.findall(query)} & _PAST_WORDS:
-        return ranked
+        return ranked, []
     named = {_identifier_key(name) for name in _IDENTIFIER.findall(query)}
 
-    def demoted(rowid: int) -> bool:
+    def unasked(rowid: int) -> bool:
         title = document_of(rowid)
         if title is None or not _SUPERSEDED.search(title):
             return False
         return not any(_identifier_key(name) in named for name in _IDENTIFIER.findall(title))
 
-    return [item for item in ranked if not demoted(item[0])] + [item for item in ranked if demoted(item[0])]
+    current: list[tuple[int, float]] = []
+    superseded: list[tuple[int, float]] = []
+    for item in ranked:
+        (superseded if unasked(item[0]) else current).append(item)
+    return current, superseded
 
 
 def _identifier_key(identifier: str) -> str:

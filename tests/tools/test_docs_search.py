@@ -123,6 +123,23 @@ def test_a_superseded_documents_passages_rank_after_current_ones_unless_asked_fo
     assert sources("the spare vault") == ["p2.md"]
 
 
+def test_following_the_names_a_current_document_mentions_does_not_bring_back_the_one_it_replaced(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "p2.md").write_text("# Key policy P-2 (SUPERSEDED)\n\nHarbour keys expire after 30 days.\n")
+    (tmp_path / "p3.md").write_text("# Key policy P-3 (CURRENT)\n\nHarbour keys expire after 45 days. Replaces P-2.\n")
+    for name in ("crane", "quay", "pier"):
+        (tmp_path / f"{name}.md").write_text(f"# {name.title()}\n\nThe {name} office cuts harbour keys.\n")
+    index = DocsIndex.from_folder(tmp_path, relative_sources=True)
+
+    # The search follows "P-2" (named by the current policy): p2.md would be its best new document.
+    found = [hit.source for hit in index.search("when do harbour keys expire", 5, follow=True)]
+
+    assert found[0] == "p3.md" and "p2.md" not in found[:4]
+    asked = [hit.source for hit in index.search("when did harbour keys expire under P-2", 5, follow=True)]
+    assert asked[0] == "p2.md"
+
+
 def test_html_script_and_style_are_not_indexed_and_tags_not_in_snippets(index: DocsIndex) -> None:
     # The text index is what proves the words were left out: a dense search would still
     # (rightly) offer the harbour page for 'lighthousekeeper'.
