@@ -6,9 +6,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from sentient.exceptions import ConfigError
 from sentient.resources import agent_configs_dir
 
 
@@ -70,6 +71,14 @@ class Settings(BaseSettings):
 
     model: str = Field("local", description="Model for every agent without its own: 'local' is the embedded one.")
     model_path: Path | None = Field(None, description="A local GGUF file to use instead of the embedded weights.")
+    model_threads: int | None = Field(
+        None,
+        ge=1,
+        description=(
+            "CPU threads of the embedded model (default: half the usable CPUs, at least one). More is faster"
+            " on a machine left to Sentient, and much slower when other work shares the cores."
+        ),
+    )
     cache_dir: Path = Field(Path.home() / ".cache" / "sentient", description="Assembled weights, docs indexes.")
     results_dir: Path = Field(Path("project_results"), description="Where each project's files are written.")
     database_url: str | None = Field(
@@ -120,3 +129,19 @@ class Settings(BaseSettings):
         "bm25",
         description="Docs search ranking: BM25, or BM25 fused with MiniLM vectors (slower to index; see bench/README.md).",
     )
+
+
+def settings_from_env() -> Settings:
+    """The process's settings from its ``SENTIENT_*`` variables.
+
+    Raises:
+        ConfigError: a variable holds a value its setting cannot take; the message names each such
+            variable and what it needs (not the value: it may be a URL with a password).
+    """
+    try:
+        return Settings()
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"SENTIENT_{'_'.join(str(part) for part in error['loc']).upper()}: {error['msg']}" for error in exc.errors()
+        )
+        raise ConfigError(f"invalid environment: {problems}") from None

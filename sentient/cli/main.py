@@ -44,7 +44,7 @@ from sentient.eval.cli import add_eval_parser, run_eval_command
 from sentient.events import Subscriber
 from sentient.exceptions import SentientError
 from sentient.projects import ProjectService, RunResult, check_goal, new_project_id
-from sentient.settings import Settings
+from sentient.settings import Settings, settings_from_env
 from sentient.store import ProjectStore
 from sentient.tools.sandbox import hide_process_memory
 
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Console(stderr=False)
     err = Console(stderr=True)
     try:
-        settings = Settings()
+        settings = settings_from_env()
         if args.command == "profiles":
             return _list_profiles(settings, out)
         if args.command == "projects":

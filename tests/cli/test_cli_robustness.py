@@ -66,6 +66,14 @@ def test_out_to_an_existing_file_is_refused_before_anything_runs(sandbox: Sandbo
     assert stored(sandbox) == []
 
 
+def test_a_bad_sentient_variable_is_one_line_naming_it_without_its_value(sandbox: Sandbox) -> None:
+    line = one_line_error(sandbox.run("run", GOAL, SENTIENT_MODEL_THREADS="0"))
+    assert "SENTIENT_MODEL_THREADS" in line and "greater than or equal to 1" in line
+    line = one_line_error(sandbox.run("profiles", SENTIENT_LEASE_S="hunter2"))
+    assert "SENTIENT_LEASE_S" in line and "hunter2" not in line
+    assert stored(sandbox) == []
+
+
 def test_a_goal_that_is_not_utf8_is_one_line(sandbox: Sandbox) -> None:
     proc = subprocess.run(
         [*map(os.fsencode, COMMAND), b"run", b"caf\xe9 \xff lists", b"--docs", os.fsencode(sandbox.docs)],
