@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from agno.agent import Agent
 from agno.models.message import Message
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from sentient.agents.models import weights
 from sentient.agents.models.embedded import (
@@ -24,14 +24,17 @@ from sentient.agents.models.embedded import (
     schema_from_response_format,
     to_chat_messages,
 )
+from sentient.agents.models.factory import ModelFactory
 from sentient.agents.models.weights import (
     GGUF_MAGIC,
     QWEN_CODER_05B,
     assemble_default_model,
     resolve_model_path,
 )
+from sentient.agents.registry import AgentRegistry
 from sentient.exceptions import ModelError, ModelWeightsError
 from sentient.graph.plan import PlanOutput
+from sentient.settings import Settings
 
 # --- plumbing that needs no weights -------------------------------------------------------
 
@@ -210,6 +213,26 @@ def test_one_embedded_model_is_shared_by_the_whole_process(tmp_path: Path) -> No
     assert again is first
     assert again.runtime is first.runtime
     assert load_embedded_model(gguf, tmp_path, max_tokens=128) is not first
+    threaded = load_embedded_model(gguf, tmp_path, n_threads=3)
+    assert threaded is not first and threaded.runtime.n_threads == 3
+
+
+def test_sentient_model_threads_sets_the_embedded_models_threads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gguf = tmp_path / "threads.gguf"
+    gguf.write_bytes(GGUF_MAGIC + b"\0" * 64)
+    monkeypatch.setenv("SENTIENT_MODEL_PATH", str(gguf))
+    monkeypatch.setenv("SENTIENT_MODEL_THREADS", "2")
+    settings = Settings(cache_dir=tmp_path / "cache", results_dir=tmp_path / "results")
+    profile = AgentRegistry.load(settings.config_dir).profile("general_agent")
+
+    handle = ModelFactory(settings, profile, model="local").for_agent(profile.aggregator_for(True))
+
+    assert handle.model.runtime.n_threads == 2
+    monkeypatch.setenv("SENTIENT_MODEL_THREADS", "0")
+    with pytest.raises(ValidationError, match="model_threads"):
+        Settings()
 
 
 @pytest.mark.embedded

@@ -377,6 +377,7 @@ def load_embedded_model(
     weights: EmbeddedWeights = DEFAULT_WEIGHTS,
     n_ctx: int = DEFAULT_N_CTX,
     max_tokens: int = DEFAULT_MAX_TOKENS,
+    n_threads: int | None = None,
 ) -> EmbeddedModel:
     """Resolve the weights (assembling the default ones if needed) and wrap them as a model.
 
@@ -389,24 +390,27 @@ def load_embedded_model(
         ModelWeightsError: the weights are missing or corrupt.
     """
     path = resolve_model_path(model_path, cache_dir, weights)
-    key = (path.resolve(), n_ctx, max_tokens)
+    key = (path.resolve(), n_ctx, max_tokens, n_threads)
     with _LOADED_LOCK:
         model = _LOADED.get(key)
         if model is None:
-            model = _LOADED[key] = EmbeddedModel(runtime=LlamaRuntime(path, n_ctx=n_ctx), max_tokens=max_tokens)
+            runtime = LlamaRuntime(path, n_ctx=n_ctx, n_threads=n_threads)
+            model = _LOADED[key] = EmbeddedModel(runtime=runtime, max_tokens=max_tokens)
     return model
 
 
-_LOADED: dict[tuple[Path, int, int], EmbeddedModel] = {}
+_LOADED: dict[tuple[Path, int, int, int | None], EmbeddedModel] = {}
 _LOADED_LOCK = threading.Lock()
 
 
 def default_threads() -> int:
     """Half the CPUs this process may use, at least one.
 
-    llama.cpp is memory-bound and runs best on one thread per physical core; hyperthreads (and
-    vCPUs that share a core) only add contention. On a 2-vCPU VM, 2 threads measured 2-4x
-    slower than 1.
+    llama.cpp's threads wait for each other at every step, so one thread that another process
+    keeps off its core stalls them all. On a 2-vCPU VM shared with other work, 2 threads
+    measured 2-4x slower than 1; on the same VM left quiet, 2 threads took half the time of 1
+    (bench/README.md). Half leaves room for the rest of the machine; ``SENTIENT_MODEL_THREADS``
+    sets it.
     """
     try:
         usable = len(os.sched_getaffinity(0))

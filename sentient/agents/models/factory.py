@@ -134,7 +134,9 @@ class ModelFactory:
             # Plain 'local' is the default weights, or SENTIENT_MODEL_PATH; 'local:NAME' names the weights.
             weights = EMBEDDED_WEIGHTS.get(spec.model_id, DEFAULT_WEIGHTS)
             path = self._settings.model_path if spec.model_id == "local" else None
-            embedded = load_embedded_model(path, self._settings.cache_dir, weights=weights)
+            embedded = load_embedded_model(
+                path, self._settings.cache_dir, weights=weights, n_threads=self._settings.model_threads
+            )
             # The name keys the response cache, so it says which weights answered.
             name = f"local:{path.name}" if path is not None else f"local:{weights.name}"
             return ModelHandle(name, embedded, FREE, None, self._response_cache(True), native_tools=False, grammar=True)
