@@ -61,7 +61,9 @@ def test_clients_of_one_web_process_follow_every_update_of_ten_projects_run_thro
 ) -> None:
     built = cluster()
     web_a, web_b = built.web(), built.web()
-    workers = [built.worker(name, latency_s=0.02, jobs=4) for name in ("w1", "w2")]
+    # Two projects at a time each, of several 50 ms calls: one worker alone cannot take all ten
+    # before the other polls, even on a loaded machine (4 at a time of 20 ms calls failed 1 in 3 here).
+    workers = [built.worker(name, latency_s=0.05, jobs=2) for name in ("w1", "w2")]
     built.wait_listening(4)  # both web processes and both workers
     projects = [built.create(f"How does asyncio schedule tasks? ({n})", max_subtasks=2) for n in range(PROJECTS)]
     # Two clients of web B, and one of web A to compare with: every diff reaches every client.
