@@ -52,7 +52,8 @@ MIN_SUPPORTED_WORDS = 4  # ... and at least this many of them (all of a shorter 
 _CLAUSE_BREAK = re.compile(r"([,;:]\s+|\s+[-–—]\s+)")
 MIN_CLAUSE_CLAIM = 2
 _COMMON = (
-    "a an and are as at be been by did do does for from had has have how in is it its many much no nor not of on or "
+    "a also an and are as at be been by can could did do does for from had has have how in is it its many may might much "
+    "no nor not of on or "
     "that the their them there these they this those to under was were what when where which who whom whose "
     "why with"
 )
@@ -62,9 +63,12 @@ _ATTRIBUTION = (
     "passage passages per provided shown source sources stated states"
 )
 _STOP_WORDS = frozenset((_COMMON + " " + _ATTRIBUTION).split())  # words that state nothing an answer adds
-# The words before a citation that only point at it ("…, as stated in [2]"), removed with it.
+# The words before a citation that only point at it ("…, as stated in [2]", "This can be found
+# in [3]"), removed with it.
 _POINTING = re.compile(
-    r"[\s,;]*(?:\b(?:as|and|or|in|by|to|see|the|this|is|are|" + _ATTRIBUTION.replace(" ", "|") + r")\b[\s,;]*)*$",
+    r"[\s,;]*(?:\b(?:as|and|or|in|by|to|see|the|this|is|are|be|can|could|may|also|"
+    + _ATTRIBUTION.replace(" ", "|")
+    + r")\b[\s,;]*)*$",
     re.IGNORECASE,
 )
 

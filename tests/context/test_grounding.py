@@ -292,6 +292,13 @@ def test_a_clause_that_only_points_keeps_the_citations_the_answer_verified_and_d
     assert grounded.sources[0].verified is None
 
 
+def test_a_sentence_that_only_pointed_at_a_dropped_citation_goes_whole():
+    grounded = cite_by_evidence(
+        "Lists grow with append() [1]. This can be found in [2].", "How do lists grow?", [LISTS, TUPLES]
+    )
+    assert grounded.text == "Lists grow with append() [1]."
+
+
 def test_a_clause_that_only_points_is_checked_against_the_sentence_before_it():
     grounded = cite_by_evidence("Tuples can be keys. This is stated in [2].", "What can tuples be?", [LISTS, TUPLES])
     assert grounded.text == "Tuples can be keys [2]. This is stated in [2]."
