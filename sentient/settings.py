@@ -75,8 +75,9 @@ class Settings(BaseSettings):
         None,
         ge=1,
         description=(
-            "CPU threads of the embedded model (default: half the usable CPUs, at least one). More is faster"
-            " on a machine left to Sentient, and much slower when other work shares the cores."
+            "CPU threads of the embedded model (default: the CPUs other work leaves free when it loads, at most"
+            " half of them or two, at least one). More is faster on a machine left to Sentient, and much"
+            " slower when other work shares the cores."
         ),
     )
     cache_dir: Path = Field(Path.home() / ".cache" / "sentient", description="Assembled weights, docs indexes.")

@@ -19,6 +19,7 @@ from sentient.agents.models.embedded import (
     TRUNCATION_NOTE,
     EmbeddedModel,
     LlamaRuntime,
+    default_threads,
     fit_to_context,
     load_embedded_model,
     schema_from_response_format,
@@ -242,3 +243,18 @@ def test_a_schema_whose_grammar_llama_cpp_cannot_parse_fails_instead_of_decoding
 
     with pytest.raises(ModelError, match="does not parse"):
         LlamaRuntime(assembled).complete([{"role": "user", "content": "hi"}], schema, max_tokens=16)
+
+
+@pytest.mark.parametrize(
+    ("usable", "load", "threads"),
+    [
+        (2, 0.1, 2),  # a quiet 2-core machine: both cores
+        (2, 0.8, 1),  # another process keeps a core busy: one thread, so none waits for it
+        (2, 3.5, 1),  # never fewer than one
+        (1, 0.0, 1),
+        (16, 0.2, 8),  # at most half of a large machine (its CPUs are often hyperthreads)
+        (16, 12.4, 4),
+    ],
+)
+def test_the_default_threads_are_the_cpus_other_work_leaves_free(usable: int, load: float, threads: int) -> None:
+    assert default_threads(usable, load) == threads

@@ -120,7 +120,7 @@ class LlamaRuntime:
         Args:
             model_path: the GGUF file.
             n_ctx: context window in tokens (prompt plus reply).
-            n_threads: CPU threads; defaults to half the usable CPUs (see :func:`default_threads`).
+            n_threads: CPU threads; defaults to the CPUs other work leaves free (see :func:`default_threads`).
             seed: sampling seed, fixed so that the same prompt gives the same reply.
             repack_weights: let llama.cpp repack weights for its AMX/AVX kernels. Off by default:
                 its AMX kernel dies with SIGILL on some VMs, which takes the whole process down.
@@ -403,20 +403,28 @@ _LOADED: dict[tuple[Path, int, int, int | None], EmbeddedModel] = {}
 _LOADED_LOCK = threading.Lock()
 
 
-def default_threads() -> int:
-    """Half the CPUs this process may use, at least one.
+def default_threads(usable: int | None = None, load: float | None = None) -> int:
+    """The CPUs no other work is using when the model loads: at most half the usable CPUs (or
+    two), at least one.
 
     llama.cpp's threads wait for each other at every step, so one thread that another process
-    keeps off its core stalls them all. On a 2-vCPU VM shared with other work, 2 threads
-    measured 2-4x slower than 1; on the same VM left quiet, 2 threads took half the time of 1
-    (bench/README.md). Half leaves room for the rest of the machine; ``SENTIENT_MODEL_THREADS``
-    sets it.
+    keeps off its core stalls them all. On a 2-vCPU VM, 2 threads took half the time of 1 when
+    the VM was quiet, and were 2-4x slower than 1 while other work kept a core busy
+    (bench/README.md). The busy CPUs are read from the load average of the last minute.
+    ``SENTIENT_MODEL_THREADS`` sets the count instead.
     """
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        usable = os.cpu_count() or 1
-    return max(1, usable // 2)
+    if usable is None:
+        try:
+            usable = len(os.sched_getaffinity(0))
+        except AttributeError:  # not on Linux
+            usable = os.cpu_count() or 1
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except (AttributeError, OSError):  # no load average here (Windows): assume the machine is busy
+            load = float(usable)
+    free = usable - round(load)
+    return max(1, min(free, max(2, usable // 2)))
 
 
 def _llama_class(repack_weights: bool) -> type[Llama]:
