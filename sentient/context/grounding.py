@@ -39,8 +39,9 @@ MIN_OVERLAP = 0.8  # share of a loosely matched quote's words found together in 
 MIN_LOOSE_WORDS = 4  # a loose match needs a quote of at least this many words
 MIN_RESTATED = 0.6  # share of a cited sentence's words a restating sentence must hold
 # A sentence ends at . ! ? or a line break, but citations after its full stop ("... them. [2]",
-# as ground() appends them) still belong to it.
-_SENTENCE_BREAK = re.compile(r"((?<=[.!?])[ \t]+(?!\[\d)|\n+)")
+# as ground() appends them) still belong to it, and an initial or an abbreviation ("by J. Postel",
+# "e.g. lists") ends none.
+_SENTENCE_BREAK = re.compile(r"((?<=[.!?])(?<!\b[A-Z]\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bvs\.)[ \t]+(?!\[\d)|\n+)")
 MAX_QUOTE_WORDS = 30  # a longer sentence is offered as quotes of QUOTE_PIECE_WORDS words
 QUOTE_PIECE_WORDS = 25
 _TRAILING = re.compile(r"[.!?:;]*\s*$")

@@ -371,3 +371,14 @@ def test_a_carried_citation_does_not_cover_a_sentence_that_adds_to_what_it_cites
     assert carry_citations("Lists grow with append!", results) == ("Lists grow with append [1]!", 1)
     joined = "Lists grow with append, sort in 3 ms and never shrink."
     assert carry_citations(joined, results) == (joined, 0)
+
+
+def test_an_initial_or_an_abbreviation_does_not_end_a_sentence() -> None:
+    telnetlib = Source(
+        ref="/lib/telnetlib.py",
+        title="Python module telnetlib",
+        snippet="TELNET client class. Based on RFC 854: TELNET Protocol Specification, by J. Postel and J. Reynolds.",
+    )
+    answer = "telnetlib is based on RFC 854: TELNET Protocol Specification, by J. Postel and J. Reynolds."
+    grounded = cite_by_evidence(answer, "Which RFC is telnetlib based on?", [telnetlib])
+    assert grounded.text == answer[:-1] + " [1]."  # not "by J [1]. Postel and J [1]. Reynolds [1]."
