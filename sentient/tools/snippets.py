@@ -3,9 +3,15 @@
 A passage is split into sentences; each sentence is scored by the query's words it contains,
 a word weighing more the fewer of the passage's sentences contain it, and the snippet is the
 best sentence grown by whole neighbouring sentences (the better-matching side first) up to a
-character budget. A fixed window
-around the first query word, as before, often ended right before the sentence that
-answered the question; the answer usually sits in the sentence that matches most words.
+character budget. A fixed window around the first query word, as before, often ended right
+before the sentence that answered the question; the answer usually sits in the sentence that
+matches most words.
+
+A table row is different: the snippet starts at the row and only reads on. The small model
+answers from the first row it is shown: "Who is Sandpiper's on-call lead?", shown Lanternfish's
+row above Sandpiper's, was answered with Lanternfish's. Prose keeps the sentences before the
+best one, which often say what it is about ("A dict comprehension …" before "… in the order
+they are produced"); starting prose at the best sentence too lost three Python questions.
 """
 
 from __future__ import annotations
@@ -18,6 +24,9 @@ _ELLIPSIS = "…"
 # A sentence ends at . ! ? or : followed by space and something that can start a sentence;
 # "e.g. foo" or "os.path" stay whole because a lower-case word or no space follows.
 _SENTENCE_END = re.compile(r"(?<=[.!?:])\s+(?=[A-Z0-9\"'(\[`*>_-])")
+_ENDS_SENTENCE = re.compile(r"[.!?][\"')\]`*]*$")
+# A table row as tables.tables_as_records writes it: "Team: Sandpiper; On-call lead: Dorotea Quayle."
+_RECORD = re.compile(r"[^:;]{1,40}: [^;]+(?:; [^:;]{1,40}: [^;]+)+")
 
 
 def sentences(text: str) -> list[str]:
@@ -51,21 +60,41 @@ def best_window(body: str, tokens: list[str], budget: int = SNIPPET_CHARS) -> st
     parts = sentences(body)
     scores = _scores(parts, tokens)
     best = max(range(len(parts)), key=lambda i: (scores[i], -i))  # ties: the earliest sentence
-    first = last = best
-    used = len(parts[best])
     room = budget - 2 * len(_ELLIPSIS)
+    # A table record ("Team: Sandpiper; On-call lead: Dorotea Quayle.") is cut at its colons, and
+    # the piece that matches may follow the value asked for: the snippet starts where it starts.
+    start = best
+    while start > 0 and not _ENDS_SENTENCE.search(parts[start - 1]):
+        start -= 1
+    record = bool(_RECORD.fullmatch(" ".join(parts[start : _sentence_end(parts, start) + 1])))
+    first, last = (start if record and _length(parts, start, best) <= room else best), best
+    used = _length(parts, first, last)
     while True:
         left = first - 1 if first > 0 and used + 1 + len(parts[first - 1]) <= room else None
         right = last + 1 if last + 1 < len(parts) and used + 1 + len(parts[last + 1]) <= room else None
         # Grow toward the better-matching neighbour; on a tie, read on (answers follow their lead-in).
-        if right is not None and (left is None or scores[right] >= scores[left]):
+        # From a record, only read on: a small model answers from the first row it is shown.
+        if right is not None and (left is None or record or scores[right] >= scores[left]):
             last, used = right, used + 1 + len(parts[right])
-        elif left is not None:
+        elif left is not None and not record:
             first, used = left, used + 1 + len(parts[left])
         else:
             break
     text = " ".join(parts[first : last + 1])
     return (_ELLIPSIS if first else "") + text + (_ELLIPSIS if last < len(parts) - 1 else "")
+
+
+def _length(parts: list[str], first: int, last: int) -> int:
+    """The length of pieces ``first`` to ``last`` joined by spaces."""
+    return sum(map(len, parts[first : last + 1])) + last - first
+
+
+def _sentence_end(parts: list[str], first: int) -> int:
+    """The index of the last piece of the sentence that starts at piece ``first``."""
+    last = first
+    while last + 1 < len(parts) and not _ENDS_SENTENCE.search(parts[last]):
+        last += 1
+    return last
 
 
 def _scores(parts: list[str], tokens: list[str]) -> list[float]:

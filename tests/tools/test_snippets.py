@@ -75,3 +75,37 @@ def test_the_row_naming_the_rare_word_beats_an_introduction_of_the_common_ones()
     snippet = best_window(body, ["on-call", "lead", "team", "cormorant"], budget=300)
 
     assert "Rafferty Coll" in snippet
+
+
+def test_the_row_asked_about_is_the_first_row_shown() -> None:
+    # The 1.5B answers from the first row it is shown: "Who is Sandpiper's on-call lead?" shown
+    # Lanternfish's row first was answered with Lanternfish's on-call lead.
+    rows = [
+        f"Name: {name}; Role: {role}; Team: {team}; Joined: {year}."
+        for name, role, team, year in [
+            ("Anselm Grieve", "Team Lead", "Lanternfish", 2015),
+            ("Odile Varnavas", "Ingest Engineer", "Lanternfish", 2016),
+            ("Ilse Merrick", "Data Steward", "Gannet", 2019),
+            ("Tomasz Okonjo", "Storage Engineer", "Sandpiper", 2018),
+        ]
+    ]
+    body = " ".join(["People directory. It lists staff who appear in runbooks.", *rows])
+
+    # The matching piece ("Data Steward; Team:") follows the name the question asks for.
+    snippet = best_window(body, ["name", "data", "steward"], budget=180)
+
+    assert snippet.startswith("…Name: Ilse Merrick; Role: Data Steward")
+    assert "Tomasz Okonjo" in snippet  # read on; the rows before it are left out
+    assert "Odile Varnavas" not in snippet
+
+
+def test_prose_keeps_the_sentence_before_that_says_what_it_is_about() -> None:
+    body = (
+        "Lists are built with square brackets. A dict comprehension needs two expressions joined by a colon. "
+        "Its key and value elements are inserted in the order they are produced. " + "Other notes follow here. " * 12
+    )
+
+    snippet = best_window(body, ["dict", "comprehension", "order", "elements", "inserted"], budget=200)
+
+    assert "A dict comprehension needs two expressions" in snippet
+    assert "in the order they are produced" in snippet
