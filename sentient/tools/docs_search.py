@@ -72,6 +72,8 @@ _PAST_WORDS = frozenset(
 )
 # A document's identifier in its title: letters and digits joined, with an optional dash ("DRP-2").
 _IDENTIFIER = re.compile(r"\b[A-Za-z]+-?\d+\b")
+# A code of dash-joined parts that starts with a letter ("INC-2024-031", "utf-8"); it names one thing.
+_CODE = re.compile(r"\b[A-Za-z]\w*(?:-\w+)+\b")
 _SCHEMA = """
 CREATE VIRTUAL TABLE IF NOT EXISTS passages
     USING fts5(source UNINDEXED, title, body, tokenize = 'porter unicode61');
@@ -386,7 +388,7 @@ class DocsIndex:
             rankings: list[tuple[float, list[tuple[int, float]]]] = []
             fusion = self.fusion
             if mode is not Retrieval.DENSE:
-                rankings.append((fusion.bm25_weight, self._bm25(tokens, rows)))
+                rankings.append((fusion.bm25_weight, self._bm25(tokens + _code_phrases(query), rows)))
             if mode is not Retrieval.BM25 and embedder is not None:
                 self._update_vectors()
                 dense = self._vectors.nearest(embedder.embed([query])[0], _CANDIDATES)
@@ -466,9 +468,10 @@ class DocsIndex:
             logger.info("embedded {} passages in {:.1f}s", count, time.perf_counter() - started)
         self._vectors_current = True
 
-    def _bm25(self, tokens: list[str], rows: dict[int, tuple[str, str, str]]) -> list[tuple[int, float]]:
-        """The best BM25 passages as (rowid, score), filling `rows` with their text."""
-        match = " OR ".join(f'"{token}"' for token in tokens)
+    def _bm25(self, terms: list[str], rows: dict[int, tuple[str, str, str]]) -> list[tuple[int, float]]:
+        """The best BM25 passages for any of ``terms`` (words or phrases of words) as (rowid, score),
+        filling `rows` with their text."""
+        match = " OR ".join(f'"{term}"' for term in terms)
         sql = """
             SELECT rowid, source, title, body, bm25(passages, 0.0, 2.0, 1.0) FROM passages
             WHERE passages MATCH ? ORDER BY bm25(passages, 0.0, 2.0, 1.0) LIMIT ?
@@ -736,6 +739,18 @@ def _passages(text: str) -> list[str]:
 def _query_tokens(query: str) -> list[str]:
     words = (w for w in _WORD.findall(query.lower()) if len(w) > 1 and w not in _STOPWORDS)
     return list(dict.fromkeys(words))  # de-duplicated, first-seen order
+
+
+def _code_phrases(query: str) -> list[str]:
+    """The codes with a digit in `query` as phrases of their words ("INC-2024-031" gives
+    "inc 2024 031").
+
+    The index splits a code into words, and each of them is common: "INC-2024-031" was ranked
+    below two other postmortems that share "inc", "2024" and "031" but not the code. As a phrase
+    it matches only where the parts stand together, and weighs as the rare thing it is.
+    """
+    codes = (code.lower() for code in _CODE.findall(query) if any(ch.isdigit() for ch in code))
+    return list(dict.fromkeys(" ".join(_WORD.findall(code)) for code in codes))
 
 
 def _try_load(loader: EmbedderLoader | None) -> Embedder | None:

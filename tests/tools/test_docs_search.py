@@ -159,6 +159,19 @@ def test_more_relevant_document_ranks_first() -> None:
     assert hits[0].score > hits[1].score
 
 
+def test_a_code_in_the_query_finds_the_document_that_names_it_over_look_alikes() -> None:
+    # Each look-alike repeats the code's parts ("inc", "2024", "031") and the question's words more
+    # often than the document the code names.
+    index = DocsIndex()
+    index.add_document("/docs/a.md", "a", "INC-2023-031 (2024 review): the page was acknowledged late; severity Sev2.")
+    index.add_document(
+        "/docs/b.md", "b", "INC-2024-047: the page was acknowledged late, as INC-2023-031 was. Severity Sev2."
+    )
+    index.add_document("/docs/c.md", "c", "Postmortem INC-2024-031 of the Heron buoys in Sector Nine. Severity: Sev1.")
+    question = "The page in incident INC-2024-031 was acknowledged late. What was its severity?"
+    assert index.search(question, 1)[0].source == "/docs/c.md"
+
+
 def test_stemming_matches_other_forms_of_a_word() -> None:
     index = DocsIndex()
     index.add_document("/docs/cal.txt", "cal", "Keep a schedule for the week.")
