@@ -19,14 +19,14 @@ from __future__ import annotations
 import math
 import re
 
+from sentient.tools.tables import is_record
+
 SNIPPET_CHARS = 700
 _ELLIPSIS = "…"
 # A sentence ends at . ! ? or : followed by space and something that can start a sentence;
 # "e.g. foo" or "os.path" stay whole because a lower-case word or no space follows.
 _SENTENCE_END = re.compile(r"(?<=[.!?:])\s+(?=[A-Z0-9\"'(\[`*>_-])")
 _ENDS_SENTENCE = re.compile(r"[.!?][\"')\]`*]*$")
-# A table row as tables.tables_as_records writes it: "Team: Sandpiper; On-call lead: Dorotea Quayle."
-_RECORD = re.compile(r"[^:;]{1,40}: [^;]+(?:; [^:;]{1,40}: [^;]+)+")
 
 
 def sentences(text: str) -> list[str]:
@@ -63,10 +63,8 @@ def best_window(body: str, tokens: list[str], budget: int = SNIPPET_CHARS) -> st
     room = budget - 2 * len(_ELLIPSIS)
     # A table record ("Team: Sandpiper; On-call lead: Dorotea Quayle.") is cut at its colons, and
     # the piece that matches may follow the value asked for: the snippet starts where it starts.
-    start = best
-    while start > 0 and not _ENDS_SENTENCE.search(parts[start - 1]):
-        start -= 1
-    record = bool(_RECORD.fullmatch(" ".join(parts[start : _sentence_end(parts, start) + 1])))
+    start, end = _sentence_span(parts, best)
+    record = is_record(" ".join(parts[start : end + 1]))
     first, last = (start if record and _length(parts, start, best) <= room else best), best
     used = _length(parts, first, last)
     while True:
@@ -89,12 +87,15 @@ def _length(parts: list[str], first: int, last: int) -> int:
     return sum(map(len, parts[first : last + 1])) + last - first
 
 
-def _sentence_end(parts: list[str], first: int) -> int:
-    """The index of the last piece of the sentence that starts at piece ``first``."""
-    last = first
+def _sentence_span(parts: list[str], i: int) -> tuple[int, int]:
+    """The first and last index of the pieces of the sentence that piece ``i`` belongs to
+    (:func:`sentences` also cuts at colons)."""
+    first = last = i
+    while first > 0 and not _ENDS_SENTENCE.search(parts[first - 1]):
+        first -= 1
     while last + 1 < len(parts) and not _ENDS_SENTENCE.search(parts[last]):
         last += 1
-    return last
+    return first, last
 
 
 def _scores(parts: list[str], tokens: list[str]) -> list[float]:

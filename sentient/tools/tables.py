@@ -16,6 +16,8 @@ import re
 _SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
 _ROW = re.compile(r"^\s*\|.*\|\s*$")
 _END = re.compile(r"[.!?]$")
+# A sentence as _record writes it: two or more "name: value" cells joined by "; ".
+_RECORD = re.compile(r"[^:;]{1,40}: [^;]+(?:; [^:;]{1,40}: [^;]+)+")
 
 
 def tables_as_records(text: str) -> str:
@@ -53,3 +55,9 @@ def _record(header: list[str], cells: list[str]) -> str:
         parts.append(f"{name}: {cell}" if name else cell)
     sentence = "; ".join(parts)
     return sentence if _END.search(sentence) else f"{sentence}."
+
+
+def is_record(sentence: str) -> bool:
+    """Whether ``sentence`` reads as a table row rewritten by :func:`tables_as_records`
+    ("Team: Sandpiper; On-call lead: Dorotea Quayle.")."""
+    return _RECORD.fullmatch(sentence) is not None
