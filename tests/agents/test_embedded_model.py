@@ -19,6 +19,8 @@ from sentient.agents.models.embedded import (
     TRUNCATION_NOTE,
     EmbeddedModel,
     LlamaRuntime,
+    busy_cpus,
+    cpus_busy_between,
     default_threads,
     fit_to_context,
     load_embedded_model,
@@ -246,7 +248,7 @@ def test_a_schema_whose_grammar_llama_cpp_cannot_parse_fails_instead_of_decoding
 
 
 @pytest.mark.parametrize(
-    ("usable", "load", "threads"),
+    ("usable", "busy", "threads"),
     [
         (2, 0.1, 2),  # a quiet 2-core machine: both cores
         (2, 0.8, 1),  # another process keeps a core busy: one thread, so none waits for it
@@ -256,5 +258,32 @@ def test_a_schema_whose_grammar_llama_cpp_cannot_parse_fails_instead_of_decoding
         (16, 12.4, 4),
     ],
 )
-def test_the_default_threads_are_the_cpus_other_work_leaves_free(usable: int, load: float, threads: int) -> None:
-    assert default_threads(usable, load) == threads
+def test_the_default_threads_are_the_cpus_other_work_leaves_free(usable: int, busy: float, threads: int) -> None:
+    assert default_threads(usable, busy) == threads
+
+
+def test_busy_cpus_are_read_from_the_kernels_counters() -> None:
+    # /proc/stat's cpu line: user nice system idle iowait irq softirq steal, in ticks.
+    before = [100, 0, 50, 1000, 10, 0, 0, 0]
+    one_of_two_busy = [200, 0, 100, 1140, 20, 0, 0, 0]  # 150 busy, 150 idle or waiting
+    assert cpus_busy_between(before, one_of_two_busy, cpus=2) == pytest.approx(1.0)
+    assert cpus_busy_between(before, before, cpus=2) == 0.0  # no tick passed: nothing measured busy
+
+
+def test_a_spinning_process_is_measured_busy_at_once(tmp_path: Path) -> None:
+    """The measure the thread count comes from sees work that started a moment ago (the
+    one-minute load average would still say the machine is quiet), and is None where the
+    counters cannot be read."""
+    import subprocess
+    import sys
+
+    assert busy_cpus(stat=tmp_path / "missing") is None
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        busy = busy_cpus(window_s=0.5)
+    finally:
+        spinner.kill()
+        spinner.wait()
+    if busy is None:
+        pytest.skip("no /proc/stat on this platform")
+    assert busy >= 0.5

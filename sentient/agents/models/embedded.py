@@ -120,14 +120,15 @@ class LlamaRuntime:
         Args:
             model_path: the GGUF file.
             n_ctx: context window in tokens (prompt plus reply).
-            n_threads: CPU threads; defaults to the CPUs other work leaves free (see :func:`default_threads`).
+            n_threads: CPU threads; by default the CPUs other work leaves free when the model
+                loads (see :func:`default_threads`).
             seed: sampling seed, fixed so that the same prompt gives the same reply.
             repack_weights: let llama.cpp repack weights for its AMX/AVX kernels. Off by default:
                 its AMX kernel dies with SIGILL on some VMs, which takes the whole process down.
         """
         self.model_path = model_path
         self.n_ctx = n_ctx
-        self.n_threads = n_threads or default_threads()
+        self.n_threads = n_threads  # None until the model loads, when the default is measured
         self.seed = seed
         self.repack_weights = repack_weights
         self.load_seconds: float | None = None
@@ -210,6 +211,8 @@ class LlamaRuntime:
                 "the embedded model needs llama-cpp-python. Fix: pip install llama-cpp-python, "
                 "or configure a model provider."
             ) from exc
+        if self.n_threads is None:
+            self.n_threads = default_threads()
         started = time.perf_counter()
         try:
             llama = llama_class(
@@ -403,14 +406,15 @@ _LOADED: dict[tuple[Path, int, int, int | None], EmbeddedModel] = {}
 _LOADED_LOCK = threading.Lock()
 
 
-def default_threads(usable: int | None = None, load: float | None = None) -> int:
+def default_threads(usable: int | None = None, busy: float | None = None) -> int:
     """The CPUs no other work is using when the model loads: at most half the usable CPUs (or
     two), at least one.
 
     llama.cpp's threads wait for each other at every step, so one thread that another process
     keeps off its core stalls them all. On a 2-vCPU VM, 2 threads took half the time of 1 when
     the VM was quiet, and were 2-4x slower than 1 while other work kept a core busy
-    (bench/README.md). The busy CPUs are read from the load average of the last minute.
+    (bench/README.md). The busy CPUs are measured for a moment (:func:`busy_cpus`); where that
+    cannot be read, the load average of the last minute stands in.
     ``SENTIENT_MODEL_THREADS`` sets the count instead.
     """
     if usable is None:
@@ -418,13 +422,46 @@ def default_threads(usable: int | None = None, load: float | None = None) -> int
             usable = len(os.sched_getaffinity(0))
         except AttributeError:  # not on Linux
             usable = os.cpu_count() or 1
-    if load is None:
+    if busy is None:
+        busy = busy_cpus()
+    if busy is None:
         try:
-            load = os.getloadavg()[0]
+            busy = os.getloadavg()[0]
         except (AttributeError, OSError):  # no load average here (Windows): assume the machine is busy
-            load = float(usable)
-    free = usable - round(load)
+            busy = float(usable)
+    free = usable - round(busy)
     return max(1, min(free, max(2, usable // 2)))
+
+
+def busy_cpus(window_s: float = 0.3, stat: Path = Path("/proc/stat")) -> float | None:
+    """How many CPUs were busy over the next ``window_s`` seconds, from the kernel's counters;
+    None where they cannot be read (not Linux).
+
+    The load average would do, but it trails by about a minute: a model loaded just after a
+    build or another run finished got one thread on an idle machine, and ran at half speed.
+    """
+    try:
+        before = _cpu_times(stat)
+        time.sleep(window_s)
+        after = _cpu_times(stat)
+    except (OSError, ValueError, IndexError):
+        return None
+    return cpus_busy_between(before, after, os.cpu_count() or 1)
+
+
+def cpus_busy_between(before: list[int], after: list[int], cpus: int) -> float:
+    """The busy CPUs between two readings of /proc/stat's ``cpu`` line (idle and iowait are
+    its 4th and 5th counters)."""
+    total = sum(after) - sum(before)
+    idle = (after[3] + after[4]) - (before[3] + before[4])
+    return 0.0 if total <= 0 else cpus * (total - idle) / total
+
+
+def _cpu_times(stat: Path) -> list[int]:
+    fields = stat.read_text().splitlines()[0].split()
+    if fields[0] != "cpu":
+        raise ValueError(f"unexpected first line in {stat}")
+    return [int(f) for f in fields[1:9]]  # user nice system idle iowait irq softirq steal
 
 
 def _llama_class(repack_weights: bool) -> type[Llama]:
