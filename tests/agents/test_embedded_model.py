@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 from collections.abc import Iterator
 from importlib import metadata
@@ -11,14 +12,17 @@ from pathlib import Path
 import pytest
 from agno.agent import Agent
 from agno.models.message import Message
+from llama_cpp import Llama
 from pydantic import BaseModel, ValidationError
 
 from sentient.agents.models import weights
 from sentient.agents.models.embedded import (
     GENERIC_JSON_SCHEMA,
+    REPEAT_PENALTY,
     TRUNCATION_NOTE,
     EmbeddedModel,
     LlamaRuntime,
+    _llama_class,
     busy_cpus,
     cpus_busy_between,
     default_threads,
@@ -28,6 +32,7 @@ from sentient.agents.models.embedded import (
     to_chat_messages,
 )
 from sentient.agents.models.factory import ModelFactory
+from sentient.agents.models.sampling import LikelyFirstSampler
 from sentient.agents.models.weights import (
     GGUF_MAGIC,
     QWEN_CODER_05B,
@@ -35,6 +40,7 @@ from sentient.agents.models.weights import (
     resolve_model_path,
 )
 from sentient.agents.registry import AgentRegistry
+from sentient.agents.schemas import AnswerOutput, AtomizerOutput
 from sentient.exceptions import ModelError, ModelWeightsError
 from sentient.graph.plan import PlanOutput
 from sentient.settings import Settings
@@ -184,6 +190,42 @@ def test_truncated_explicit_gguf_fails_to_load_with_a_weights_error(assembled: P
 
     with pytest.raises(ModelWeightsError, match=r"truncated\.gguf"):
         LlamaRuntime(path).load()
+
+
+@pytest.mark.embedded
+@pytest.mark.parametrize(
+    ("prompt", "schema"),
+    [
+        # mostly free text inside a JSON string: the grammar is checked on the likely tokens
+        ("In two sentences, what does Python's len() return?", AnswerOutput.model_json_schema()),
+        # few tokens fit after each key: the grammar is checked on the whole vocabulary
+        ("Is 'what is 2 + 2' one step? Answer with JSON.", AtomizerOutput.model_json_schema()),
+    ],
+)
+def test_checking_the_grammar_on_likely_tokens_first_gives_the_same_reply(
+    assembled: Path, prompt: str, schema: dict[str, object]
+) -> None:
+    fast_class = _llama_class(repack_weights=False)
+
+    class ChainSampled(fast_class):  # type: ignore[misc, valid-type]
+        def _init_sampler(self, **params: object) -> object:  # llama-cpp-python's own sampler chain
+            return Llama._init_sampler(self, **params)
+
+    replies = []
+    for llama_class in (ChainSampled, fast_class):
+        llm = llama_class(model_path=str(assembled), n_ctx=1024, n_threads=1, seed=7, verbose=False)
+        out = llm.create_chat_completion(
+            messages=[{"role": "user", "content": prompt}],
+            response_format={"type": "json_object", "schema": schema},
+            max_tokens=96,
+            temperature=0.2,
+            repeat_penalty=REPEAT_PENALTY,
+            seed=7,
+        )
+        replies.append(out["choices"][0]["message"]["content"])
+    assert isinstance(llm._sampler, LikelyFirstSampler)  # the fast path really ran
+    assert replies[1] == replies[0]
+    json.loads(replies[1])
 
 
 @pytest.mark.embedded

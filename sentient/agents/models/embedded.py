@@ -28,6 +28,7 @@ from agno.models.response import ModelResponse
 from loguru import logger
 from pydantic import BaseModel
 
+from sentient.agents.models.sampling import LIKELY_FIRST_PARAMETERS, LikelyFirstSampler
 from sentient.agents.models.weights import DEFAULT_WEIGHTS, EmbeddedWeights, resolve_model_path
 from sentient.exceptions import ModelError, ModelWeightsError
 
@@ -467,10 +468,25 @@ def _cpu_times(stat: Path) -> list[int]:
 def _llama_class(repack_weights: bool) -> type[Llama]:
     from llama_cpp import Llama
 
-    if repack_weights:
-        return Llama
+    class EmbeddedLlama(Llama):
+        """A ``Llama`` whose grammar-constrained sampling checks the likely tokens first: the
+        same replies, a third faster per generated token (:mod:`sentient.agents.models.sampling`)."""
 
-    class PlainKernelLlama(Llama):
+        def _init_sampler(self, **params: Any) -> Any:  # type: ignore[override]  # called with keywords only
+            grammar = params.get("grammar")
+            plain_chain = params.get("mirostat_mode") or params.get("logits_processor") is not None
+            if grammar is None or plain_chain or params.get("temp", 0.0) <= 0.0:
+                return super()._init_sampler(**params)
+            return LikelyFirstSampler(
+                self,
+                grammar,
+                **{name: params[name] for name in LIKELY_FIRST_PARAMETERS},
+            )
+
+    if repack_weights:
+        return EmbeddedLlama
+
+    class PlainKernelLlama(EmbeddedLlama):
         """A ``Llama`` that loads weights without llama.cpp's extra (repacking) buffer types.
 
         ``Llama.__init__`` does not expose ``use_extra_bufts``; it assigns ``self.model_params``
