@@ -22,11 +22,11 @@ from sentient.agents.models.embedded import (
     TRUNCATION_NOTE,
     EmbeddedModel,
     LlamaRuntime,
-    _llama_class,
     busy_cpus,
     cpus_busy_between,
     default_threads,
     fit_to_context,
+    llama_class,
     load_embedded_model,
     schema_from_response_format,
     to_chat_messages,
@@ -205,15 +205,15 @@ def test_truncated_explicit_gguf_fails_to_load_with_a_weights_error(assembled: P
 def test_checking_the_grammar_on_likely_tokens_first_gives_the_same_reply(
     assembled: Path, prompt: str, schema: dict[str, object]
 ) -> None:
-    fast_class = _llama_class(repack_weights=False)
+    fast_class = llama_class(repack_weights=False)
 
     class ChainSampled(fast_class):  # type: ignore[misc, valid-type]
         def _init_sampler(self, **params: object) -> object:  # llama-cpp-python's own sampler chain
             return Llama._init_sampler(self, **params)
 
     replies = []
-    for llama_class in (ChainSampled, fast_class):
-        llm = llama_class(model_path=str(assembled), n_ctx=1024, n_threads=1, seed=7, verbose=False)
+    for sampled in (ChainSampled, fast_class):
+        llm = sampled(model_path=str(assembled), n_ctx=1024, n_threads=1, seed=7, verbose=False)
         out = llm.create_chat_completion(
             messages=[{"role": "user", "content": prompt}],
             response_format={"type": "json_object", "schema": schema},

@@ -2,9 +2,8 @@
 
 llama-cpp-python samples through one llama.cpp chain: repetition penalties, then the grammar,
 then top-k, typical, top-p, min-p, temperature and the seeded draw. The grammar step matches
-every token of the vocabulary (152k for Qwen) against the grammar at every step: about 20 ms
-per generated token on this project's CPU, which is a third to half of the time it takes to
-generate one.
+every token of the vocabulary (152k for Qwen) against the grammar at every step: about 25 ms
+per generated token on a 2-core VM, a third of the time each token takes (bench/sampling_bench.py).
 
 :class:`LikelyFirstSampler` gives the same tokens, cheaper. After the penalties, top-k keeps the
 ``top_k`` highest-scoring tokens the grammar allows. Those are all among the ``CANDIDATES``
