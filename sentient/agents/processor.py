@@ -50,6 +50,7 @@ from sentient.hitl.protocol import (
     plan_problems,
 )
 from sentient.settings import EngineSettings, ReviewMode, ReviewTimeoutAction
+from sentient.tools.follow import KEEP
 from sentient.tools.toolbox import SourceSink, ToolBox
 
 _S = TaskStatus
@@ -342,13 +343,28 @@ class AgentProcessor:
         The query keeps the words of the task, of the goals above it and of the results it
         depends on (a second hop searches with what the first one found). Passages its
         dependencies already cite are skipped: their results are in the context anyway.
+
+        When one of the docs search's best passages holds the task's words, as a lookup's does,
+        the search's weaker passages are left out (what following references found stays): the
+        embedded model reads every shown token, about 60 a second on two cores, and a lookup's
+        answer is in its best passages (bench/README.md, "fewer passages for a lookup").
         """
         if tools is None or not tools.retrieval_tools():
             return []
         seen = {s.ref for dep in self.graph.dependencies(node.task_id) for s in dep.sources if s.verified}
-        found = await tools.retrieve(self._context.search_query(node), RETRIEVED_SOURCES + len(seen))
+        query, limit = self._context.search_query(node), RETRIEVED_SOURCES + len(seen)
+        found = await tools.retrieve(query, limit)
         node.warnings.extend(found.warnings)
-        return [s for s in found.sources if s.ref not in seen][:RETRIEVED_SOURCES]
+        sources = [s for s in found.sources if s.ref not in seen][:RETRIEVED_SOURCES]
+        docs = tools.docs()
+        if docs is None:
+            return sources
+        rarity = cache(docs.rarity)
+        best = sources[:KEEP]
+        covered = await asyncio.to_thread(lambda: max((coverage(node.goal, s, rarity) for s in best), default=0.0))
+        if covered < LOOKUP_COVERAGE:
+            return sources
+        return [s for s in await docs.retrieve(query, limit, fill=False) if s.ref not in seen][:RETRIEVED_SOURCES]
 
     def _finish(self, node: TaskNode, answer: str, sources: Sequence[Source]) -> None:
         # A citation must resolve: numbers beyond the offered (or tool-found) sources are removed.

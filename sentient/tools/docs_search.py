@@ -41,7 +41,7 @@ from loguru import logger
 from sentient.exceptions import DocsFolderError, EmbeddingModelError
 from sentient.tools.dense import Fusion, PassageVectors, Retrieval, fuse
 from sentient.tools.embeddings import Embedder
-from sentient.tools.follow import bridge_terms, merge
+from sentient.tools.follow import KEEP, bridge_terms, merge
 from sentient.tools.snippets import best_window, word_patterns
 from sentient.tools.tables import tables_as_records
 
@@ -323,32 +323,35 @@ class DocsIndex:
         *,
         per_source: int = 1,
         follow: bool = False,
+        fill: bool = True,
     ) -> list[SearchHit]:
         """Return up to `limit` passages for `query`, best first, at most `per_source` per source.
 
         `retrieval` picks the ranking (default: `default_retrieval`; DENSE and HYBRID fall
         back to BM25 when the embedding model is unavailable). `follow` searches a second time
         with the names the best passages mention (:mod:`sentient.tools.follow`) and shows what
-        that finds after the first search's best hits. Any text is accepted; a query with no
-        searchable words returns an empty list.
+        that finds after the first search's best hits. Without `fill`, the first search's
+        hits after its best ``follow.KEEP`` are left out (a lookup needs no more). Any text is
+        accepted; a query with no searchable words returns an empty list.
         """
         tokens = _query_tokens(query)
         if not tokens or limit < 1:
             return []
         hits = self._search(query, tokens, limit, retrieval, per_source)
+        best = hits if fill else hits[:KEEP]
         if not follow or not hits:
-            return hits
+            return best
         patterns = word_patterns(tokens)
         terms = bridge_terms(hits, lambda w: w in _STOPWORDS or any(p.match(w) for p in patterns), self._frequency)
         if not terms:
-            return hits
+            return best
         second = f"{query} {' '.join(terms)}"
         # Whether superseded documents were asked for is the question's to say, not the names it led to
         # (the current policy names the one it replaced).
         followed = self._search(
             second, _query_tokens(second), 2 * limit, retrieval, per_source, asked=query, keep_superseded=False
         )
-        return merge(hits, followed, terms, limit)
+        return merge(hits, followed, terms, limit, fill=fill)
 
     def __len__(self) -> int:
         with self._lock:

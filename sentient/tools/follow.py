@@ -77,8 +77,9 @@ def bridge_terms(hits: Sequence[Hit], ignore: Callable[[str], bool], frequency: 
     return [word for _, word in ranked[:BRIDGE_TERMS]]
 
 
-def merge(first: Sequence[H], followed: Sequence[H], terms: Sequence[str], limit: int) -> list[H]:
-    """The first search's best hits, then what following found elsewhere, then the rest of the first.
+def merge(first: Sequence[H], followed: Sequence[H], terms: Sequence[str], limit: int, *, fill: bool = True) -> list[H]:
+    """The first search's best hits, then what following found elsewhere, then (``fill``) the
+    rest of the first.
 
     Only followed hits whose snippet mentions a bridge term count. One from a source that the
     first search's best hits already show replaces that hit when the shown snippet mentions no
@@ -99,7 +100,7 @@ def merge(first: Sequence[H], followed: Sequence[H], terms: Sequence[str], limit
         if len(added) < ADDED and hit.source not in shown and names_a_term(hit):
             added.append(hit)
             shown.add(hit.source)
-    rest = [hit for hit in first[KEEP:] if hit.source not in shown]
+    rest = [hit for hit in first[KEEP:] if hit.source not in shown] if fill else []
     return [*kept, *added, *rest][:limit]
 
 

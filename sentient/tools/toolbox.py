@@ -54,8 +54,11 @@ class DocsSearch:
         self._default_results = default_results
         self._follow = follow  # search again with the names the best passages mention (tools/follow.py)
 
-    async def retrieve(self, query: str, limit: int) -> list[Source]:
-        hits = await asyncio.to_thread(self._index.search, query, max(1, min(limit, 20)), follow=self._follow)
+    async def retrieve(self, query: str, limit: int, *, fill: bool = True) -> list[Source]:
+        """Up to ``limit`` passages for ``query`` (``fill``: see :meth:`DocsIndex.search`)."""
+        hits = await asyncio.to_thread(
+            self._index.search, query, max(1, min(limit, 20)), follow=self._follow, fill=fill
+        )
         return [Source(ref=h.source, title=h.title, snippet=h.snippet) for h in hits]
 
     def rarity(self, word: str) -> float:

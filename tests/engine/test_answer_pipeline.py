@@ -3,11 +3,16 @@ words, reasoning steps see the research, and citations are checked against their
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from sentient.agents.models.fake import FakeRequest, ScriptedModel, cite_sources
 from sentient.agents.schemas import AnswerOutput, AtomizerOutput, ExecutionOutput
+from sentient.api import ProfiledSentientAgent
 from sentient.graph.node import NodeType, TaskType
 from sentient.graph.plan import PlanOutput, SubTask
 from sentient.graph.status import TaskStatus
+from sentient.settings import Settings
+from sentient.tools.docs_search import DocsIndex
 
 GOAL = "How does the asyncio event loop run coroutines?"  # one passage of the docs holds all its words
 COMPOUND = "Which component runs coroutines, and what does it share with threads?"  # two passages do
@@ -58,6 +63,27 @@ async def test_a_grammar_decoded_model_answers_plainly_and_its_citations_are_che
         "The event loop runs coroutines and tasks."
     )
     assert sum("dropped" in w for w in root.warnings) == 2
+
+
+async def test_a_lookups_executor_reads_only_the_first_passages(settings: Settings, tmp_path: Path) -> None:
+    # The embedded model reads each shown token; a lookup's answer is in its first passages.
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "loop.md").write_text("# Loop\n\nThe event loop runs coroutines and tasks.\n")
+    for topic in ("timers", "sockets", "signals", "subprocesses", "queues"):
+        (folder / f"{topic}.md").write_text(f"# {topic}\n\nThe event loop also runs {topic} callbacks.\n")
+    docs = DocsIndex.from_folder(folder)
+
+    async def shown(goal: str) -> int:
+        model = ScriptedModel(script={"atomizer": AtomizerOutput(is_atomic=True), "executor": grounded_executor})
+        agent = ProfiledSentientAgent.create_with_profile("general_agent", settings=settings, model=model, docs=docs)
+        result = await agent.arun(goal, write_files=False)
+        assert result.graph.root.node_type is NodeType.EXECUTE
+        return len(result.graph.root.sources)
+
+    assert await shown("How does the event loop run coroutines?") == 3  # loop.md holds it all
+    # No passage holds "which" thing "handles" both: all five are shown (after the atomizer's verdict).
+    assert await shown("Which event loop handles timers and sockets?") == 5
 
 
 async def test_a_goal_no_passage_holds_is_left_to_the_atomizer(make_agent) -> None:

@@ -104,3 +104,11 @@ def test_merge_keeps_the_best_first_hits_and_adds_only_followed_hits_naming_a_te
     # A shown source is shown where it names the term: the row of the person named, not the
     # directory's introduction; a snippet that names it already stays.
     assert [h.snippet for h in merged[:2]] == ["Bittern again", "Bittern first"]
+
+
+def test_merge_without_fill_leaves_out_the_first_searchs_weaker_hits_but_not_what_following_found() -> None:
+    first = [Hit(f"f{i}", "plain") for i in range(5)]
+    followed = [Hit("b0", "Bittern row")]
+
+    assert [h.source for h in merge(first, followed, ["Bittern"], 5)] == ["f0", "f1", "f2", "b0", "f3"]
+    assert [h.source for h in merge(first, followed, ["Bittern"], 5, fill=False)] == ["f0", "f1", "f2", "b0"]
