@@ -345,9 +345,10 @@ class AgentProcessor:
         dependencies already cite are skipped: their results are in the context anyway.
 
         When one of the docs search's best passages holds the task's words, as a lookup's does,
-        the search's weaker passages are left out (what following references found stays): the
-        embedded model reads every shown token, about 60 a second on two cores, and a lookup's
-        answer is in its best passages (bench/README.md, "fewer passages for a lookup").
+        only the docs search's best passages and what following references found are shown (no
+        weaker hits, no web results): the embedded model reads every shown token, about 60 a
+        second on two cores, and a lookup's answer is in its best passages (bench/README.md,
+        "A lookup's executor is not shown the search's weaker hits").
         """
         if tools is None or not tools.retrieval_tools():
             return []
