@@ -51,7 +51,7 @@ from sentient.hitl.protocol import (
 )
 from sentient.settings import EngineSettings, ReviewMode, ReviewTimeoutAction
 from sentient.tools.follow import KEEP
-from sentient.tools.toolbox import SourceSink, ToolBox
+from sentient.tools.toolbox import DocsSearch, SourceSink, ToolBox
 
 _S = TaskStatus
 T = TypeVar("T", bound=BaseModel)
@@ -332,10 +332,7 @@ class AgentProcessor:
         docs = tools.docs() if tools is not None else None
         if docs is None:
             return False
-        found = await docs.retrieve(goal, RETRIEVED_SOURCES)
-        rarity = cache(docs.rarity)
-        covered = await asyncio.to_thread(lambda: max((coverage(goal, s, rarity) for s in found), default=0.0))
-        return covered >= LOOKUP_COVERAGE
+        return await _one_holds(goal, await docs.retrieve(goal, RETRIEVED_SOURCES), docs)
 
     async def _retrieve(self, node: TaskNode, tools: ToolBox | None) -> list[Source]:
         """Search with the executor's retrieval tools (documents, the web) before it is called.
@@ -358,12 +355,7 @@ class AgentProcessor:
         node.warnings.extend(found.warnings)
         sources = [s for s in found.sources if s.ref not in seen][:RETRIEVED_SOURCES]
         docs = tools.docs()
-        if docs is None:
-            return sources
-        rarity = cache(docs.rarity)
-        best = sources[:KEEP]
-        covered = await asyncio.to_thread(lambda: max((coverage(node.goal, s, rarity) for s in best), default=0.0))
-        if covered < LOOKUP_COVERAGE:
+        if docs is None or not await _one_holds(node.goal, sources[:KEEP], docs):
             return sources
         return [s for s in await docs.retrieve(query, limit, fill=False) if s.ref not in seen][:RETRIEVED_SOURCES]
 
@@ -372,6 +364,14 @@ class AgentProcessor:
         node.result = renumber(answer, {n: n for n in range(1, len(sources) + 1)}).strip()
         node.sources = list(sources)
         self.move(node, _S.DONE)
+
+
+async def _one_holds(goal: str, sources: Sequence[Source], docs: DocsSearch) -> bool:
+    """Whether one of ``sources`` holds ``LOOKUP_COVERAGE`` of ``goal``'s words, each weighed by
+    its rarity in the documents (:func:`grounding.coverage`): the lookup rule."""
+    rarity = cache(docs.rarity)
+    covered = await asyncio.to_thread(lambda: max((coverage(goal, s, rarity) for s in sources), default=0.0))
+    return covered >= LOOKUP_COVERAGE
 
 
 def _charge(node: TaskNode, input_tokens: int, output_tokens: int, cost_usd: float) -> NodeSnapshot:

@@ -103,8 +103,8 @@ class LikelyFirstSampler:
         likely.candidates.sorted = False
         likely.candidates.size = size
         self._apply(self._grammar, likely)
-        chosen = likely if np.isfinite(likely.candidates_data.logit).sum() >= self._top_k else None
-        if chosen is None:
+        chosen = likely
+        if np.isfinite(likely.candidates_data.logit).sum() < self._top_k:  # too few fit: check them all
             self._apply(self._grammar, everything)
             chosen = everything
         self._apply(self._rest, chosen)
