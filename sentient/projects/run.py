@@ -133,6 +133,7 @@ class ProjectRun:
         knowledge = KnowledgeStore(knowledge_store, self.project_id)
         self.bus.subscribe(knowledge)
         crash: str | None = None
+        cancelled = False
         body = asyncio.ensure_future(self._run(knowledge, resume=resume))
         if self.store is not None:
             loop = asyncio.get_running_loop()
@@ -147,7 +148,8 @@ class ProjectRun:
                 lost = self.heartbeat.lost if self.heartbeat is not None else None
                 current = asyncio.current_task()
                 if lost is None or (current is not None and current.cancelling()):
-                    raise  # cancelled from outside (Ctrl-C, a server's cancel)
+                    cancelled = True  # from outside (Ctrl-C, a server's cancel), maybe before the engine began
+                    raise
                 raise lost from None
         except Exception as exc:  # recorded as the run's error (not the root's idle status), then raised
             crash = f"{type(exc).__name__}: {exc}"
@@ -156,7 +158,7 @@ class ProjectRun:
             if self.heartbeat is not None:
                 self.heartbeat.stop()
             stop_reason = self._engine.stop_reason if self._engine is not None else None
-            result = self._result(started, stop_reason, crash)
+            result = self._result(started, stop_reason, crash, cancelled=cancelled)
             self.bus.publish(RunFinished(result.status, result.error, stats=asdict(result.stats)))
             if knowledge_store is not self.store:
                 knowledge_store.close()
@@ -210,7 +212,9 @@ class ProjectRun:
         store.create_project(self.project_id, self.graph.root.goal, self.researcher.profile.name, {})
         return store
 
-    def _result(self, started: float, stop_reason: str | None, crash: str | None = None) -> RunResult:
+    def _result(
+        self, started: float, stop_reason: str | None, crash: str | None = None, *, cancelled: bool = False
+    ) -> RunResult:
         graph, trace = self.graph, self.trace
         root = graph.root
         status: RunStatus
@@ -219,7 +223,7 @@ class ProjectRun:
             status = "completed_with_failures" if failed else "completed"
         elif stop_reason is not None:
             status = "stopped"
-        elif root.status is TaskStatus.CANCELLED:
+        elif cancelled or root.status is TaskStatus.CANCELLED:
             status = "cancelled"
         else:
             status = "failed"
@@ -238,7 +242,7 @@ class ProjectRun:
         elif status == "completed_with_failures":
             error = f"{len(failed)} subtask(s) failed: {', '.join(failed[:5])}" + (", …" if len(failed) > 5 else "")
         else:
-            error = stop_reason or crash or root.error or root.status.value.lower()
+            error = stop_reason or crash or root.error or ("cancelled" if cancelled else root.status.value.lower())
         report = build_report(graph, stopped=stop_reason)
         return RunResult(
             project_id=self.project_id,

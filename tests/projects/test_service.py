@@ -156,6 +156,22 @@ async def test_cancel_then_resume_does_not_redo_done_nodes(service: ProjectServi
         service.resume_mode("p2")
 
 
+async def test_a_run_cancelled_before_its_engine_began_ends_cancelled(service: ProjectService, docs: Path) -> None:
+    service.create(GOAL, PROFILE, ENGINE, project_id="p11")
+    model = wide_plan()
+    run = asyncio.create_task(service.execute(researcher(service, "p11", model, docs), "p11"))
+    while service.get("p11").status != "running":  # claimed; the models load in a thread next
+        await asyncio.sleep(0)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+
+    assert not model.calls
+    record = service.get("p11")
+    assert (record.status, record.error) == ("cancelled", "cancelled")
+    assert service.resume_mode("p11") == "resume"
+
+
 def test_a_project_never_started_resumes_by_executing(service: ProjectService) -> None:
     service.create(GOAL, PROFILE, ENGINE, project_id="p3")
     assert service.resume_mode("p3") == "execute"
