@@ -45,7 +45,7 @@ async def test_events_alone_rebuild_a_multi_level_run_with_a_failure_and_a_repla
     # Two levels; root.0.0 fails, so root.0 replans its unfinished work.
     model = ScriptedModel(
         script={
-            "planner": _plan([], [0]),
+            "planner": lambda r: _plan([], [0], prefix=f"{r.task_id} step"),  # not repeating the task's goal
             "plan_modifier": _plan([], [], prefix="redo"),
             "executor": _failing_executor("root.0.0"),
         }

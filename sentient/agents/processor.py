@@ -23,7 +23,14 @@ from sentient.agents.runner import AgentCall, AgentRunner
 from sentient.agents.schemas import AggregationOutput, AnswerOutput, AtomizerOutput, ExecutionOutput
 from sentient.context.builder import AgentContext, ContextBuilder
 from sentient.context.citations import renumber
-from sentient.context.grounding import carry_citations, cite_by_evidence, cite_statements, coverage, ground
+from sentient.context.grounding import (
+    carry_citations,
+    cite_by_evidence,
+    cite_statements,
+    coverage,
+    ground,
+    normalize,
+)
 from sentient.events import (
     EventBus,
     NodeCreated,
@@ -126,6 +133,11 @@ class AgentProcessor:
                 PlanOutput,
             )
             self._bus.publish(PlanProposed(node.task_id, plan, by="planner"))
+            if _restates(node.goal, plan):
+                node.warnings.append("the plan's subtasks include the task itself: it was executed directly")
+                node.node_type = NodeType.EXECUTE
+                await self.execute(node)
+                return
             approved = await self._review(node, plan)
             if approved is not None:
                 await self._adopt_plan(node, approved.subtasks)
@@ -152,7 +164,7 @@ class AgentProcessor:
             self.fail(node, f"replanning failed: {exc}")
 
     async def execute(self, node: TaskNode) -> None:
-        """READY -> EXECUTING -> DONE (or FAILED)."""
+        """READY (or PLANNING, see :meth:`plan`) -> EXECUTING -> DONE (or FAILED)."""
         self.move(node, _S.EXECUTING)
         agent = self._profile.executor_for(node.task_type)
         tools = self._toolboxes.get(agent.name)
@@ -364,6 +376,18 @@ class AgentProcessor:
         node.result = renumber(answer, {n: n for n in range(1, len(sources) + 1)}).strip()
         node.sources = list(sources)
         self.move(node, _S.DONE)
+
+
+def _restates(goal: str, plan: PlanOutput) -> bool:
+    """Whether one of ``plan``'s subtasks is ``goal`` itself (case, punctuation and spacing aside).
+
+    Such a plan splits nothing: the subtask does all of the work, and what the small planner
+    adds beside it mostly guesses at the answer or depends on the wrong index. On the dev
+    splits, 10 of the 16 questions whose plan repeated the goal were answered wrong, against 3
+    of the 22 whose plan did not (bench/README.md, "plans that repeat the goal").
+    """
+    asked = normalize(goal)
+    return any(normalize(subtask.goal) == asked for subtask in plan.subtasks)
 
 
 async def _one_holds(goal: str, sources: Sequence[Source], docs: DocsSearch) -> bool:

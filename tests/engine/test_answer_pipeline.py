@@ -98,6 +98,36 @@ async def test_a_goal_no_passage_holds_is_left_to_the_atomizer(make_agent) -> No
     assert [c.request.role for c in model.calls] == ["atomizer", "executor"]
 
 
+async def test_a_plan_that_repeats_its_goal_is_dropped_and_the_goal_executed(make_agent) -> None:
+    # The small planner often lists the question itself among its subtasks, beside guesses.
+    repeating = PlanOutput(
+        subtasks=[
+            SubTask(goal=COMPOUND.upper().rstrip("?"), task_type=TaskType.SEARCH),  # the goal, case and "?" aside
+            SubTask(goal="The component is the event loop.", task_type=TaskType.THINK, depends_on_indices=[0]),
+        ]
+    )
+    model = ScriptedModel(
+        script={"atomizer": AtomizerOutput(is_atomic=False), "planner": repeating, "executor": grounded_executor}
+    )
+    result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
+
+    assert result.status == "completed"
+    assert len(result.graph) == 1
+    root = result.graph.root
+    assert root.node_type is NodeType.EXECUTE
+    assert [c.request.role for c in model.calls] == ["atomizer", "planner", "executor"]
+    assert [s.status for s in root.history][-3:] == [TaskStatus.PLANNING, TaskStatus.EXECUTING, TaskStatus.DONE]
+    assert root.result == result.final_answer == "It runs them as tasks [1]."
+    assert any("include the task itself" in w for w in root.warnings)
+
+    splitting = PlanOutput(
+        subtasks=[*repeating.subtasks[1:], SubTask(goal="What do threads share?", task_type=TaskType.SEARCH)]
+    )
+    model = ScriptedModel(script={"atomizer": AtomizerOutput(is_atomic=False), "planner": splitting})
+    result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
+    assert result.graph.root.node_type is NodeType.PLAN and len(result.graph) == 3
+
+
 async def test_an_unsupported_citation_is_dropped_and_noted_on_the_node(make_agent) -> None:
     bad = ExecutionOutput(
         answer="The loop uses threads [1].", citations=[{"source": 1, "quote": "the loop spawns one thread per task"}]

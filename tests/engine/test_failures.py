@@ -87,8 +87,11 @@ async def test_fail_parent_cancels_the_siblings_and_fails_the_run_with_the_reaso
 
 
 async def test_fail_parent_propagates_up_to_the_root(make_agent) -> None:
-    model = ScriptedModel(
-        script={"planner": plan([], []), "executor": failing_executor("root.0.1")},
+    model = ScriptedModel(  # each node's plan names its own steps (one that repeats its task is executed instead)
+        script={
+            "planner": lambda r: plan([], [], prefix=f"{r.task_id} step"),
+            "executor": failing_executor("root.0.1"),
+        },
     )
     agent = make_agent(model, max_depth=2, skip_atomization=True, failure_policy="fail_parent")
     result = await agent.arun(GOAL, write_files=False)

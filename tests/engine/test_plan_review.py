@@ -122,7 +122,9 @@ async def test_reject_fails_the_node_with_the_reason(make_agent) -> None:
 
 async def test_review_all_reviews_every_plan(make_agent) -> None:
     reviewer = ScriptedReviewer()
-    model = ScriptedModel(script={"planner": PLANNED})
+    model = ScriptedModel(
+        script={"planner": lambda r: plan(f"what the GIL is ({r.task_id})", f"why it exists ({r.task_id})")}
+    )
     agent = make_agent(model, reviewer=reviewer, max_depth=2, skip_atomization=True, review="all")
     result = await agent.arun(GOAL, write_files=False)
 

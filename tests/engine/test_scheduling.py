@@ -18,10 +18,13 @@ from sentient.graph.status import TaskStatus
 GOAL = "How does asyncio schedule coroutines?"
 
 
-def plan(*deps: list[int]) -> PlanOutput:
-    """A plan with one THINK subtask per argument, with those dependency indices."""
+def plan(*deps: list[int], of: str = "") -> PlanOutput:
+    """A plan with one THINK subtask per argument, with those dependency indices; ``of`` names the
+    planned task in the goals (a plan that repeats its task's goal is executed instead)."""
     return PlanOutput(
-        subtasks=[SubTask(goal=f"step {i}", task_type=TaskType.THINK, depends_on_indices=d) for i, d in enumerate(deps)]
+        subtasks=[
+            SubTask(goal=f"step {i}{of}", task_type=TaskType.THINK, depends_on_indices=d) for i, d in enumerate(deps)
+        ]
     )
 
 
@@ -99,7 +102,10 @@ async def test_parent_aggregates_only_after_all_children_finished(make_agent) ->
     def latency(request: FakeRequest) -> float:
         return {"root.0.1": 0.1, "root.1": 0.03}.get(request.task_id, 0.0)
 
-    model = ScriptedModel(script={"planner": plan([], []), "atomizer": atomizer}, latency=latency)
+    def planner(request: FakeRequest) -> PlanOutput:
+        return plan([], [], of=f" of {request.task_id}")
+
+    model = ScriptedModel(script={"planner": planner, "atomizer": atomizer}, latency=latency)
     result = await make_agent(model, max_depth=2).arun(GOAL, write_files=False)
 
     assert result.status == "completed"
