@@ -106,12 +106,12 @@ class Cluster:
         self.latency = latency
         self.jobs = jobs
         (workdir / "redis").mkdir()
-        redis = RedisServer(workdir / "redis")
+        redis = self.redis = RedisServer(workdir / "redis")
         stack.callback(redis.stop)
         bindir = postgres_bindir()
         if bindir is None:
             raise BenchError("PostgreSQL not found (no initdb): apt-get install -y postgresql")
-        postgres = PostgresServer(bindir)
+        postgres = self.postgres = PostgresServer(bindir)
         stack.callback(postgres.stop)
         postgres.start()
         env = {k: v for k, v in os.environ.items() if not k.startswith("SENTIENT_")}
@@ -177,6 +177,46 @@ class Cluster:
         for process in reversed(self.processes):
             process.stop()
 
+    def cpu_seconds(self) -> dict[str, Any]:
+        """CPU seconds used so far by each part: the web process, each worker, Redis and
+        PostgreSQL (each with its child processes), to tell which one a row was bound by."""
+        postgres = self.postgres.process.pid if self.postgres.process is not None else None
+        return {
+            "web": _tree_cpu_s(next(p.proc.pid for p in self.processes if p.name == "web")),
+            "workers": [_tree_cpu_s(p.proc.pid) for p in self.processes if p.name.startswith("worker")],
+            "redis": _tree_cpu_s(self.redis.pid),
+            "postgres": _tree_cpu_s(postgres) if postgres is not None else None,
+        }
+
+
+def _used_since(before: Any, after: Any) -> Any:
+    """``after - before`` for numbers, and item by item in lists and dicts."""
+    if isinstance(after, dict):
+        return {key: _used_since(before[key], value) for key, value in after.items()}
+    if isinstance(after, list):
+        return [_used_since(b, a) for b, a in zip(before, after, strict=True)]
+    return None if after is None else round(after - before, 2)
+
+
+def _tree_cpu_s(pid: int) -> float:
+    """User and system CPU seconds of ``pid`` and its live descendants (Linux /proc)."""
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # ended while the folder was read
+        child = int(stat.parent.name)
+        parents[child] = int(fields[1])
+        times[child] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tree, grew = {pid}, True
+    while grew:
+        more = {child for child, parent in parents.items() if parent in tree} - tree
+        tree |= more
+        grew = bool(more)
+    return round(sum(times.get(p, 0.0) for p in tree), 2)
+
 
 def worker_main(args: argparse.Namespace) -> int:
     """``sentient worker`` with the fan-out scripted model (the child of a Cluster)."""
@@ -218,11 +258,13 @@ def throughput(args: argparse.Namespace, kind: str, workers: int) -> dict[str, A
             create_project(http, f"Project {i} {_FANOUT_TAG}{args.fanout}", config) for i in range(args.projects)
         ]
         watchers = spawn_clients(cluster.url, args.clients, args.client_procs, project_ids, args.timeout)
+        before = cluster.cpu_seconds()
         start, reports = run_watched(http, watchers, project_ids)
         end = max(r["last_completed"] for r in reports)
         statuses = [http.get(f"/api/projects/{pid}").json()["status"] for pid in project_ids]
         latencies = sorted(lat for r in reports for lat in r["latencies"])
         took = [p.took() for p in cluster.processes if p.name.startswith("worker")]
+        cpu = _used_since(before, cluster.cpu_seconds())
         row = {
             "kind": kind,
             "workers": workers,
@@ -235,6 +277,7 @@ def throughput(args: argparse.Namespace, kind: str, workers: int) -> dict[str, A
             "latency_p99_ms": round(1000 * _percentile(latencies, 0.99), 1),
             "lost": sum(r["lost"] for r in reports),
             "projects_per_worker": [len(t) for t in took],
+            "cpu_s": cpu,
         }
         if row["lost"] or row["completed"] != args.projects:
             raise BenchError(f"lost events or unfinished projects: {row}")
@@ -247,7 +290,9 @@ def recovery(args: argparse.Namespace) -> dict[str, Any]:
 
     with ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sentient-scale-")))
-        cluster = Cluster(stack, workdir, args.recovery_latency, args.jobs, args.lease)
+        # Two jobs each, so that the four projects are split: with more, the worker that polls first
+        # takes all four (seen on a 16-core machine, where the other had not polled yet).
+        cluster = Cluster(stack, workdir, args.recovery_latency, 2, args.lease)
         cluster.web(threads=64)
         victim, survivor = cluster.worker("victim"), cluster.worker("survivor")
         cluster.wait_workers(2)
@@ -314,12 +359,17 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def print_table(result: dict[str, Any]) -> None:
-    print("| load | workers | projects x clients | completed | projects/min | status p50 ms | p99 ms | lost |")
-    print("|---|---:|---|---:|---:|---:|---:|---:|")
+    print(
+        "| load | workers | projects x clients | completed | projects/min | status p50 ms | p99 ms | lost"
+        " | CPU s: web | workers | redis | postgres |"
+    )
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---:|")
     for row in result["rows"]:
+        cpu = row["cpu_s"]
         print(
             f"| {row['kind']} | {row['workers']} | {row['projects']} x {row['clients']} | {row['completed']} | "
-            f"{row['projects_per_min']} | {row['latency_p50_ms']} | {row['latency_p99_ms']} | {row['lost']} |"
+            f"{row['projects_per_min']} | {row['latency_p50_ms']} | {row['latency_p99_ms']} | {row['lost']} | "
+            f"{cpu['web']} | {' + '.join(map(str, cpu['workers']))} | {cpu['redis']} | {cpu['postgres']} |"
         )
     if "recovery" in result:
         r = result["recovery"]

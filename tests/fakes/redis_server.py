@@ -52,6 +52,10 @@ class RedisServer:
     def client(self) -> redis.Redis:
         return redis.Redis(port=self.port, socket_timeout=5)
 
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
     def stop(self) -> None:
         if self._process.poll() is None:
             self._process.terminate()
