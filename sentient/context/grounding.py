@@ -33,6 +33,7 @@ from sentient.context.citations import cited_numbers, renumber
 from sentient.graph.node import Source
 
 _NON_WORD = re.compile(r"[^0-9a-z]+")
+_NAME = re.compile(r"\b_*([A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)_*\b")
 _ELLIPSIS = re.compile(r"\.\.\.|…")
 MIN_QUOTE_WORDS = 2  # one word ("30") proves nothing about the sentence it came from
 MIN_OVERLAP = 0.8  # share of a loosely matched quote's words found together in the source
@@ -126,7 +127,15 @@ def stem(word: str) -> str:
 
 
 def _stems(text: str) -> set[str]:
-    return {stem(w) for w in normalize(text).split()}
+    return {stem(w) for w in normalize(text).split()} | set(_names(text))
+
+
+def _names(text: str) -> list[str]:
+    """The names written with underscores in ``text`` (``__suppress_context__``, ``policy_acp7``),
+    lower-cased without their outer underscores. Each is one word of what a text states: split,
+    its parts are often the question's own words ("suppresses ... the exception context"), and
+    the answer that names it would seem to add nothing."""
+    return [name.lower() for name in _NAME.findall(text)]
 
 
 def quote_occurs(quote: str, text: str) -> bool:
@@ -360,7 +369,8 @@ def cite_by_evidence(answer: str, task: str, sources: Sequence[Source]) -> Groun
 def _claim(answer: str, task: str) -> list[str]:
     """The words ``answer`` adds to ``task``, stemmed (citation markers and common words left out)."""
     asked = _stems(task)
-    words = [stem(w) for w in normalize(renumber(answer, {})).split() if w not in _STOP_WORDS]
+    text = renumber(answer, {})
+    words = [stem(w) for w in normalize(text).split() if w not in _STOP_WORDS] + _names(text)
     return [w for w in dict.fromkeys(words) if w not in asked]
 
 

@@ -206,6 +206,18 @@ def test_a_stated_clause_is_cited_when_the_model_padded_its_sentence():
             "Session tokens are valid for 9 hours from login under the current policy [1].",
             id="a sentence that the source's document title completes",
         ),
+        pytest.param(
+            Source(
+                ref="/docs/raise.md",
+                title="raise",
+                snippet='New in version 3.3: The "__suppress_context__" attribute to suppress automatic display of the'
+                " exception context.",
+            ),
+            "Which attribute suppresses the automatic display of the exception context?",
+            "The attribute that suppresses the display of the exception context is `__suppress_context__`.",
+            "The attribute that suppresses the display of the exception context is `__suppress_context__` [1].",
+            id="a name made of the question's words",
+        ),
     ],
 )
 def test_a_stated_sentence_or_clause_is_cited(source: Source, task: str, answer: str, cited_text: str) -> None:
