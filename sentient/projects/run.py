@@ -223,7 +223,7 @@ class ProjectRun:
             status = "completed_with_failures" if failed else "completed"
         elif stop_reason is not None:
             status = "stopped"
-        elif cancelled or root.status is TaskStatus.CANCELLED:
+        elif root.status is TaskStatus.CANCELLED or (cancelled and not root.is_terminal):  # stopped before it ended
             status = "cancelled"
         else:
             status = "failed"
