@@ -180,12 +180,13 @@ class Cluster:
     def cpu_seconds(self) -> dict[str, Any]:
         """CPU seconds used so far by each part: the web process, each worker, Redis and
         PostgreSQL (each with its child processes), to tell which one a row was bound by."""
+        table = _process_table()  # read once: every part at the same instant
         postgres = self.postgres.process.pid if self.postgres.process is not None else None
         return {
-            "web": _tree_cpu_s(next(p.proc.pid for p in self.processes if p.name == "web")),
-            "workers": [_tree_cpu_s(p.proc.pid) for p in self.processes if p.name.startswith("worker")],
-            "redis": _tree_cpu_s(self.redis.pid),
-            "postgres": _tree_cpu_s(postgres) if postgres is not None else None,
+            "web": _tree_cpu_s(next(p.proc.pid for p in self.processes if p.name == "web"), table),
+            "workers": [_tree_cpu_s(p.proc.pid, table) for p in self.processes if p.name.startswith("worker")],
+            "redis": _tree_cpu_s(self.redis.pid, table),
+            "postgres": _tree_cpu_s(postgres, table) if postgres is not None else None,
         }
 
 
@@ -198,24 +199,27 @@ def _used_since(before: Any, after: Any) -> Any:
     return None if after is None else round(after - before, 2)
 
 
-def _tree_cpu_s(pid: int) -> float:
-    """User and system CPU seconds of ``pid`` and its live descendants (Linux /proc)."""
-    parents: dict[int, int] = {}
-    times: dict[int, float] = {}
+def _process_table() -> dict[int, tuple[int, float]]:
+    """Every live process: its parent's pid and its user and system CPU seconds (Linux /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    table: dict[int, tuple[int, float]] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue  # ended while the folder was read
-        child = int(stat.parent.name)
-        parents[child] = int(fields[1])
-        times[child] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        table[int(stat.parent.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick)
+    return table
+
+
+def _tree_cpu_s(pid: int, table: dict[int, tuple[int, float]]) -> float:
+    """CPU seconds of ``pid`` and its live descendants in ``table`` (:func:`_process_table`)."""
     tree, grew = {pid}, True
     while grew:
-        more = {child for child, parent in parents.items() if parent in tree} - tree
+        more = {child for child, (parent, _) in table.items() if parent in tree} - tree
         tree |= more
         grew = bool(more)
-    return round(sum(times.get(p, 0.0) for p in tree), 2)
+    return round(sum(table[p][1] for p in tree if p in table), 2)
 
 
 def worker_main(args: argparse.Namespace) -> int:
