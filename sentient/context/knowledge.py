@@ -2,9 +2,14 @@
 
 The entries live in the project store's ``knowledge`` table, one per DONE task: the one record
 of a project's findings, read by the context builder while the project runs and searched by
-users afterwards. A run keeps it in step through its events (the store is a subscriber), so an
-entry is there as soon as its task is DONE, and a task that is removed by a replan or redone by
-a resumed run loses its entry.
+users afterwards. The run's :class:`~sentient.store.writer.StoreWriter` stores each entry in the
+transaction that stores its task's DONE status.
+
+Subscribed to a run's events, a KnowledgeStore keeps the project's entries in memory: loaded
+when the run starts, changed by each event, so an entry is known as soon as its task is DONE,
+and a task that is removed by a replan or redone by a resumed run loses its entry. The context
+builder reads them on the engine's loop, which thus never waits for the database. Without a
+project store (a run that persists nothing) the entries are only in memory.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,40 +79,70 @@ class KnowledgeEntry:
 
 
 class KnowledgeStore:
-    """The findings of one project in its project store; :meth:`related` picks what a goal shares words with.
+    """The findings of one project; :meth:`related` picks what a goal shares words with.
 
-    Subscribe it to a run's events to keep it in step with the run (see the module docstring).
+    Read from ``store`` until it is subscribed to a run's events, from memory after (see the
+    module docstring); ``store`` None: in memory only.
     """
 
-    def __init__(self, store: ProjectStore, project_id: str) -> None:
+    def __init__(self, store: ProjectStore | None, project_id: str) -> None:
         self._store = store
         self._project_id = project_id
+        self._live: dict[str, dict[str, Any]] | None = None  # by task, in the order they finished
 
     def __call__(self, event: Event) -> None:
+        if isinstance(event, RunStarted):
+            self._start(event)
+            return
+        live = self._live if self._live is not None else self._load()
         if isinstance(event, NodeStatusChanged):
             node = event.node
             if node.status is TaskStatus.DONE and node.result is not None:
-                self.add(node.task_id, node.goal, node.result, [s.ref for s in node.sources])
+                live.pop(node.task_id, None)  # a task finished again moves to the end
+                sources = [s.ref for s in node.sources]
+                live[node.task_id] = {
+                    "task_id": node.task_id,
+                    "goal": node.goal,
+                    "result": node.result,
+                    "sources": sources,
+                }
             elif event.old is TaskStatus.DONE:  # a resumed run redoes it
-                self.forget([node.task_id])
+                live.pop(node.task_id, None)
         elif isinstance(event, NodesRemoved):
-            self.forget(event.task_ids)
-        elif isinstance(event, RunStarted):
-            # A process killed between storing an entry and its task's DONE status left it behind.
-            self.forget([n.task_id for n in event.nodes if n.status is not TaskStatus.DONE])
+            for task_id in event.task_ids:
+                live.pop(task_id, None)
 
-    def add(self, task_id: str, goal: str, result: str, sources: Sequence[str] = ()) -> None:
-        """Record a finished task (replacing an earlier entry for it); stored before this returns."""
-        self._store.add_knowledge(self._project_id, task_id, goal, result, sources)
+    def _start(self, event: RunStarted) -> None:
+        """Take the stored entries of the tasks that are DONE as the run starts; drop the others.
 
-    def forget(self, task_ids: Collection[str]) -> None:
-        """Drop the entries of ``task_ids``."""
-        if task_ids:
-            self._store.forget_knowledge(self._project_id, task_ids)
+        A task that is no longer DONE (a resumed run redoes it) must not be offered. An older
+        version of Sentient stored an entry before its task's DONE status, and a process killed
+        between the two left one behind.
+        """
+        undone = [n.task_id for n in event.nodes if n.status is not TaskStatus.DONE]
+        live = self._load()
+        stale = [task_id for task_id in undone if task_id in live]
+        if stale and self._store is not None:
+            self._store.forget_knowledge(self._project_id, stale)
+        for task_id in stale:
+            del live[task_id]
+
+    def _load(self) -> dict[str, dict[str, Any]]:
+        """Keep the project's entries in memory from now on (the run's events update them)."""
+        if self._live is None:
+            rows = self._store.knowledge(self._project_id) if self._store is not None else []
+            self._live = {row["task_id"]: row for row in rows}
+        return self._live
+
+    def _rows(self, among: Collection[str] | None = None) -> list[dict[str, Any]]:
+        """The entries (of the tasks ``among``), in the order the tasks finished."""
+        if self._live is None and self._store is not None:
+            return self._store.knowledge(self._project_id, among)
+        return [row for task_id, row in self._load().items() if among is None or task_id in among]
 
     def entries(self) -> list[KnowledgeEntry]:
         """Every entry, in the order the tasks finished."""
-        return [_entry(row) for row in self._store.knowledge(self._project_id)]
+        return [_entry(row) for row in self._rows()]
 
     def related(self, query: str, among: set[str] | frozenset[str], limit: int = 3) -> list[KnowledgeEntry]:
         """The entries of the tasks ``among`` that share the most rare words with ``query``.
@@ -119,16 +154,16 @@ class KnowledgeStore:
         """
         if limit <= 0 or not among:
             return []
-        return _ranked(query, self._store.knowledge(self._project_id, among), limit)
+        return _ranked(query, self._rows(among), limit)
 
     def search(self, query: str, limit: int = 10) -> list[KnowledgeEntry]:
         """The entries of the whole project that share the most rare words with ``query``."""
         if limit <= 0:
             return []
-        return _ranked(query, self._store.knowledge(self._project_id), limit)
+        return _ranked(query, self._rows(), limit)
 
     def __len__(self) -> int:
-        return len(self._store.knowledge(self._project_id))
+        return len(self._rows())
 
 
 def _ranked(query: str, rows: list[dict[str, Any]], limit: int) -> list[KnowledgeEntry]:

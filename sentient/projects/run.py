@@ -128,9 +128,7 @@ class ProjectRun:
                 if self.writer is not None:
                     self.writer.close()  # nothing was written: the project stays as its owner keeps it
                 raise
-        # A run that persists nothing keeps its knowledge in a private in-memory store.
-        knowledge_store = self.store if self.store is not None else self._scratch_store()
-        knowledge = KnowledgeStore(knowledge_store, self.project_id)
+        knowledge = KnowledgeStore(self.store, self.project_id)  # without a store, in memory only
         self.bus.subscribe(knowledge)
         crash: str | None = None
         cancelled = False
@@ -160,8 +158,6 @@ class ProjectRun:
             stop_reason = self._engine.stop_reason if self._engine is not None else None
             result = self._result(started, stop_reason, crash, cancelled=cancelled)
             self.bus.publish(RunFinished(result.status, result.error, stats=asdict(result.stats)))
-            if knowledge_store is not self.store:
-                knowledge_store.close()
             await asyncio.to_thread(self._save, result)
         logger.info("project {}: {} in {:.1f}s", self.project_id, result.status, result.stats.elapsed_s)
         return result
@@ -206,11 +202,6 @@ class ProjectRun:
             researcher.profile.name,
         )
         await engine.run(resume=resume)
-
-    def _scratch_store(self) -> ProjectStore:
-        store = ProjectStore.in_memory()
-        store.create_project(self.project_id, self.graph.root.goal, self.researcher.profile.name, {})
-        return store
 
     def _result(
         self, started: float, stop_reason: str | None, crash: str | None = None, *, cancelled: bool = False

@@ -90,7 +90,7 @@ CREATE TABLE calls (
 );
 CREATE INDEX calls_by_node ON calls (project_id, task_id);
 
--- What DONE nodes learned: the knowledge store (sentient.context.knowledge), written as each finishes.
+-- What DONE nodes learned (sentient.context.knowledge), written with the status that made each DONE.
 CREATE TABLE knowledge (
     project_id TEXT NOT NULL REFERENCES projects (project_id) ON DELETE CASCADE,
     task_id    TEXT NOT NULL,

@@ -6,9 +6,10 @@ JSON, no SQL. A background thread drains the queue and writes each batch in one 
 typically within a few milliseconds of the event. The writer reads nothing but events: a node's
 row is its latest snapshot, counters included as totals, so every agent call is counted once.
 
-What DONE nodes learned is not written here: the knowledge store
-(:class:`sentient.context.knowledge.KnowledgeStore`) stores each entry at once, since the next
-agent call may need it.
+What a DONE node learned (its knowledge entry, read back by
+:class:`sentient.context.knowledge.KnowledgeStore`) is written in the same transaction as the
+status that made it DONE, so a killed process never leaves one without the other; the run reads
+its entries from memory, so none waits for the write.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from itertools import chain
 from typing import Any
 
@@ -25,6 +26,7 @@ from loguru import logger
 
 from sentient.events import AgentCallFinished, Event, NodeCreated, NodeSnapshot, NodesRemoved, NodeStatusChanged
 from sentient.graph.node import Source
+from sentient.graph.status import TaskStatus
 from sentient.store.database import Database
 from sentient.store.errors import LeaseLostError, StoreError
 from sentient.store.lease import Owner
@@ -50,6 +52,7 @@ _NODE_INSERT = (
     " depends_on = excluded.depends_on, status = excluded.status, warnings = excluded.warnings",
 )
 _CHANGE_INSERT = ("INSERT INTO status_changes (project_id, task_id, old, new, at, error)", 6, "")
+_KNOWLEDGE_INSERT = ("INSERT INTO knowledge (project_id, task_id, goal, result, sources)", 5, "")
 _CALL_INSERT = (
     "INSERT INTO calls (project_id, task_id, role, agent, model, prompt, context, response, error, attempts,"
     " input_tokens, output_tokens, cost_usd, cached, tool_calls, started_at, latency_s)",
@@ -302,6 +305,8 @@ class _Rows:
         self.updates: dict[str, NodeSnapshot] = {}  # the latest snapshot of each node wins
         self.changes: list[tuple[Any, ...]] = []
         self.calls: list[tuple[Any, ...]] = []
+        # Each touched task's knowledge entry, in the order they finished; None: it has none now.
+        self.knowledge: dict[str, tuple[Any, ...] | None] = {}
 
     def add_node(self, node: NodeSnapshot, seq: int) -> None:
         self.nodes.append(
@@ -325,6 +330,12 @@ class _Rows:
         node = event.node
         self.updates[node.task_id] = node
         self.changes.append((self.project_id, node.task_id, event.old, node.status, event.at, event.error))
+        if node.status is TaskStatus.DONE and node.result is not None:
+            self.knowledge.pop(node.task_id, None)  # a task finished again moves to the end
+            sources = _dumps([s.ref for s in node.sources])
+            self.knowledge[node.task_id] = (self.project_id, node.task_id, node.goal, node.result, sources)
+        elif event.old is TaskStatus.DONE:  # redone by a resumed run
+            self.knowledge[node.task_id] = None
 
     def add_call(self, event: AgentCallFinished) -> None:
         if event.node is not None:
@@ -356,6 +367,10 @@ class _Rows:
         _update(conn, _NODE_UPDATE, [_node_update(node) for node in self.updates.values()], self.project_id)
         _insert(conn, _CHANGE_INSERT, self.changes)
         _insert(conn, _CALL_INSERT, self.calls)
+        if self.knowledge:
+            # Delete, then insert: a replaced entry moves to the end, as it finished last.
+            _delete(conn, "knowledge", self.project_id, list(self.knowledge))
+            _insert(conn, _KNOWLEDGE_INSERT, [entry for entry in self.knowledge.values() if entry is not None])
 
 
 def _node_update(node: NodeSnapshot) -> tuple[Any, ...]:
@@ -376,12 +391,16 @@ def _node_update(node: NodeSnapshot) -> tuple[Any, ...]:
 
 
 def _write_removal(conn: Database, pid: str, item: tuple[Any, ...]) -> None:
-    event = item[1]
-    for start in range(0, len(event.task_ids), _ROWS_PER_STATEMENT):
-        chunk = event.task_ids[start : start + _ROWS_PER_STATEMENT]
+    for table in ("nodes", "status_changes", "knowledge"):
+        _delete(conn, table, pid, item[1].task_ids)
+
+
+def _delete(conn: Database, table: str, pid: str, task_ids: Sequence[str]) -> None:
+    """Delete the rows of ``task_ids`` from ``table``."""
+    for start in range(0, len(task_ids), _ROWS_PER_STATEMENT):
+        chunk = task_ids[start : start + _ROWS_PER_STATEMENT]
         marks = ", ".join("?" * len(chunk))
-        for table in ("nodes", "status_changes"):
-            conn.execute(f"DELETE FROM {table} WHERE project_id = ? AND task_id IN ({marks})", (pid, *chunk))
+        conn.execute(f"DELETE FROM {table} WHERE project_id = ? AND task_id IN ({marks})", (pid, *chunk))
 
 
 def _insert(conn: Database, statement: tuple[str, int, str], rows: list[tuple[Any, ...]]) -> None:

@@ -26,10 +26,18 @@ class Tree:
     """root -> root.0 (PLAN) -> root.0.0, root.0.1 (depends on root.0.0), root.0.2; and root.1."""
 
     graph: TaskGraph
-    knowledge: KnowledgeStore
+    projects: ProjectStore
+
+    @property
+    def knowledge(self) -> KnowledgeStore:
+        return KnowledgeStore(self.projects, "p-1")
 
     def node(self, task_id: str) -> TaskNode:
         return self.graph.get(task_id)
+
+    def learn(self, task_id: str, goal: str, result: str) -> None:
+        """Store what ``task_id`` learned, as a run's store writer does when it is DONE."""
+        self.projects.add_knowledge("p-1", task_id, goal, result, [])
 
     def finish(self, task_id: str, result: str, sources: Sequence[Source] = ()) -> None:
         node = self.node(task_id)
@@ -64,7 +72,7 @@ def tree() -> Iterator[Tree]:
     )
     with ProjectStore.in_memory() as projects:
         projects.create_project("p-1", OVERALL, "general_agent", {})
-        yield Tree(graph, KnowledgeStore(projects, "p-1"))
+        yield Tree(graph, projects)
 
 
 def titles(context: AgentContext) -> list[str]:
@@ -99,7 +107,7 @@ def test_the_root_sees_its_own_goal_as_the_overall_goal(tree: Tree) -> None:
 
 def test_overall_goal_and_ancestors_survive_a_tiny_budget(tree: Tree) -> None:
     tree.finish("root.0", "Lists change in place: append, extend and slice assignment. " * 40, [A])
-    tree.knowledge.add("root.0.2", "Compare tuples and lists", "Tuples and lists both index from zero. " * 30)
+    tree.learn("root.0.2", "Compare tuples and lists", "Tuples and lists both index from zero. " * 30)
     context = tree.builder(token_budget=10).for_execution(tree.node("root.1"), [B])
     rendered = context.render()
     assert OVERALL in rendered
@@ -139,9 +147,9 @@ def test_knowledge_comes_from_settled_work_related_to_the_goal(tree: Tree) -> No
     """root.1 depends on root.0, so root.0's subtasks have surely finished before it starts;
     its own dependency (root.0) is in the context already, and unrelated entries are left out."""
     for task_id in ("root", "root.0", "root.0.0", "root.0.1"):
-        tree.knowledge.add(task_id, tree.node(task_id).goal, "Tuples cannot change; lists can change.")
-    tree.knowledge.add("root.0.2", "Find which sequences are hashable", "Tuples can be dict keys; lists cannot.")
-    tree.knowledge.add("root.0.0", "Describe garden soil", "Loam holds water for roots.")
+        tree.learn(task_id, tree.node(task_id).goal, "Tuples cannot change; lists can change.")
+    tree.learn("root.0.2", "Find which sequences are hashable", "Tuples can be dict keys; lists cannot.")
+    tree.learn("root.0.0", "Describe garden soil", "Loam holds water for roots.")
     context = tree.builder().for_execution(tree.node("root.1"), [])
     related = [t for t in titles(context) if t.startswith("Related finding")]
     assert related == [
@@ -153,13 +161,13 @@ def test_knowledge_comes_from_settled_work_related_to_the_goal(tree: Tree) -> No
 def test_knowledge_from_work_that_may_still_be_running_is_not_offered(tree: Tree) -> None:
     """root.0.2 runs in parallel with root.0.1: offering its result would make the context
     depend on timing (and defeat the response cache on a re-run)."""
-    tree.knowledge.add("root.0.2", "Find whether tuples can change", "Tuples can be dict keys; lists cannot.")
+    tree.learn("root.0.2", "Find whether tuples can change", "Tuples can be dict keys; lists cannot.")
     context = tree.builder().for_execution(tree.node("root.0.1"), [])
     assert not any(t.startswith("Related finding") for t in titles(context))
 
 
 def test_knowledge_is_not_offered_when_disabled(tree: Tree) -> None:
-    tree.knowledge.add("root.0.2", "Find which sequences are hashable", "Tuples can change? No.")
+    tree.learn("root.0.2", "Find which sequences are hashable", "Tuples can change? No.")
     context = tree.builder(knowledge_results=0).for_execution(tree.node("root.1"), [])
     assert not any(t.startswith("Related finding") for t in titles(context))
 
@@ -170,8 +178,8 @@ def test_knowledge_is_not_offered_when_disabled(tree: Tree) -> None:
 def _with_knowledge(tree: Tree) -> None:
     """A long dependency result and two knowledge entries, one clearly more relevant."""
     tree.finish("root.0", "Lists change in place with append and extend [1]. " * 40, [A])
-    tree.knowledge.add("root.0.2", "Whether tuples can change", "Tuples can never change; tuples are immutable. " * 25)
-    tree.knowledge.add(
+    tree.learn("root.0.2", "Whether tuples can change", "Tuples can never change; tuples are immutable. " * 25)
+    tree.learn(
         "root.0.1", "Notes on sequences", "Sequences support indexing and slicing. " * 30 + "Some of them change."
     )
 

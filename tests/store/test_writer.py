@@ -237,13 +237,62 @@ def test_a_call_charged_to_no_node_is_stored_without_changing_node_counters(stor
     assert store.node(PROJECT, "root").agent_calls == root.agent_calls == 0
 
 
-def test_the_writer_leaves_knowledge_to_the_knowledge_store(store: ProjectStore) -> None:
-    """DONE nodes' findings have one writer, KnowledgeStore, which stores each at once."""
-    run = _replanned_run(store)
+@pytest.mark.parametrize("mode", ["one", "each"])
+def test_what_done_tasks_learned_is_stored_with_their_status(store: ProjectStore, mode: str) -> None:
+    """A task's knowledge entry is written with the status that made it DONE, replaced when it is
+    finished again (moving to the end), and deleted when it is redone or removed by a replan."""
+    with _batching(store, mode) as prepare:
+        run = FakeRun(store)
+        prepare(run)
+        root = run.root()
+        run.move(root, S.PLANNING, S.ATOMIZATION)
+        first, second = run.plan(root, ("event loop", []), ("tasks", []))
+        run.move(root, S.PLAN_DONE)
+        run.move(first, S.EXECUTING)
+        run.finish(first, "The loop runs tasks [1].", [Source(ref="asyncio.md", title="Asyncio", snippet="loop")])
+        run.move(second, S.EXECUTING)
+        run.finish(second, "Tasks wrap coroutines.")
+        first.status = S.READY  # as engine.resume resets it, announced as a change from DONE
+        run.bus.publish(NodeStatusChanged(snapshot(first), S.DONE, 0.0))
+        run.bus.publish(NodesRemoved(root.task_id, tuple(run.graph.remove_subtree(second.task_id))))
+        run.move(first, S.EXECUTING)
+        run.finish(first, "The loop runs callbacks too.")
+        run.move(root, S.AGGREGATING)
+        run.finish(root, "# Asyncio")
     run.writer.close()
 
-    assert {n.task_id for n in store.load_graph(PROJECT) if n.status is S.DONE} == {"root", "root.0", "root.3"}
-    assert store.knowledge(PROJECT) == []
+    assert store.knowledge(PROJECT) == [
+        {"task_id": "root.0", "goal": "event loop", "result": "The loop runs callbacks too.", "sources": []},
+        {"task_id": "root", "goal": "Explain asyncio", "result": "# Asyncio", "sources": []},
+    ]
+
+
+def test_an_entry_is_stored_exactly_when_its_task_is_stored_done(store: ProjectStore) -> None:
+    """After each transaction the stored entries are those of the stored DONE tasks: a process killed
+    between two leaves neither one without the other."""
+    seen: list[tuple[set[str], set[str]]] = []
+
+    def check(event: object) -> None:
+        if isinstance(event, NodeStatusChanged):
+            run.writer.flush()
+            done = {n.task_id for n in store.load_graph(PROJECT) if n.status is S.DONE}
+            seen.append((done, {row["task_id"] for row in store.knowledge(PROJECT)}))
+
+    run = FakeRun(store)
+    run.bus.subscribe(check)
+    root = run.root()
+    run.move(root, S.PLANNING, S.ATOMIZATION)
+    (only,) = run.plan(root, ("event loop", []))
+    run.move(root, S.PLAN_DONE)
+    run.move(only, S.EXECUTING)
+    run.finish(only, "The loop runs tasks.", [Source(ref="asyncio.md", title="Asyncio", snippet="loop")])
+    run.move(root, S.AGGREGATING)
+    run.finish(root, "# Asyncio")
+    run.writer.close()
+
+    assert all(done == known for done, known in seen)
+    assert seen[-1] == ({"root", "root.0"}, {"root", "root.0"})
+    assert store.knowledge(PROJECT)[0]["sources"] == ["asyncio.md"]
 
 
 def test_node_is_stored_as_it_was_when_its_status_changed(store: ProjectStore) -> None:
