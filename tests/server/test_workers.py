@@ -205,7 +205,9 @@ def test_with_two_web_processes_clients_of_both_get_the_same_updates_and_either_
     _, on_a = built.client(reviewed, on=web_a)
     _, on_b = built.client(reviewed, on=web_b)
     built.execute(reviewed)  # through web A
-    cancelled = built.submit("What does the GIL serialise?", max_subtasks=4)
+    # Held by its plan review until it is cancelled: a run of the scripted model alone can end
+    # between being seen running and the cancel.
+    cancelled = built.submit("What does the GIL serialise?", max_subtasks=4, review="root")
 
     (review,) = wait_for(
         lambda: built.api("GET", f"/api/projects/{reviewed}/reviews", on=web_b).json()["reviews"],
@@ -214,9 +216,15 @@ def test_with_two_web_processes_clients_of_both_get_the_same_updates_and_either_
     )
     answered = built.api("POST", f"/api/reviews/{review['review_id']}", on=web_b, json={"action": "approve"})
     assert answered.status_code == 200, answered.text
+    wait_for(
+        lambda: built.api("GET", f"/api/projects/{cancelled}/reviews", on=web_a).json()["reviews"],
+        timeout=30,
+        what="the review that holds the project to cancel",
+    )
     built.wait_status(cancelled, "running")
     asked = time.monotonic()
-    assert built.api("POST", f"/api/projects/{cancelled}/cancel", on=web_b).status_code == 202
+    cancel = built.api("POST", f"/api/projects/{cancelled}/cancel", on=web_b)
+    assert cancel.status_code == 202, cancel.text
     built.wait_status(cancelled, "cancelled", timeout=2)
     assert time.monotonic() - asked < 2
     built.wait_status(reviewed, "completed", timeout=30)
