@@ -150,6 +150,11 @@ class NodeStatusChanged:
     def new(self) -> TaskStatus:
         return self.node.status
 
+    @property
+    def learned(self) -> bool:
+        """Whether the node is now DONE with a result: what it learned is a knowledge entry."""
+        return self.node.status is TaskStatus.DONE and self.node.result is not None
+
 
 @dataclass(frozen=True, slots=True)
 class NodesRemoved:

@@ -94,10 +94,10 @@ class KnowledgeStore:
         if isinstance(event, RunStarted):
             self._start(event)
             return
-        live = self._live if self._live is not None else self._load()
+        live = self._load()
         if isinstance(event, NodeStatusChanged):
             node = event.node
-            if node.status is TaskStatus.DONE and node.result is not None:
+            if event.learned:
                 live.pop(node.task_id, None)  # a task finished again moves to the end
                 sources = [s.ref for s in node.sources]
                 live[node.task_id] = {

@@ -330,7 +330,7 @@ class _Rows:
         node = event.node
         self.updates[node.task_id] = node
         self.changes.append((self.project_id, node.task_id, event.old, node.status, event.at, event.error))
-        if node.status is TaskStatus.DONE and node.result is not None:
+        if event.learned:
             self.knowledge.pop(node.task_id, None)  # a task finished again moves to the end
             sources = _dumps([s.ref for s in node.sources])
             self.knowledge[node.task_id] = (self.project_id, node.task_id, node.goal, node.result, sources)
