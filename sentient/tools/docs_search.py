@@ -46,7 +46,7 @@ from sentient.tools.snippets import best_window, word_patterns
 from sentient.tools.tables import tables_as_records
 
 # Bump when the table layout or the passage rules change, so old caches get rebuilt.
-_SCHEMA_VERSION = 3
+_SCHEMA_VERSION = 4
 _EXTENSIONS = frozenset({".md", ".txt", ".rst", ".html", ".htm", ".py"})
 _SKIP_DIRS = frozenset({"__pycache__", "node_modules", ".git"})
 _MAX_FILE_BYTES = 2 * 1024 * 1024
@@ -65,6 +65,7 @@ _WORD = re.compile(r"\w+")
 _MD_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
 _RST_UNDERLINE = re.compile(r"^([=\-~^\"'`#*+:.])\1{2,}\s*$")
 _BLANK_LINES = re.compile(r"\n\s*\n")
+_SENTENCE_GAP = re.compile(r"(?<=[.!?])\s")  # where a long paragraph is best cut
 # A document whose title says it no longer applies, and query words that ask for such documents.
 _SUPERSEDED = re.compile(r"\b(superseded|obsolete|outdated|withdrawn)\b", re.IGNORECASE)
 _PAST_WORDS = frozenset(
@@ -720,13 +721,19 @@ def _html_to_text(html: str) -> str:
 
 def _passages(text: str) -> list[str]:
     """Pack paragraphs into passages of about `_PASSAGE_CHARS`, whitespace collapsed (tables as
-    one sentence per row, see :mod:`sentient.tools.tables`)."""
+    one sentence per row, see :mod:`sentient.tools.tables`).
+
+    A longer paragraph is cut at its last sentence end that leaves the passage at least half
+    full, else at a space: a table's rows are one paragraph, and a row cut in two loses its
+    column names in the second half ("Name: Casimir Dunleavy; Role: Senior" / "Engineer; Team: ...").
+    """
     passages: list[str] = []
     current = ""
     for raw in _BLANK_LINES.split(tables_as_records(text)):
         paragraph = " ".join(raw.split())
-        while len(paragraph) > _PASSAGE_CHARS:  # one huge paragraph: cut at a space
-            cut = paragraph.rfind(" ", 0, _PASSAGE_CHARS)
+        while len(paragraph) > _PASSAGE_CHARS:  # one huge paragraph: cut it
+            ends = [m.start() for m in _SENTENCE_GAP.finditer(paragraph, _PASSAGE_CHARS // 2, _PASSAGE_CHARS)]
+            cut = ends[-1] if ends else paragraph.rfind(" ", 0, _PASSAGE_CHARS)
             cut = cut if cut > 0 else _PASSAGE_CHARS
             passages.extend(p for p in (current, paragraph[:cut]) if p)
             current, paragraph = "", paragraph[cut:].lstrip()

@@ -1,4 +1,4 @@
-"""Markdown tables rewritten as one sentence per row, so a row can be found, shown and quoted alone.
+"""Tables rewritten as one sentence per row, so a row can be found, shown and quoted alone.
 
 Passages are whitespace-collapsed, so a pipe table becomes one long line in which the header
 is far from most rows: a small model reading "| Cormorant | Yevgenia Palk | Rafferty Coll |"
@@ -7,26 +7,43 @@ words shows cells without their columns. Each data row is rewritten as
 "Team: Cormorant; Team lead: Yevgenia Palk; On-call lead: Rafferty Coll." — it names its
 columns, ends like a sentence (so snippets keep or drop it whole) and holds the cells verbatim
 (so quotes of a cell still verify against what the model was shown).
+
+Two layouts are read: Markdown pipe tables and reStructuredText grid tables (the layout of
+Python's own reference topics: the operator precedence and sequence operation tables). A grid
+row spans several lines, each cell wrapped within its column; its lines are joined per column.
+A snippet of a bordered table shows a few cells among its dashes; as records, whole rows.
 """
 
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 _SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
 _ROW = re.compile(r"^\s*\|.*\|\s*$")
 _END = re.compile(r"[.!?]$")
 # A sentence as _record writes it: two or more "name: value" cells joined by "; ".
 _RECORD = re.compile(r"[^:;]{1,40}: [^;]+(?:; [^:;]{1,40}: [^;]+)+")
+# A grid table's border ("+-----+----+") and header rule ("+=====+====+", or "|=====|====|" as
+# Python's pydoc topics write it).
+_GRID_BORDER = re.compile(r"^\s*\+(?:-+\+)+\s*$")
+_GRID_RULE = re.compile(r"^\s*[+|](?:=+[+|])+\s*$")
 
 
 def tables_as_records(text: str) -> str:
-    """``text`` with every Markdown pipe table (header row, separator row, data rows) rewritten
-    as one line per data row, ``Header: cell; Header: cell.``; other lines stay as they are."""
+    """``text`` with every Markdown pipe table (header row, separator row, data rows) and every
+    grid table (see the module docstring) rewritten as one line per data row, ``Header: cell;
+    Header: cell.``; other lines stay as they are."""
     lines = text.splitlines()
     out: list[str] = []
     i = 0
     while i < len(lines):
+        if _GRID_BORDER.match(lines[i]):
+            end, records = _grid_table(lines, i)
+            if records:
+                out.extend(records)
+                i = end
+                continue
         if _ROW.match(lines[i]) and i + 1 < len(lines) and _SEPARATOR.match(lines[i + 1]):
             header = _cells(lines[i])
             i += 2
@@ -37,6 +54,49 @@ def tables_as_records(text: str) -> str:
         out.append(lines[i])
         i += 1
     return "\n".join(out)
+
+
+def _grid_table(lines: list[str], top: int) -> tuple[int, list[str]]:
+    """The grid table whose top border is ``lines[top]``: the index after it and its data rows as
+    records; no records if it is not a well-formed table with a header rule.
+
+    Columns are where the top border has its ``+``; each row's lines are cut there and joined
+    per column. A row whose lines do not keep to those columns (a cell spanning two) makes the
+    whole table stay as it is.
+    """
+    border = lines[top].rstrip()
+    indent = len(border) - len(border.lstrip())
+    cuts = [n for n, ch in enumerate(border) if ch == "+"]
+    header: list[str] | None = None
+    rows: list[list[str]] = []
+    cells: list[list[str]] = [[] for _ in cuts[1:]]
+    i = top + 1
+    while i < len(lines):
+        line = lines[i].rstrip()
+        boundary = _GRID_BORDER.match(line) or _GRID_RULE.match(line)
+        if boundary or not line.strip():
+            if not boundary or len(line) != len(border):
+                return top, []  # text after a row with no closing border, or a border that moved
+            row = [" ".join(" ".join(part).split()) for part in cells]
+            if _GRID_RULE.match(line):
+                if header is not None or rows:
+                    return top, []
+                header = row
+            else:
+                rows.append(row)
+            cells = [[] for _ in cuts[1:]]
+            i += 1
+            if i == len(lines) or not lines[i].startswith(" " * indent + "|"):
+                break
+            continue
+        if len(line) != len(border) or any(line[n] != "|" for n in cuts):
+            return top, []
+        for n, (left, right) in enumerate(pairwise(cuts)):
+            cells[n].append(line[left + 1 : right].strip())
+        i += 1
+    if header is None or not rows or any(cells):  # no header, no rows, or a row left open at the end
+        return top, []
+    return i, [_record(header, row) for row in rows]
 
 
 def _cells(line: str) -> list[str]:

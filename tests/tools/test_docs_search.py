@@ -83,6 +83,19 @@ def test_short_sections_share_a_passage_and_long_ones_stay_apart(tmp_path: Path)
     assert titles == {"postmortem.md - Postmortem Q-7 / Timeline"}
 
 
+def test_a_long_table_is_cut_between_its_rows(tmp_path: Path) -> None:
+    rows = "\n".join(f"| Person{i:02d} | Senior Engineer | Team{i:02d} |" for i in range(40))
+    (tmp_path / "people.md").write_text(f"# People\n\n| Name | Role | Team |\n|---|---|---|\n{rows}\n")
+    index = DocsIndex.from_folder(tmp_path)
+
+    hits = index.search("senior engineer", limit=10, per_source=10)
+
+    assert len(hits) > 1  # the table is longer than a passage
+    for hit in hits:
+        assert hit.passage.removeprefix("# People ").startswith("Name: Person")
+        assert hit.passage.endswith(".")  # a whole row, not "...; Role: Senior"
+
+
 def test_the_documents_title_is_shown_with_every_passage_but_not_searched(tmp_path: Path) -> None:
     rules = "\n\n".join(f"Rule {i}: a harbour key expires after {i + 20} days unless renewed." for i in range(30))
     (tmp_path / "Q3 - policy_p2.md").write_text(

@@ -33,6 +33,53 @@ def test_pipes_without_a_separator_row_are_not_a_table():
     assert tables_as_records(text) == text.rstrip("\n")
 
 
+PRECEDENCE = """Operator precedence
+
++-----------------+---------------------------+
+| Operator        | Description               |
+|=================|===========================|
+| "*", "@", "/"   | Multiplication, matrix    |
+|                 | multiplication, division  |
++-----------------+---------------------------+
+| "|"             | Bitwise OR                |
++-----------------+---------------------------+
+| ":="            | Assignment expression     |
++-----------------+---------------------------+
+
+The table ends here.
+"""
+
+
+def test_a_grid_table_row_joins_its_wrapped_lines_per_column():
+    text = tables_as_records(PRECEDENCE)
+
+    assert text.splitlines() == [
+        "Operator precedence",
+        "",
+        'Operator: "*", "@", "/"; Description: Multiplication, matrix multiplication, division.',
+        'Operator: "|"; Description: Bitwise OR.',  # a pipe inside a cell is not a column break
+        'Operator: ":="; Description: Assignment expression.',
+        "",
+        "The table ends here.",
+    ]
+
+
+def test_a_grid_table_with_the_rst_header_rule_is_read_too():
+    table = "+---+-----+\n| a | b   |\n+===+=====+\n| 1 | one |\n+---+-----+\n"
+
+    assert tables_as_records(table) == "a: 1; b: one."
+
+
+def test_a_grid_table_it_cannot_read_stays_as_it_is():
+    spanning = "+---+-----+\n| a | b   |\n+===+=====+\n| one cell  |\n+---+-----+"
+    unclosed = "+---+-----+\n| a | b   |\n+===+=====+\n| 1 | one |\ntext after the row"
+    no_header = "+---+-----+\n| 1 | one |\n+---+-----+"
+    open_at_the_end = "+---+-----+\n| a | b   |\n+===+=====+\n| 1 | one |\n+---+-----+\n| 2 | two |"
+
+    for text in (spanning, unclosed, no_header, open_at_the_end):
+        assert tables_as_records(text) == text
+
+
 def test_a_search_snippet_shows_the_matching_row_with_its_column_names(tmp_path):
     (tmp_path / "teams.md").write_text(DIRECTORY + "\n" + "Filler sentence about teams. " * 40)
 
