@@ -100,13 +100,54 @@ def normalize(text: str) -> str:
     return _NON_WORD.sub(" ", folded).strip()
 
 
+# Past forms of common irregular verbs, to their base form: "held by Vinay Sajip" answers "Who
+# holds the copyright?" with nothing of its own but the name. Forms that are also other words
+# ("left", "bound", "found") are not listed.
+_IRREGULAR = {
+    form: base
+    for base, forms in {
+        "begin": "began begun",
+        "break": "broke broken",
+        "bring": "brought",
+        "build": "built",
+        "choose": "chose chosen",
+        "draw": "drew drawn",
+        "drive": "drove driven",
+        "freeze": "froze frozen",
+        "get": "got gotten",
+        "give": "gave given",
+        "grow": "grew grown",
+        "hide": "hid hidden",
+        "hold": "held",
+        "keep": "kept",
+        "know": "knew known",
+        "lead": "led",
+        "lose": "lost",
+        "make": "made",
+        "mean": "meant",
+        "run": "ran",
+        "say": "said",
+        "send": "sent",
+        "spend": "spent",
+        "take": "took taken",
+        "tell": "told",
+        "think": "thought",
+        "throw": "threw thrown",
+        "write": "wrote written",
+    }.items()
+    for form in forms.split()
+}
+
+
 def stem(word: str) -> str:
     """``word`` without its inflection, so "wrapping them in futures" meets "wrapped in a future".
 
     A few suffix rules in the manner of Porter's first step (plural, -ed, -ing, final -e, a
-    doubled final consonant), enough to match one word's forms; not a linguistic stemmer.
+    doubled final consonant), enough to match one word's forms, after the past forms of common
+    irregular verbs are read as their base ("held" as "hold"); not a linguistic stemmer.
     Numbers and words of two letters are kept as they are.
     """
+    word = _IRREGULAR.get(word, word)
     if len(word) <= 2 or word.isdigit():
         return word
     if word.endswith("sses"):

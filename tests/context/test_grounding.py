@@ -325,11 +325,24 @@ def test_forms_of_one_word_share_a_stem_and_numbers_stay_as_they_are():
         ("policy", "policies"),
         ("class", "classes"),
         ("use", "uses", "used"),
+        ("hold", "holds", "held"),
+        ("write", "writes", "wrote", "written"),
     ):
         assert len({stem(form) for form in forms}) == 1, forms
     assert stem("30") == "30" and stem("2024") == "2024"
     assert stem("status") != stem("stat")  # -us is not a plural
     assert stem("need") == "need"  # -eed is not a past tense
+
+
+def test_an_irregular_past_form_of_the_tasks_verb_adds_nothing_to_be_stated():
+    logging = Source(
+        ref="logging/__init__.py",
+        title="Python module logging",
+        snippet="Logging package for Python. Copyright (C) 2001-2019 Vinay Sajip. All Rights Reserved.",
+    )
+    answer = "The copyright on Python's logging package is held by Vinay Sajip."
+    grounded = cite_by_evidence(answer, "Who holds the copyright on Python's logging package?", [LISTS, logging])
+    assert grounded.text == "The copyright on Python's logging package is held by Vinay Sajip [2]."
 
 
 def test_a_paraphrase_in_other_forms_of_the_sources_words_is_cited():
