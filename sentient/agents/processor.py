@@ -28,6 +28,7 @@ from sentient.context.grounding import (
     cite_by_evidence,
     cite_statements,
     coverage,
+    drop_disclaimers,
     ground,
     normalize,
 )
@@ -373,7 +374,11 @@ class AgentProcessor:
 
     def _finish(self, node: TaskNode, answer: str, sources: Sequence[Source]) -> None:
         # A citation must resolve: numbers beyond the offered (or tool-found) sources are removed.
-        node.result = renumber(answer, {n: n for n in range(1, len(sources) + 1)}).strip()
+        answer = renumber(answer, {n: n for n in range(1, len(sources) + 1)}).strip()
+        answer, disclaimers = drop_disclaimers(answer, sources)
+        if disclaimers:
+            node.warnings.append(f"{disclaimers} sentence(s) saying the sources do not confirm a cited answer removed")
+        node.result = answer
         node.sources = list(sources)
         self.move(node, _S.DONE)
 

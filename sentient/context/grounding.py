@@ -75,6 +75,14 @@ _POINTING = re.compile(
 )
 
 
+# A sentence that opens by saying the sources do not confirm (contain, state…) the answer.
+_DISCLAIMER = re.compile(
+    r"\W*(?:however,?\s+)?(?:the\s+|these\s+)?(?:provided\s+|given\s+)?(?:sources?|passages?|documents?)"
+    r"(?:\s+provided|\s+given|\s+above)?\s+(?:do|does)\s+not\b",
+    re.IGNORECASE,
+)
+
+
 class Quoted(Protocol):
     """A citation as an agent returns it: the source number and a quote from that source."""
 
@@ -405,6 +413,28 @@ def cite_by_evidence(answer: str, task: str, sources: Sequence[Source]) -> Groun
         parts[i] = "" if emptied and not _claim(sentence, task) and not cited_numbers(sentence) else sentence
     text, grounded, _ = cite_statements("".join(parts), task, grounded)
     return Grounded(text.strip(), grounded, list(dict.fromkeys(notes)))
+
+
+def drop_disclaimers(answer: str, sources: Sequence[Source]) -> tuple[str, int]:
+    """``answer`` without its sentences that say the sources do not confirm it, when it cites a
+    verified source; and how many went.
+
+    The small model is told to say so when it answers from memory, and often says it after an
+    answer whose citation the code has just checked: "… is 18 KiB [1]. The sources do not
+    confirm this answer." Only sentences that open with such a disclaimer and cite nothing go;
+    an answer with no verified citation keeps them, since there they are true.
+    """
+    verified = {n for n, source in enumerate(sources, start=1) if source.verified}
+    if not verified.intersection(cited_numbers(answer)):
+        return answer, 0
+    parts = [*_SENTENCE_BREAK.split(answer), ""]  # sentence, the break after it, sentence, …
+    kept = [
+        parts[i] + parts[i + 1]
+        for i in range(0, len(parts) - 1, 2)
+        if not (_DISCLAIMER.match(parts[i]) and not cited_numbers(parts[i]))
+    ]
+    dropped = (len(parts) // 2) - len(kept)
+    return ("".join(kept).strip(), dropped) if dropped else (answer, 0)
 
 
 def _claim(answer: str, task: str) -> list[str]:

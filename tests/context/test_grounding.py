@@ -7,6 +7,7 @@ from sentient.context.grounding import (
     cite_by_evidence,
     cite_statements,
     coverage,
+    drop_disclaimers,
     evidence,
     ground,
     quotable,
@@ -407,3 +408,21 @@ def test_an_initial_or_an_abbreviation_does_not_end_a_sentence() -> None:
     answer = "telnetlib is based on RFC 854: TELNET Protocol Specification, by J. Postel and J. Reynolds."
     grounded = cite_by_evidence(answer, "Which RFC is telnetlib based on?", [telnetlib])
     assert grounded.text == answer[:-1] + " [1]."  # not "by J [1]. Postel and J [1]. Reynolds [1]."
+
+
+def test_a_cited_answer_loses_the_sentences_saying_the_sources_do_not_confirm_it() -> None:
+    verified = [LISTS.model_copy(update={"verified": True}), TUPLES]
+    answer = "Lists grow with append() [1]. The sources do not confirm this answer. Tuples can be keys [1]."
+    assert drop_disclaimers(answer, verified) == ("Lists grow with append() [1]. Tuples can be keys [1].", 1)
+    hedged = "Lists grow [1].\nHowever, the provided sources do not state it directly, but it is widely known."
+    assert drop_disclaimers(hedged, verified) == ("Lists grow [1].", 1)
+
+
+def test_a_disclaimer_stays_where_no_verified_source_is_cited() -> None:
+    from_memory = "It is __matmul__. The sources do not confirm this answer."
+    assert drop_disclaimers(from_memory, [LISTS.model_copy(update={"verified": True})]) == (from_memory, 0)
+    unverified = "Tuples are keys [2]. The sources do not confirm this."
+    assert drop_disclaimers(unverified, [LISTS.model_copy(update={"verified": True}), TUPLES]) == (unverified, 0)
+    # A sentence that cites, or only mentions sources further on, is not a disclaimer.
+    kept = "Lists grow [1]. The sources do not agree on tuples [1]. Each of the sources does say so."
+    assert drop_disclaimers(kept, [LISTS.model_copy(update={"verified": True})]) == (kept, 0)

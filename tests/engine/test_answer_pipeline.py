@@ -65,6 +65,21 @@ async def test_a_grammar_decoded_model_answers_plainly_and_its_citations_are_che
     assert sum("dropped" in w for w in root.warnings) == 2
 
 
+async def test_a_cited_answer_does_not_also_say_the_sources_do_not_confirm_it(make_agent) -> None:
+    # The embedded model is told to say so when it answers from memory, and often says it anyway.
+    answer = "It runs coroutines and tasks [1]. The sources do not confirm this answer."
+    model = ScriptedModel(
+        grammar=True,
+        script={"atomizer": AtomizerOutput(is_atomic=True), "executor": AnswerOutput(answer=answer)},
+    )
+    result = await make_agent(model, profile="general_agent").arun(GOAL, write_files=False)
+
+    root = result.graph.root
+    assert root.result == "It runs coroutines and tasks [1]."
+    assert root.sources[0].verified is True
+    assert any("do not confirm a cited answer" in w for w in root.warnings)
+
+
 async def test_a_lookups_executor_reads_only_the_first_passages(settings: Settings, tmp_path: Path) -> None:
     # The embedded model reads each shown token; a lookup's answer is in its first passages.
     folder = tmp_path / "docs"
