@@ -59,10 +59,11 @@ _COMMON = (
     "that the their them there these they this those to under was were what when where which who whom whose "
     "why with"
 )
-# Words an answer uses to point at its sources ("as stated in [2]") state nothing either.
+# Words an answer uses to point at its sources ("as stated in [2]") state nothing either, nor do the
+# words a question uses to say where to look ("according to the random module's docstring").
 _ATTRIBUTION = (
-    "according cite cited cites citing confirm confirmed confirms document documents found indicated information mentioned "
-    "passage passages per provided shown source sources stated states"
+    "according cite cited cites citing confirm confirmed confirms docstring docstrings document documentation "
+    "documents found indicated information mentioned passage passages per provided shown source sources stated states"
 )
 _STOP_WORDS = frozenset((_COMMON + " " + _ATTRIBUTION).split())  # words that state nothing an answer adds
 # The words before a citation that only point at it ("…, as stated in [2]", "This can be found

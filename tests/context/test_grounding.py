@@ -243,6 +243,9 @@ def test_coverage_is_the_share_of_the_questions_own_words_one_passage_holds():
     assert coverage("What is the headcount of Python's Team Gannet?", TEAMS) == 3 / 4
     assert coverage("What is the headcount of Python's Team Gannet?", TEAMS, lambda w: rare(w, 1.0)) == 5 / 5.1
     assert coverage("How big is Team Kestrel?", TEAMS, lambda w: {"kestrel": 3.0}.get(w, 1.0)) == 1 / 5
+    # Words that say where to look are not asked about: a docstring does not call itself one.
+    assert coverage("What does a list's append do, according to its docstring?", LISTS) == 1.0
+    assert coverage("Per the documentation, what is the headcount of Team Gannet?", TEAMS) == 1.0
 
 
 def test_words_that_only_say_a_fact_is_cited_do_not_stop_the_source_stating_it():
