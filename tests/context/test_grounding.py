@@ -338,26 +338,34 @@ def test_forms_of_one_word_share_a_stem_and_numbers_stay_as_they_are():
     assert stem("need") == "need"  # -eed is not a past tense
 
 
-def test_an_irregular_past_form_of_the_tasks_verb_adds_nothing_to_be_stated():
-    logging = Source(
-        ref="logging/__init__.py",
-        title="Python module logging",
-        snippet="Logging package for Python. Copyright (C) 2001-2019 Vinay Sajip. All Rights Reserved.",
-    )
-    answer = "The copyright on Python's logging package is held by Vinay Sajip."
-    grounded = cite_by_evidence(answer, "Who holds the copyright on Python's logging package?", [LISTS, logging])
-    assert grounded.text == "The copyright on Python's logging package is held by Vinay Sajip [2]."
-
-
-def test_a_paraphrase_in_other_forms_of_the_sources_words_is_cited():
-    gather = Source(
-        ref="asyncio/tasks.py#gather",
-        title="asyncio.tasks.gather",
-        snippet="Coroutines will be wrapped in a future and scheduled in the event loop.",
-    )
-    answer = "The event loop schedules coroutines by wrapping them in futures."
-    grounded = cite_by_evidence(answer, "How does asyncio schedule coroutines?", [LISTS, gather])
-    assert grounded.text == "The event loop schedules coroutines by wrapping them in futures [2]."
+@pytest.mark.parametrize(
+    ("source", "task", "answer"),
+    [
+        pytest.param(
+            Source(
+                ref="asyncio/tasks.py#gather",
+                title="asyncio.tasks.gather",
+                snippet="Coroutines will be wrapped in a future and scheduled in the event loop.",
+            ),
+            "How does asyncio schedule coroutines?",
+            "The event loop schedules coroutines by wrapping them in futures",
+            id="other forms of the source's words",
+        ),
+        pytest.param(
+            Source(
+                ref="logging/__init__.py",
+                title="Python module logging",
+                snippet="Logging package for Python. Copyright (C) 2001-2019 Vinay Sajip. All Rights Reserved.",
+            ),
+            "Who holds the copyright on Python's logging package?",
+            "The copyright on Python's logging package is held by Vinay Sajip",  # 'held' is 'hold' of the task
+            id="an irregular past form of the task's verb",
+        ),
+    ],
+)
+def test_a_paraphrase_in_other_forms_of_the_words_is_cited(source: Source, task: str, answer: str) -> None:
+    grounded = cite_by_evidence(f"{answer}.", task, [LISTS, source])
+    assert grounded.text == f"{answer} [2]."
     assert grounded.sources[1].verified is True
 
 
