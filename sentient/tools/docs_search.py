@@ -32,7 +32,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -349,9 +349,15 @@ class DocsIndex:
         second = f"{query} {' '.join(terms)}"
         # Whether superseded documents were asked for is the question's to say, not the names it led to
         # (the current policy names the one it replaced).
+        second_tokens = _query_tokens(second)
         followed = self._search(
-            second, _query_tokens(second), 2 * limit, retrieval, per_source, asked=query, keep_superseded=False
+            second, second_tokens, 2 * limit, retrieval, per_source, asked=query, keep_superseded=False
         )
+        # A document the first search already shows is cut again with the names weighing double: the
+        # team table's Bittern row, not its introduction, which holds more of the question's words.
+        shown = {hit.source for hit in hits[:KEEP]}
+        emphasis = second_tokens + _query_tokens(" ".join(terms))
+        followed = [replace(h, snippet=best_window(h.passage, emphasis)) if h.source in shown else h for h in followed]
         return merge(hits, followed, terms, limit, fill=fill)
 
     def __len__(self) -> int:

@@ -4,7 +4,7 @@ A question often names one thing and asks about another that a document only lin
 chat channel of the team that owns Cobblestone" finds Cobblestone's page, which says Team
 Bittern owns it; the channel is in the team directory, in Bittern's row. The first search
 cannot reach that row, because nothing in the question says "Bittern". So the search is
-repeated with the names the best passages mention and the question does not: the bridge
+repeated with the names the best passage mentions and the question does not: the bridge
 terms. What the second search finds in their light is shown next to the first search's best
 passages.
 
@@ -24,7 +24,9 @@ from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
 
 BRIDGE_TERMS = 2  # names added to the second query
-FROM_HITS = 2  # the first search's best hits whose snippets are read for names
+# The first search's best hits whose snippets are read for names. Only the best: the second is often a
+# directory whose rows name everyone ("Grieve-Nakamura"), not what the best hit leads to ("Bittern").
+FROM_HITS = 1
 KEEP = 3  # the first search's best hits that stay ahead of what following adds
 ADDED = 2  # most sources following adds
 _CANDIDATES = 12  # names looked up per search, so following stays cheap on a large index
@@ -51,7 +53,7 @@ Frequency = Callable[[str, str], tuple[int, int]]
 
 
 def bridge_terms(hits: Sequence[Hit], ignore: Callable[[str], bool], frequency: Frequency) -> list[str]:
-    """The names in the best hits' snippets that lead elsewhere, rarest first.
+    """The names in the best hits' snippets (the first ``FROM_HITS``) that lead elsewhere, rarest first.
 
     Args:
         hits: the first search's hits, best first.

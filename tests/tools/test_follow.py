@@ -112,3 +112,29 @@ def test_merge_without_fill_leaves_out_the_first_searchs_weaker_hits_but_not_wha
 
     assert [h.source for h in merge(first, followed, ["Bittern"], 5)] == ["f0", "f1", "f2", "b0", "f3"]
     assert [h.source for h in merge(first, followed, ["Bittern"], 5, fill=False)] == ["f0", "f1", "f2", "b0"]
+
+
+def test_following_reads_names_from_the_best_passage_and_recuts_a_shown_table_at_its_row(tmp_path: Path) -> None:
+    # The directory ranks second and names many people, each rarer than "Bittern"; the name that
+    # leads on is in the best passage. Its row is past what the directory's introduction leaves room for.
+    (tmp_path / "cobblestone.md").write_text(
+        "# Cobblestone identity service\n\nService accounts of Cobblestone are requested through Bittern's queue.\n"
+    )
+    teams = [(f"Team{i}", f"Lead{i} Person{i}", f"#team{i}-ops") for i in range(12)] + [
+        ("Bittern", "Fenwick Morrow", "#bittern-sec")
+    ]
+    rows = "\n".join(f"| {team} | {lead} | {channel} |" for team, lead, channel in teams)
+    (tmp_path / "teams.md").write_text(
+        "# Team directory\n\nEach engineering team owns its services end to end, including on-call duty. "
+        "Which services each team owns is recorded on the service pages, not here.\n\n"
+        f"| Team | Team lead | Channel |\n|---|---|---|\n{rows}\n"
+    )
+    people = "\n".join(f"- {lead}, team {team}." for team, lead, _ in teams)
+    (tmp_path / "people.md").write_text(f"# People\n\n{people}\n")
+    with DocsIndex.from_folder(tmp_path, relative_sources=True) as index:
+        plain = index.search(QUESTION, 5)
+        followed = index.search(QUESTION, 5, follow=True)
+
+    assert [h.source for h in plain[:2]] == ["cobblestone.md", "teams.md"]
+    assert "#bittern-sec" not in plain[1].snippet
+    assert "#bittern-sec" in next(h for h in followed if h.source == "teams.md").snippet
