@@ -330,7 +330,7 @@ class DocsIndex:
 
         `retrieval` picks the ranking (default: `default_retrieval`; DENSE and HYBRID fall
         back to BM25 when the embedding model is unavailable). `follow` searches a second time
-        with the names the best passages mention (:mod:`sentient.tools.follow`) and shows what
+        with the names the best passage mentions (:mod:`sentient.tools.follow`) and shows what
         that finds after the first search's best hits. Without `fill`, the first search's
         hits after its best ``follow.KEEP`` are left out (a lookup needs no more). Any text is
         accepted; a query with no searchable words returns an empty list.

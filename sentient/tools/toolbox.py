@@ -52,7 +52,7 @@ class DocsSearch:
     def __init__(self, index: DocsIndex, default_results: int = 5, *, follow: bool = True) -> None:
         self._index = index
         self._default_results = default_results
-        self._follow = follow  # search again with the names the best passages mention (tools/follow.py)
+        self._follow = follow  # search again with the names the best passage mentions (tools/follow.py)
 
     async def retrieve(self, query: str, limit: int, *, fill: bool = True) -> list[Source]:
         """Up to ``limit`` passages for ``query`` (``fill``: see :meth:`DocsIndex.search`)."""

@@ -1,4 +1,4 @@
-"""Following references: a second docs search for the names the best passages mention."""
+"""Following references: a second docs search for the names the best passage mentions."""
 
 from __future__ import annotations
 
