@@ -57,7 +57,7 @@ _COMMON = (
     "a also an and are as at be been by can could did do does for from had has have how in is it its many may might much "
     "no nor not of on or "
     "that the their them there these they this those to under was were what when where which who whom whose "
-    "why with"
+    "since why with"
 )
 # Words an answer uses to point at its sources ("as stated in [2]") state nothing either, nor do the
 # words a question uses to say where to look ("according to the random module's docstring").

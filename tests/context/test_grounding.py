@@ -246,6 +246,8 @@ def test_coverage_is_the_share_of_the_questions_own_words_one_passage_holds():
     # Words that say where to look are not asked about: a docstring does not call itself one.
     assert coverage("What does a list's append do, according to its docstring?", LISTS) == 1.0
     assert coverage("Per the documentation, what is the headcount of Team Gannet?", TEAMS) == 1.0
+    # "Since" asks for a time as "when" does: the passage that answers it need not say "since".
+    assert coverage("Since when does Team Gannet have an on-call lead?", TEAMS) == 1.0
 
 
 def test_words_that_only_say_a_fact_is_cited_do_not_stop_the_source_stating_it():
