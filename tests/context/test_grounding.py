@@ -121,6 +121,22 @@ def test_the_evidence_must_hold_every_number_and_names_what_was_asked_about():
     assert evidence("Gannet", task, [TEAMS]) is None  # the answer adds nothing to the task
 
 
+def test_a_sentence_about_the_task_that_holds_the_answers_number_states_it():
+    task = "Since which Python version is hash randomization enabled by default?"
+    changed = "Changed in version 3.3: Hash randomization is enabled by default."
+    source = Source(ref="python-docs#customization", title="Python reference: customization", snippet=changed)
+    # "introduced" is the answer's own word, but the sentence holds its number and the task's words.
+    stated = evidence("Python 3.3 introduced hash randomization by default.", task, [source])
+    assert stated is not None and stated.sentence == changed
+    assert evidence("Python 3.4 introduced hash randomization by default.", task, [source]) is None
+    other = Source(
+        ref="python-docs#sorting",
+        title="Python reference: sorting",
+        snippet="Changed in version 3.3: The sort is stable.",
+    )
+    assert evidence("Python 3.3 introduced hash randomization by default.", task, [other]) is None
+
+
 def test_an_aggregate_that_restates_a_cited_sentence_gets_its_citation_back():
     results = ["Lists grow with append [1]. Tuples are immutable [2].", "Nothing cited here."]
     answer = "Tuples are immutable, as stated. Lists grow with append!\nSomething new entirely."
