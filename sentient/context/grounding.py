@@ -77,6 +77,9 @@ _POINTING = re.compile(
 )
 
 
+# The words of a question that ask for a measure; the answer states the measure, not the words.
+_MEASURE = re.compile(r"\bhow\s+(?:long|often|many\s+times|much)\b", re.IGNORECASE)
+
 # A sentence that opens by saying the sources do not confirm (contain, state…) the answer.
 _DISCLAIMER = re.compile(
     r"\W*(?:however,?\s+)?(?:the\s+|these\s+)?(?:provided\s+|given\s+)?(?:sources?|passages?|documents?)"
@@ -460,9 +463,10 @@ def coverage(question: str, source: Source, weight: Callable[[str], float] | Non
     A passage that holds nearly all of them answers a lookup; a question whose words only meet
     across passages asks for something to be found first. Rarity weighing keeps a word that
     most passages lack anyway ("Python" in Python's own docstrings) from counting as much as
-    a name.
+    a name. The words that ask for a measure ("how long", "how many times") are not looked
+    for: the passage that answers says "for 30 days", "only once".
     """
-    words = [w for w in dict.fromkeys(normalize(question).split()) if w not in _STOP_WORDS]
+    words = [w for w in dict.fromkeys(normalize(_MEASURE.sub("how", question)).split()) if w not in _STOP_WORDS]
     words = [w for w in words if len(w) > 1 or w.isdigit()]  # not the "s" of "Python's"
     held = _stems(f"{source.title} {source.snippet}")
     weights = [weight(w) if weight else 1.0 for w in words]

@@ -264,6 +264,9 @@ def test_coverage_is_the_share_of_the_questions_own_words_one_passage_holds():
     assert coverage("Per the documentation, what is the headcount of Team Gannet?", TEAMS) == 1.0
     # "Since" asks for a time as "when" does: the passage that answers it need not say "since".
     assert coverage("Since when does Team Gannet have an on-call lead?", TEAMS) == 1.0
+    # Nor does the passage that says how long, how often or how many times repeat those words.
+    assert coverage("How many times is the on-call lead of Team Gannet paged?", TEAMS) == 4 / 5  # not paged
+    assert coverage("How long does Team Gannet keep its on-call lead?", TEAMS) == 4 / 5  # not keep
 
 
 def test_words_that_only_say_a_fact_is_cited_do_not_stop_the_source_stating_it():
