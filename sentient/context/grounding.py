@@ -49,7 +49,7 @@ _TRAILING = re.compile(r"[.!?:;]*\s*$")
 _CITED_CLAUSE = re.compile(r"((?:\s*\[\d+(?:\s*,\s*\d+)*\])+)")  # a run of citation markers
 MIN_SUPPORT = 0.6  # share of an answer's own words (and every number) a sentence must hold to state it
 MIN_SUPPORTED_WORDS = 4  # ... and at least this many of them (all of a shorter claim)
-MIN_ASKED = 0.6  # or: share of the task's own words a sentence holding every number of the answer must hold
+MIN_ASKED = 0.6  # or: share of the task's own words a sentence holding every number and name of the answer must hold
 # A clause of a sentence a source does not state as a whole: it ends at , ; : or a dash, and is
 # cited on its own when it holds a number or at least MIN_CLAUSE_CLAIM words of its own.
 _CLAUSE_BREAK = re.compile(r"([,;:]\s+|\s+[-–—]\s+)")
@@ -282,19 +282,19 @@ def evidence(answer: str, task: str, sources: Sequence[Source]) -> Statement | N
     states it when it holds every such number, at least ``MIN_SUPPORT`` of the other words, and
     at least ``MIN_SUPPORTED_WORDS`` of them (all, for a shorter claim): three words shared with
     an unrelated sentence of a neighbouring docstring must not verify a five-word clause. A
-    number is stated in the source's own words too: a sentence that holds every number of the
-    answer and ``MIN_ASKED`` of the task's own words answers the task with them ("Changed in
-    version 3.3: Hash randomization is enabled by default." states "Python 3.3 introduced hash
-    randomization"). Among several, the one holding most of the claim wins, then the one
-    sharing most words with the task (a table row names the thing asked about). None when the
-    answer adds nothing to the task, or no sentence states it.
+    value is stated in the source's own words too: a sentence that holds every number and name
+    (``cache_info``) of the answer and ``MIN_ASKED`` of the task's own words answers the task
+    with them ("Changed in version 3.3: Hash randomization is enabled by default." states
+    "Python 3.3 introduced hash randomization"). Among several, the one holding most of the
+    claim wins, then the one sharing most words with the task (a table row names the thing
+    asked about). None when the answer adds nothing to the task, or no sentence states it.
     """
     claim = _claim(answer, task)
     if not claim:
         return None
     asked = _stems(task)
     own = {stem(w) for w in normalize(task).split() if w not in _STOP_WORDS and (len(w) > 1 or w.isdigit())}
-    numbered = any(w.isdigit() for w in claim)
+    values = [w for w in claim if w.isdigit() or "_" in w]  # the numbers and names it gives
     needed = max(MIN_SUPPORT * len(claim), min(MIN_SUPPORTED_WORDS, len(claim)))
     best: tuple[float, int, int, str] | None = None
     for n, source in enumerate(sources, start=1):
@@ -302,7 +302,7 @@ def evidence(answer: str, task: str, sources: Sequence[Source]) -> Statement | N
         for sentence in quotable([source]):
             words = _stems(sentence) | named
             share = _states(words, claim)
-            answers = numbered and share > 0 and len(own & words) >= MIN_ASKED * len(own)
+            answers = bool(values) and all(v in words for v in values) and len(own & words) >= MIN_ASKED * len(own)
             if share * len(claim) >= needed or answers:
                 rank = (share, len(asked & words), -n, sentence)
                 best = max(best, rank) if best else rank

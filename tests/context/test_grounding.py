@@ -121,7 +121,7 @@ def test_the_evidence_must_hold_every_number_and_names_what_was_asked_about():
     assert evidence("Gannet", task, [TEAMS]) is None  # the answer adds nothing to the task
 
 
-def test_a_sentence_about_the_task_that_holds_the_answers_number_states_it():
+def test_a_sentence_about_the_task_that_holds_the_answers_numbers_and_names_states_it():
     task = "Since which Python version is hash randomization enabled by default?"
     changed = "Changed in version 3.3: Hash randomization is enabled by default."
     source = Source(ref="python-docs#customization", title="Python reference: customization", snippet=changed)
@@ -135,6 +135,16 @@ def test_a_sentence_about_the_task_that_holds_the_answers_number_states_it():
         snippet="Changed in version 3.3: The sort is stable.",
     )
     assert evidence("Python 3.3 introduced hash randomization by default.", task, [other]) is None
+    # A name is such a value too: "access" and "use" are the answer's words, the name is the docstring's.
+    lru = Source(
+        ref="/usr/lib/python3.11/functools.py#lru_cache",
+        title="functools.lru_cache",
+        snippet="Arguments must be hashable. View the cache statistics named tuple (hits, misses) with f.cache_info().",
+    )
+    task = "Which method of a functools.lru_cache-decorated function returns the cache statistics named tuple?"
+    stated = evidence("You can access them using the `cache_info()` method of the function.", task, [lru])
+    assert stated is not None and stated.sentence.endswith("with f.cache_info().")
+    assert evidence("You can access them using the `cache_stats()` method of the function.", task, [lru]) is None
 
 
 def test_an_aggregate_that_restates_a_cited_sentence_gets_its_citation_back():
