@@ -293,7 +293,7 @@ def evidence(answer: str, task: str, sources: Sequence[Source]) -> Statement | N
     if not claim:
         return None
     asked = _stems(task)
-    own = {stem(w) for w in normalize(task).split() if w not in _STOP_WORDS and (len(w) > 1 or w.isdigit())}
+    own = {stem(w) for w in _own_words(task)}
     values = [w for w in claim if w.isdigit() or "_" in w]  # the numbers and names it gives
     needed = max(MIN_SUPPORT * len(claim), min(MIN_SUPPORTED_WORDS, len(claim)))
     best: tuple[float, int, int, str] | None = None
@@ -466,12 +466,18 @@ def coverage(question: str, source: Source, weight: Callable[[str], float] | Non
     a name. The words that ask for a measure ("how long", "how many times") are not looked
     for: the passage that answers says "for 30 days", "only once".
     """
-    words = [w for w in dict.fromkeys(normalize(_MEASURE.sub("how", question)).split()) if w not in _STOP_WORDS]
-    words = [w for w in words if len(w) > 1 or w.isdigit()]  # not the "s" of "Python's"
+    words = _own_words(_MEASURE.sub("how", question))
     held = _stems(f"{source.title} {source.snippet}")
     weights = [weight(w) if weight else 1.0 for w in words]
     total = sum(weights)
     return sum(wt for w, wt in zip(words, weights, strict=True) if stem(w) in held) / total if total else 0.0
+
+
+def _own_words(text: str) -> list[str]:
+    """The words of ``text`` that say what it is about, once each: common words and single
+    letters (the "s" of "Python's") left out, numbers kept."""
+    words = dict.fromkeys(normalize(text).split())
+    return [w for w in words if w not in _STOP_WORDS and (len(w) > 1 or w.isdigit())]
 
 
 def _document_label(source: Source) -> str:
