@@ -16,8 +16,9 @@ evidence behind every reference.
 
 An aggregator's sentence that cites nothing is given the citation of a cited subtask sentence
 it restates (``carry_citations``), or of a shown source sentence that states its facts: every
-number, and most of the words it adds to the task (``cite_statements``). A sentence stated
-only in part (a fact padded with words of the model's own) has its stated clauses cited. The
+number, and most of the words it adds to the task; or every number and name it gives, in a
+sentence that holds most of the task's words (``cite_statements``). A sentence stated only in
+part (a fact padded with words of the model's own) has its stated clauses cited. The
 name of a source's document ("according to policy_acp7.md") counts as stated by that source.
 """
 
