@@ -303,7 +303,9 @@ def evidence(answer: str, task: str, sources: Sequence[Source]) -> Statement | N
         for sentence in quotable([source]):
             words = _stems(sentence) | named
             share = _states(words, claim)
-            answers = bool(values) and all(v in words for v in values) and len(own & words) >= MIN_ASKED * len(own)
+            answers = (
+                bool(values and own) and all(v in words for v in values) and len(own & words) >= MIN_ASKED * len(own)
+            )
             if share * len(claim) >= needed or answers:
                 rank = (share, len(asked & words), -n, sentence)
                 best = max(best, rank) if best else rank

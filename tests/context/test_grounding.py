@@ -135,6 +135,8 @@ def test_a_sentence_about_the_task_that_holds_the_answers_numbers_and_names_stat
         snippet="Changed in version 3.3: The sort is stable.",
     )
     assert evidence("Python 3.3 introduced hash randomization by default.", task, [other]) is None
+    # A task with no words of its own ("How?") has nothing for a sentence to be about.
+    assert evidence("It was introduced in 3.3.", "How?", [source]) is None
     # A name is such a value too: "access" and "use" are the answer's words, the name is the docstring's.
     lru = Source(
         ref="/usr/lib/python3.11/functools.py#lru_cache",
