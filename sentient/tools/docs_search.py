@@ -11,7 +11,9 @@ stored in the same database) is fused with BM25 by weighted reciprocal rank, so 
 that says the same thing in other words is found too. Hybrid is opt-in because it did not
 beat BM25 on the dev questions (recall@5, bench/README.md) while the first build of the
 Python docs index embeds for minutes. Each hit's snippet is the passage cut around its
-best-matching sentences.
+best-matching sentences. One passage per source is shown by default: its best-ranked one,
+unless another holds a table row the query names (:func:`~sentient.tools.tables.named_row`);
+then that one, from that row.
 
 `DocsIndex.python_docs` builds the default offline corpus from the documentation that ships
 with Python itself (the language reference topics and the standard-library docstrings), so a
@@ -43,7 +45,7 @@ from sentient.tools.dense import Fusion, PassageVectors, Retrieval, fuse
 from sentient.tools.embeddings import Embedder
 from sentient.tools.follow import KEEP, bridge_terms, merge
 from sentient.tools.snippets import best_window, word_patterns
-from sentient.tools.tables import tables_as_records
+from sentient.tools.tables import named_row, tables_as_records
 
 # Bump when the table layout or the passage rules change, so old caches get rebuilt.
 _SCHEMA_VERSION = 4
@@ -413,6 +415,18 @@ class DocsIndex:
         documents = self._document_titles({rows[rowid][0] for rowid, _ in ranked})
         current, superseded = _split_superseded(ranked, lambda rowid: documents.get(rows[rowid][0]), asked or query)
         ranked = current + superseded if keep_superseded else current
+        # Within a source, a passage holding a table row the question names comes first: "the usable
+        # capacity of KESTREL-archive" is its limits table's row, not the capacity-planning section
+        # that says "capacity" more often. The snippet then starts at that row.
+        place: dict[str, int] = {}
+        for rowid, _ in ranked:
+            place.setdefault(rows[rowid][0], len(place))
+        named: dict[int, int | None] = {}
+        for rowid, _ in ranked:
+            source, title, body = rows[rowid]
+            if place[source] < limit:  # only the sources that will be shown
+                named[rowid] = named_row(body, asked or query, _shown_title(source, title, documents.get(source)))
+        ranked = sorted(ranked, key=lambda item: (place[rows[item[0]][0]], named.get(item[0]) is None))
         best: list[tuple[int, float]] = []
         taken: dict[str, int] = {}
         for rowid, score in ranked:  # best first: the first passage of each source is its best one
@@ -426,7 +440,7 @@ class DocsIndex:
         for rowid, score in best:
             source, title, body = rows[rowid]
             shown = _shown_title(source, title, documents.get(source))
-            hits.append(SearchHit(source, shown, best_window(body, tokens), score, body))
+            hits.append(SearchHit(source, shown, best_window(body, tokens, row=named.get(rowid)), score, body))
         return hits
 
     def _document_titles(self, sources: set[str]) -> dict[str, str]:

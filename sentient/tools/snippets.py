@@ -50,8 +50,10 @@ def word_patterns(tokens: list[str]) -> list[re.Pattern[str]]:
     return [re.compile(rf"\b{re.escape(t[: max(4, len(t) - 3)])}", re.IGNORECASE) for t in tokens]
 
 
-def best_window(body: str, tokens: list[str], budget: int = SNIPPET_CHARS) -> str:
-    """Cut `body` to at most `budget` characters around its best-matching sentences.
+def best_window(body: str, tokens: list[str], budget: int = SNIPPET_CHARS, *, row: int | None = None) -> str:
+    """Cut `body` to at most `budget` characters around its best-matching sentences, or from
+    the table row that starts at offset `row` (one the query names, see
+    :func:`~sentient.tools.tables.named_row`).
 
     A body within the budget is returned whole. Ellipses mark where text was left out.
     """
@@ -59,7 +61,8 @@ def best_window(body: str, tokens: list[str], budget: int = SNIPPET_CHARS) -> st
         return body
     parts = sentences(body)
     scores = _scores(parts, tokens)
-    best = max(range(len(parts)), key=lambda i: (scores[i], -i))  # ties: the earliest sentence
+    # Ties: the earliest sentence.
+    best = max(range(len(parts)), key=lambda i: (scores[i], -i)) if row is None else _piece_at(parts, row)
     room = budget - 2 * len(_ELLIPSIS)
     # A table record ("Team: Sandpiper; On-call lead: Dorotea Quayle.") is cut at its colons, and
     # the piece that matches may follow the value asked for: the snippet starts where it starts.
@@ -80,6 +83,17 @@ def best_window(body: str, tokens: list[str], budget: int = SNIPPET_CHARS) -> st
             break
     text = " ".join(parts[first : last + 1])
     return (_ELLIPSIS if first else "") + text + (_ELLIPSIS if last < len(parts) - 1 else "")
+
+
+def _piece_at(parts: list[str], offset: int) -> int:
+    """The index of the piece that holds character ``offset`` of the whitespace-collapsed text
+    that :func:`sentences` cut into ``parts``."""
+    end = -1
+    for i, part in enumerate(parts):
+        end += len(part) + 1
+        if offset < end:
+            return i
+    return len(parts) - 1
 
 
 def _length(parts: list[str], first: int, last: int) -> int:

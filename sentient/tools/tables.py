@@ -12,6 +12,10 @@ Two layouts are read: Markdown pipe tables and reStructuredText grid tables (the
 Python's own reference topics: the operator precedence and sequence operation tables). A grid
 row spans several lines, each cell wrapped within its column; its lines are joined per column.
 A snippet of a bordered table shows a few cells among its dashes; as records, whole rows.
+
+A question that names a row by its first cell ("the usable capacity of KESTREL-archive" names
+"Limit: Usable capacity; Value: 640 TiB.") is answered by that row: :func:`named_row` finds it,
+so search can show the passage holding it, from that row.
 """
 
 from __future__ import annotations
@@ -24,6 +28,11 @@ _ROW = re.compile(r"^\s*\|.*\|\s*$")
 _END = re.compile(r"[.!?]$")
 # A sentence as _record writes it: two or more "name: value" cells joined by "; ".
 _RECORD = re.compile(r"[^:;]{1,40}: [^;]+(?:; [^:;]{1,40}: [^;]+)+")
+# A record as it appears in a passage, at its start or after a sentence end: its first column's
+# name (group 1) and first cell (group 2), then a second cell.
+_RECORD_START = re.compile(r"(?:^|(?<=[.!?])\s)([^:;.!?]{1,40}): ([^:;]{1,60}); [^:;]{1,40}: ")
+_TEXT_WORD = re.compile(r"\w+(?:-\w+)*")
+_IDENTIFIER = re.compile(r"\d.*[a-z]|[a-z].*\d")  # a (lower-cased) word with letters and digits: sev1, acp-7
 # A grid table's border ("+-----+----+") and header rule ("+=====+====+", or "|=====|====|" as
 # Python's pydoc topics write it).
 _GRID_BORDER = re.compile(r"^\s*\+(?:-+\+)+\s*$")
@@ -115,6 +124,52 @@ def _record(header: list[str], cells: list[str]) -> str:
         parts.append(f"{name}: {cell}" if name else cell)
     sentence = "; ".join(parts)
     return sentence if _END.search(sentence) else f"{sentence}."
+
+
+def named_row(text: str, asked: str, besides: str = "") -> int | None:
+    """Where the first row of ``text`` that ``asked`` names starts (as :func:`tables_as_records`
+    writes rows), or None.
+
+    A row is named when its first cell, what the row is about, occurs in ``asked`` as words in
+    the same order: "What is the usable capacity of KESTREL-archive?" names the row "Limit:
+    Usable capacity; Value: 640 TiB." A first cell without a word of four characters (or an
+    identifier such as "Sev1") names nothing; a one-word cell names its row only as an
+    identifier or a name (capitalised in ``asked``: "Team Cormorant", not "how many nodes").
+    Neither does a first cell that ``besides`` names too:
+    a document's title names the document, and its revision history's row "Version: ACP-7"
+    does not say which of its parts answers.
+    """
+    words = _words(asked)
+    ignored = _words(besides)
+    for match in _RECORD_START.finditer(text):
+        cell = _words(match.group(2))
+        if not any(len(w) >= 4 or _IDENTIFIER.search(w) for w in cell):
+            continue
+        if _holds(ignored, cell) or not _holds(words, cell):
+            continue
+        if len(cell) == 1 and not _IDENTIFIER.search(cell[0]) and not _capitalised_in(match.group(2).strip(), asked):
+            continue  # one common word ("Nodes") is too vague to name a row; a name ("Cormorant") is not
+        return match.start(1)
+    return None
+
+
+def _capitalised_in(word: str, text: str) -> bool:
+    """Whether ``word`` occurs in ``text`` capitalised, after its first word (so, as a name)."""
+    return word[:1].isupper() and re.search(rf"(?<=\S\s)\b{re.escape(word)}\b", text) is not None
+
+
+def _words(text: str) -> list[str]:
+    """Lower-case words, a plural's "s" dropped ("Query timeouts" and "query timeout" match)."""
+    return [
+        w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+        for w in _TEXT_WORD.findall(text.lower())
+    ]
+
+
+def _holds(words: list[str], run: list[str]) -> bool:
+    """Whether ``run`` occurs in ``words`` as consecutive words."""
+    n = len(run)
+    return n > 0 and any(words[i : i + n] == run for i in range(len(words) - n + 1))
 
 
 def is_record(sentence: str) -> bool:

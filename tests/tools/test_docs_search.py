@@ -96,6 +96,28 @@ def test_a_long_table_is_cut_between_its_rows(tmp_path: Path) -> None:
         assert hit.passage.endswith(".")  # a whole row, not "...; Role: Senior"
 
 
+def test_the_passage_with_the_row_the_question_names_is_the_one_shown(tmp_path: Path) -> None:
+    # The capacity-planning section says "capacity" three times and ranks first; the limits table
+    # holds the row the question names. One passage per source is shown: the table's, from that row.
+    filler = "The archive keeps two copies of every object in separate rooms on the island. " * 9
+    (tmp_path / "archive.md").write_text(
+        f"# Archive\n\n## Limits\n\n{filler}\n\n| Limit | Value |\n|---|---|\n| Writes | 95 per second |\n"
+        f"| Usable capacity | 640 TiB |\n\n## Capacity planning\n\n{filler}\n\nAt the end of 2025 the archive "
+        "held 417 TiB of its capacity. Capacity is reviewed quarterly and disks are ordered at 80 per cent of "
+        "usable capacity.\n"
+    )
+    (tmp_path / "other.md").write_text("# Other\n\nNothing about the archive's capacity here.\n")
+    index = DocsIndex.from_folder(tmp_path)
+
+    [hit, _] = index.search("What is the usable capacity of the archive?", limit=2)
+    # The same words out of order name no row: BM25 alone picks the capacity-planning section.
+    [ranked_first] = index.search("What capacity is usable in the archive?", limit=1)
+
+    assert "417 TiB" in ranked_first.snippet and "640 TiB" not in ranked_first.snippet
+    assert hit.source.endswith("archive.md")
+    assert hit.snippet.startswith("…Limit: Usable capacity; Value: 640 TiB.")
+
+
 def test_the_documents_title_is_shown_with_every_passage_but_not_searched(tmp_path: Path) -> None:
     rules = "\n\n".join(f"Rule {i}: a harbour key expires after {i + 20} days unless renewed." for i in range(30))
     (tmp_path / "Q3 - policy_p2.md").write_text(

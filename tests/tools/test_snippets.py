@@ -99,6 +99,25 @@ def test_the_row_asked_about_is_the_first_row_shown() -> None:
     assert "Odile Varnavas" not in snippet
 
 
+def test_a_snippet_given_a_row_starts_at_it_however_the_words_score() -> None:
+    intro = (
+        "KESTREL-archive: the KESTREL-archive is the Observatory's long-term store for raw telemetry. "
+        "It keeps two copies of every object. The second copy sits in a fire-separated room. "
+    )
+    rows = (
+        "Limit: Writes; Value: 95 per second. Limit: Usable capacity; Value: 640 TiB. Limit: Compression; Value: zstd."
+    )
+    body = f"{intro}{rows}"
+
+    plain = best_window(body, ["usable", "capacity", "kestrel", "archive", "observatory"], budget=120)
+    named = best_window(
+        body, ["usable", "capacity", "kestrel", "archive", "observatory"], budget=120, row=body.index("Limit: Usable")
+    )
+
+    assert "640 TiB" not in plain
+    assert named.startswith("…Limit: Usable capacity; Value: 640 TiB.")
+
+
 def test_prose_keeps_the_sentence_before_that_says_what_it_is_about() -> None:
     body = (
         "Lists are built with square brackets. A dict comprehension needs two expressions joined by a colon. "

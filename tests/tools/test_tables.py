@@ -1,5 +1,5 @@
 from sentient.tools.docs_search import DocsIndex
-from sentient.tools.tables import tables_as_records
+from sentient.tools.tables import named_row, tables_as_records
 
 DIRECTORY = """# Team directory
 
@@ -87,3 +87,30 @@ def test_a_search_snippet_shows_the_matching_row_with_its_column_names(tmp_path)
         [hit] = index.search("Cormorant on-call lead")
 
     assert "Team: Cormorant; Team lead: Yevgenia Palk; On-call lead: Rafferty Coll" in hit.snippet
+
+
+LIMITS = (
+    "Limits Limit: Daily quota; Value: 160 queries per day. Limit: Query timeout; Value: 12 seconds. "
+    "Limit: Data delay; Value: 72 hours. Version: ACP-7; Date: 2021; Change: lockout introduced."
+)
+
+
+def test_a_row_is_named_by_its_first_cell_in_the_question() -> None:
+    start = named_row(LIMITS, "What is the query timeouts of Marrowgate Lite?")  # a plural still names it
+
+    assert start is not None and LIMITS[start:].startswith("Limit: Query timeout; Value: 12 seconds.")
+    assert named_row(LIMITS, "What is the timeout of a query on Lite?") is None  # not the words in order
+    assert named_row(LIMITS, "How long is the delay?") is None
+
+
+def test_a_row_about_the_document_itself_or_a_vague_or_short_word_names_nothing() -> None:
+    title = "policy_acp7.md - Access and Credential Policy ACP-7 (SUPERSEDED) / Revision history"
+
+    assert named_row(LIMITS, "Under ACP-7, how long were tokens valid?", title) is None
+    assert named_row(LIMITS, "Under ACP-7, how long were tokens valid?") is not None
+    clusters = "Property: Nodes; Value: 22. Property: Owner; Value: Sandpiper."
+    assert named_row(clusters, "How many nodes will the cluster have after its expansion?") is None
+    teams = "Team: Cormorant; Lead: Yevgenia Palk. Team: Gannet; Lead: Solveig Ashdown."
+    assert named_row(teams, "Who leads team Gannet?") == teams.index("Team: Gannet")
+    keys = "Key: No; Value: 3. Key: Sev1; Value: 4."
+    assert named_row(keys, "Is there no key? What pages Sev1?") == keys.index("Key: Sev1")
