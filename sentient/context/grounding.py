@@ -181,6 +181,12 @@ def stem(word: str) -> str:
     return word
 
 
+# Numbers written as words, stemmed as claims are: "y is evaluated only once" gives a number as
+# "3.3" does. ("one" is left out: it is a pronoun as often as a number.)
+_COUNT_WORDS = "zero two three four five six seven eight nine ten eleven twelve once twice"
+_COUNTS = frozenset(stem(w) for w in _COUNT_WORDS.split())
+
+
 def _stems(text: str) -> set[str]:
     return {stem(w) for w in normalize(text).split()} | set(_names(text))
 
@@ -295,7 +301,7 @@ def evidence(answer: str, task: str, sources: Sequence[Source]) -> Statement | N
         return None
     asked = _stems(task)
     own = {stem(w) for w in _own_words(task)}
-    values = [w for w in claim if w.isdigit() or "_" in w]  # the numbers and names it gives
+    values = [w for w in claim if w.isdigit() or w in _COUNTS or "_" in w]  # the numbers and names it gives
     needed = max(MIN_SUPPORT * len(claim), min(MIN_SUPPORTED_WORDS, len(claim)))
     best: tuple[float, int, int, str] | None = None
     for n, source in enumerate(sources, start=1):

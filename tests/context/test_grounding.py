@@ -147,6 +147,17 @@ def test_a_sentence_about_the_task_that_holds_the_answers_numbers_and_names_stat
     stated = evidence("You can access them using the `cache_info()` method of the function.", task, [lru])
     assert stated is not None and stated.sentence.endswith("with f.cache_info().")
     assert evidence("You can access them using the `cache_stats()` method of the function.", task, [lru]) is None
+    # A count written as a word is a number too: "once" answers "how many times", in the docs' words.
+    comparisons = Source(
+        ref="python-docs#comparisons",
+        title="Python reference: comparisons",
+        snippet='Comparisons can be chained, e.g., "x < y <= z" is equivalent to "x < y and y <= z", '
+        'except that "y" is evaluated only once.',
+    )
+    task = "In a chained comparison such as x < y <= z, how many times is y evaluated?"
+    stated = evidence("In such a chained comparison, the expression y is evaluated only once.", task, [comparisons])
+    assert stated is not None and stated.sentence.endswith("evaluated only once.")
+    assert evidence("In such a chained comparison, the expression y is evaluated twice.", task, [comparisons]) is None
 
 
 def test_an_aggregate_that_restates_a_cited_sentence_gets_its_citation_back():
