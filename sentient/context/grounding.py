@@ -46,6 +46,10 @@ MIN_RESTATED = 0.6  # share of a cited sentence's words a restating sentence mus
 _SENTENCE_BREAK = re.compile(r"((?<=[.!?])(?<!\b[A-Z]\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bvs\.)[ \t]+(?!\[\d)|\n+)")
 MAX_QUOTE_WORDS = 30  # a longer sentence is offered as quotes of QUOTE_PIECE_WORDS words
 QUOTE_PIECE_WORDS = 25
+# A sentence read whole when checking what the sources state: the docs' long sentences put the
+# topic and the value 30 words apart ("Comparisons can be chained ... except that y is evaluated
+# only once").
+MAX_STATEMENT_WORDS = 60
 _TRAILING = re.compile(r"[.!?:;]*\s*$")
 _CITED_CLAUSE = re.compile(r"((?:\s*\[\d+(?:\s*,\s*\d+)*\])+)")  # a run of citation markers
 MIN_SUPPORT = 0.6  # share of an answer's own words (and every number) a sentence must hold to state it
@@ -295,6 +299,7 @@ def evidence(answer: str, task: str, sources: Sequence[Source]) -> Statement | N
     "Python 3.3 introduced hash randomization"). Among several, the one holding most of the
     claim wins, then the one sharing most words with the task (a table row names the thing
     asked about). None when the answer adds nothing to the task, or no sentence states it.
+    Sentences of up to ``MAX_STATEMENT_WORDS`` words are read whole, not in quote pieces.
     """
     claim = _claim(answer, task)
     if not claim:
@@ -306,7 +311,7 @@ def evidence(answer: str, task: str, sources: Sequence[Source]) -> Statement | N
     best: tuple[float, int, int, str] | None = None
     for n, source in enumerate(sources, start=1):
         named = _stems(_document_label(source))  # "the current policy, policy_acp9.md": the document says so
-        for sentence in quotable([source]):
+        for sentence in quotable([source], MAX_STATEMENT_WORDS):
             words = _stems(sentence) | named
             share = _states(words, claim)
             answers = (
@@ -513,12 +518,12 @@ def _states(words: set[str], claim: list[str]) -> float:
     return sum(w in words for w in claim) / len(claim)
 
 
-def quotable(sources: Sequence[Source]) -> tuple[str, ...]:
+def quotable(sources: Sequence[Source], longest: int = MAX_QUOTE_WORDS) -> tuple[str, ...]:
     """The sentences of the sources' snippets, as quotes an executor may copy (in order, once each).
 
-    A sentence of more than ``MAX_QUOTE_WORDS`` words (a code listing, a run-on table line) is
-    offered in pieces, so a quote stays short; pieces of fewer than ``MIN_QUOTE_WORDS`` + 1
-    words are left out, since they could not verify anything.
+    A sentence of more than ``longest`` words (a code listing, a run-on table line) is offered
+    in pieces of ``QUOTE_PIECE_WORDS``, so a quote stays short; pieces of fewer than
+    ``MIN_QUOTE_WORDS`` + 1 words are left out, since they could not verify anything.
     """
     quotes: dict[str, None] = {}
     for source in sources:
@@ -527,7 +532,7 @@ def quotable(sources: Sequence[Source]) -> tuple[str, ...]:
             words = sentence.split()
             if not words:
                 continue
-            step = len(words) if len(words) <= MAX_QUOTE_WORDS else QUOTE_PIECE_WORDS
+            step = len(words) if len(words) <= longest else QUOTE_PIECE_WORDS
             for start in range(0, len(words), step):
                 piece = words[start : start + step]
                 if len(piece) > MIN_QUOTE_WORDS:

@@ -160,6 +160,22 @@ def test_a_sentence_about_the_task_that_holds_the_answers_numbers_and_names_stat
     assert evidence("In such a chained comparison, the expression y is evaluated twice.", task, [comparisons]) is None
 
 
+def test_a_long_sentence_of_the_docs_is_read_whole_for_what_it_states():
+    # 41 words: quotes offered to an executor are cut into pieces of 25, and the piece naming the
+    # topic ("chained", "comparison") is not the piece holding the value ("only once").
+    sentence = (
+        'Comparisons can be chained arbitrarily, e.g., "x < y <= z" is equivalent to "x < y and y <= z", except '
+        'that "y" is evaluated only once (but in both cases "z" is not evaluated at all when "x < y" is found to be false).'
+    )
+    comparisons = Source(ref="python-docs#comparisons", title="Python reference: comparisons", snippet=sentence)
+    task = "In a chained comparison such as x < y <= z, how many times is y evaluated?"
+
+    stated = evidence("In such a chained comparison, the expression y is evaluated only once.", task, [comparisons])
+
+    assert stated is not None and stated.sentence == sentence
+    assert sentence not in quotable([comparisons])  # an executor still quotes a piece of it
+
+
 def test_an_aggregate_that_restates_a_cited_sentence_gets_its_citation_back():
     results = ["Lists grow with append [1]. Tuples are immutable [2].", "Nothing cited here."]
     answer = "Tuples are immutable, as stated. Lists grow with append!\nSomething new entirely."
