@@ -418,15 +418,15 @@ class DocsIndex:
         # Within a source, a passage holding a table row the question names comes first: "the usable
         # capacity of KESTREL-archive" is its limits table's row, not the capacity-planning section
         # that says "capacity" more often. The snippet then starts at that row.
-        place: dict[str, int] = {}
-        for rowid, _ in ranked:
-            place.setdefault(rows[rowid][0], len(place))
-        named: dict[int, int | None] = {}
+        shown_sources = list(dict.fromkeys(rows[rowid][0] for rowid, _ in ranked))[:limit]
+        named: dict[int, int] = {}
         for rowid, _ in ranked:
             source, title, body = rows[rowid]
-            if place[source] < limit:  # only the sources that will be shown
-                named[rowid] = named_row(body, asked or query, _shown_title(source, title, documents.get(source)))
-        ranked = sorted(ranked, key=lambda item: (place[rows[item[0]][0]], named.get(item[0]) is None))
+            if source in shown_sources:
+                row = named_row(body, asked or query, _shown_title(source, title, documents.get(source)))
+                if row is not None:
+                    named[rowid] = row
+        ranked = _named_first(ranked, lambda rowid: rows[rowid][0], named)
         best: list[tuple[int, float]] = []
         taken: dict[str, int] = {}
         for rowid, score in ranked:  # best first: the first passage of each source is its best one
@@ -602,6 +602,20 @@ def _split_superseded(
     for item in ranked:
         (superseded if unasked(item[0]) else current).append(item)
     return current, superseded
+
+
+def _named_first(
+    ranked: list[tuple[int, float]], source_of: Callable[[int], str], named: dict[int, int]
+) -> list[tuple[int, float]]:
+    """``ranked`` with each source's passages reordered, those in ``named`` first (in rank order),
+    in the places that source's passages held: other sources keep their places."""
+    by_source: dict[str, list[tuple[int, float]]] = {}
+    for item in ranked:
+        by_source.setdefault(source_of(item[0]), []).append(item)
+    reordered = {
+        source: iter(sorted(items, key=lambda item: item[0] not in named)) for source, items in by_source.items()
+    }
+    return [next(reordered[source_of(rowid)]) for rowid, _ in ranked]
 
 
 def _identifier_key(identifier: str) -> str:

@@ -96,16 +96,21 @@ def test_a_long_table_is_cut_between_its_rows(tmp_path: Path) -> None:
         assert hit.passage.endswith(".")  # a whole row, not "...; Role: Senior"
 
 
-def test_the_passage_with_the_row_the_question_names_is_the_one_shown(tmp_path: Path) -> None:
-    # The capacity-planning section says "capacity" three times and ranks first; the limits table
-    # holds the row the question names. One passage per source is shown: the table's, from that row.
+def _archive(folder: Path) -> None:
+    """A document whose capacity-planning section outranks its limits table for "usable capacity"."""
     filler = "The archive keeps two copies of every object in separate rooms on the island. " * 9
-    (tmp_path / "archive.md").write_text(
+    (folder / "archive.md").write_text(
         f"# Archive\n\n## Limits\n\n{filler}\n\n| Limit | Value |\n|---|---|\n| Writes | 95 per second |\n"
         f"| Usable capacity | 640 TiB |\n\n## Capacity planning\n\n{filler}\n\nAt the end of 2025 the archive "
         "held 417 TiB of its capacity. Capacity is reviewed quarterly and disks are ordered at 80 per cent of "
         "usable capacity.\n"
     )
+
+
+def test_the_passage_with_the_row_the_question_names_is_the_one_shown(tmp_path: Path) -> None:
+    # The capacity-planning section says "capacity" three times and ranks first; the limits table
+    # holds the row the question names. One passage per source is shown: the table's, from that row.
+    _archive(tmp_path)
     (tmp_path / "other.md").write_text("# Other\n\nNothing about the archive's capacity here.\n")
     index = DocsIndex.from_folder(tmp_path)
 
@@ -116,6 +121,23 @@ def test_the_passage_with_the_row_the_question_names_is_the_one_shown(tmp_path: 
     assert "417 TiB" in ranked_first.snippet and "640 TiB" not in ranked_first.snippet
     assert hit.source.endswith("archive.md")
     assert hit.snippet.startswith("…Limit: Usable capacity; Value: 640 TiB.")
+
+
+def test_with_several_passages_per_source_a_named_row_moves_only_within_its_source(tmp_path: Path) -> None:
+    _archive(tmp_path)
+    (tmp_path / "tape.md").write_text(
+        "# Tape library\n\n" + "Tapes are kept in a cold room. " * 4 + "Its usable capacity is 90 TiB, less than "
+        "the archive's capacity.\n"
+    )
+    index = DocsIndex.from_folder(tmp_path)
+
+    plain = index.search("What capacity is usable in the archive?", limit=3, per_source=2)
+    named = index.search("What is the usable capacity of the archive?", limit=3, per_source=2)
+
+    assert [Path(h.source).name for h in plain] == ["archive.md", "tape.md", "archive.md"]
+    assert "640 TiB" in plain[2].snippet
+    assert [Path(h.source).name for h in named] == ["archive.md", "tape.md", "archive.md"]  # the tape keeps its place
+    assert "640 TiB" in named[0].snippet and "640 TiB" not in named[2].snippet
 
 
 def test_the_documents_title_is_shown_with_every_passage_but_not_searched(tmp_path: Path) -> None:
