@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sentient.context.citations import SourceList, renumber
-from sentient.context.grounding import normalize
+from sentient.context.grounding import own_words, sentences
 from sentient.context.knowledge import KnowledgeStore
 from sentient.graph.node import Source, TaskNode
 from sentient.graph.status import TaskStatus
@@ -24,6 +24,11 @@ _MIN_RESULT_CHARS = 400
 _QUERY_RESULT_CHARS = 300  # of each dependency's result, in a search query
 _QUERY_CHARS = 1_500
 _MIN_GOAL_CHARS = 2000  # a goal up to this long is never cut, whatever the budget
+
+
+def _asking(goal: str) -> str:
+    """The sentences of ``goal`` that end in a question mark; the whole goal if none does."""
+    return " ".join(s for s in sentences(goal) if s.rstrip().endswith("?")) or goal
 
 
 def estimate_tokens(text: str) -> int:
@@ -104,12 +109,21 @@ class ContextBuilder:
     def for_aggregation(self, node: TaskNode) -> AgentContext:
         """The subtasks' results, the one that asks most of the node's own question last: the
         embedded model leans on the result it read last, and a step that checks a guess ("is the
-        title 'Lead'?") must not have the last word over the step that looked the answer up."""
+        title 'Lead'?") must not have the last word over the step that looked the answer up.
+
+        The question is the goal's asking sentence when it has one: in "ftplib is based on an RFC.
+        Which RFC is telnetlib based on?" the step about telnetlib answers it, not the one about
+        ftplib, although both share as many of the goal's words."""
         sources = SourceList()
         sections = self._frame(node)
-        asked = set(normalize(node.goal).split())
-        children = self._graph.children(node.task_id)
-        for child in sorted(children, key=lambda c: len(asked.intersection(normalize(c.goal).split()))):
+        asked = set(own_words(_asking(node.goal)))
+        whole = set(own_words(node.goal))
+
+        def answers_more(child: TaskNode) -> tuple[int, int]:
+            words = own_words(child.goal)
+            return len(asked.intersection(words)), len(whole.intersection(words))
+
+        for child in sorted(self._graph.children(node.task_id), key=answers_more):
             done = f"Result of subtask {child.task_id}: {child.goal}"
             sections.append(_outcome(child, sources, done, f"Subtask {child.task_id} did not finish: {child.goal}"))
         return self._fit(AgentContext(sections, sources=sources.sources))

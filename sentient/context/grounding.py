@@ -305,7 +305,7 @@ def evidence(answer: str, task: str, sources: Sequence[Source]) -> Statement | N
     if not claim:
         return None
     asked = _stems(task)
-    own = {stem(w) for w in _own_words(task)}
+    own = {stem(w) for w in own_words(task)}
     values = [w for w in claim if w.isdigit() or w in _COUNTS or "_" in w]  # the numbers and names it gives
     needed = max(MIN_SUPPORT * len(claim), min(MIN_SUPPORTED_WORDS, len(claim)))
     best: tuple[float, int, int, str] | None = None
@@ -440,6 +440,11 @@ def cite_by_evidence(answer: str, task: str, sources: Sequence[Source]) -> Groun
     return Grounded(text.strip(), grounded, list(dict.fromkeys(notes)))
 
 
+def sentences(text: str) -> list[str]:
+    """``text``'s sentences, each with the citations that follow its full stop."""
+    return [part for part in _SENTENCE_BREAK.split(text)[::2] if part.strip()]
+
+
 def drop_disclaimers(answer: str, sources: Sequence[Source]) -> tuple[str, int]:
     """``answer`` without its sentences that say the sources do not confirm it, when it cites a
     verified source; and how many went.
@@ -480,14 +485,14 @@ def coverage(question: str, source: Source, weight: Callable[[str], float] | Non
     a name. The words that ask for a measure ("how long", "how many times") are not looked
     for: the passage that answers says "for 30 days", "only once".
     """
-    words = _own_words(_MEASURE.sub("how", question))
+    words = own_words(_MEASURE.sub("how", question))
     held = _stems(f"{source.title} {source.snippet}")
     weights = [weight(w) if weight else 1.0 for w in words]
     total = sum(weights)
     return sum(wt for w, wt in zip(words, weights, strict=True) if stem(w) in held) / total if total else 0.0
 
 
-def _own_words(text: str) -> list[str]:
+def own_words(text: str) -> list[str]:
     """The words of ``text`` that say what it is about, once each: common words and single
     letters (the "s" of "Python's") left out, numbers kept."""
     words = dict.fromkeys(normalize(text).split())

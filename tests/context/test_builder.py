@@ -238,32 +238,48 @@ def test_aggregation_renumbers_children_citations_and_dedupes_shared_sources(tre
     assert section(context, "Subtask root.0.2 did not finish") == "planning failed: invalid JSON"
 
 
-def test_aggregation_reads_the_step_that_asked_the_goals_own_question_last() -> None:
-    question = "What is the job title of the on-call lead of Team Cormorant?"
+def aggregation_order(question: str, steps: list[tuple[str, TaskType, str]]) -> list[str]:
+    """The order in which the root's aggregator reads its finished steps (goal, type, result)."""
     graph = TaskGraph()
     graph.add_root(question, TaskType.SEARCH, NodeType.PLAN)
     graph.add_children(
-        "root",
-        [
-            SubTask(goal=question, task_type=TaskType.SEARCH),
-            SubTask(goal="Find out who leads Cormorant's rotation", task_type=TaskType.SEARCH),
-            SubTask(goal="Determine if the title is 'Lead'", task_type=TaskType.THINK, depends_on_indices=[1]),
-        ],
-        [NodeType.EXECUTE] * 3,
+        "root", [SubTask(goal=goal, task_type=kind) for goal, kind, _ in steps], [NodeType.EXECUTE] * len(steps)
     )
-    results = ["Rafferty Coll is a Forecast Engineer [1].", "Rafferty Coll leads it [1].", "The title is not stated."]
-    for task_id, result in zip(["root.0", "root.1", "root.2"], results, strict=True):
-        node = graph.get(task_id)
-        node.status, node.result, node.sources = TaskStatus.DONE, result, [A]
+    for child, (_, _, result) in zip(graph.children("root"), steps, strict=True):
+        child.status, child.result, child.sources = TaskStatus.DONE, result, [A]
     with ProjectStore.in_memory() as store:
         store.create_project("p-1", question, "general_agent", {})
         builder = ContextBuilder(graph, KnowledgeStore(store, "p-1"), 3000, 0)
         context = builder.for_aggregation(graph.get("root"))
+    return [s.title.split(":")[0].removeprefix("Result of subtask ") for s in context.sections if "subtask" in s.title]
 
-    order = [s.title.split(":")[0] for s in context.sections if s.title.startswith("Result of subtask")]
+
+def test_aggregation_reads_the_step_that_asked_the_goals_own_question_last() -> None:
+    question = "What is the job title of the on-call lead of Team Cormorant?"
+    order = aggregation_order(
+        question,
+        [
+            (question, TaskType.SEARCH, "Rafferty Coll is a Forecast Engineer [1]."),
+            ("Find out who leads Cormorant's rotation", TaskType.SEARCH, "Rafferty Coll leads it [1]."),
+            ("Determine if the title is 'Lead'", TaskType.THINK, "The title is not stated."),
+        ],
+    )
     # By how many of the goal's words a step's goal holds: the step that asked the goal's own
     # question comes last, after the guess-checking one, where the embedded model looks for its answer.
-    assert order == ["Result of subtask root.1", "Result of subtask root.2", "Result of subtask root.0"]
+    assert order == ["root.1", "root.2", "root.0"]
+
+
+def test_aggregation_weighs_the_sentence_that_asks_over_the_goals_premise() -> None:
+    question = "The ftplib module is based on an RFC by J. Postel. Which RFC by the same author is telnetlib based on?"
+    order = aggregation_order(
+        question,
+        [
+            ("Which RFC by J. Postel does telnetlib use?", TaskType.SEARCH, "RFC 854 [1]."),
+            ("What is the name of the RFC by J. Postel that ftplib uses?", TaskType.SEARCH, "RFC 959 [1]."),
+        ],
+    )
+    # The ftplib step shares more of the whole goal's words; the telnetlib step answers its question.
+    assert order == ["root.1", "root.0"]
 
 
 def test_replanning_keeps_failures_and_feedback_even_over_budget(tree: Tree) -> None:
