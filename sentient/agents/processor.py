@@ -17,7 +17,14 @@ from loguru import logger
 from pydantic import BaseModel
 
 from sentient.agents.config import AgentConfig, Role
-from sentient.agents.prompts import aggregate_task, atomize_task, execute_task, modify_task, plan_task
+from sentient.agents.prompts import (
+    aggregate_task,
+    atomize_task,
+    execute_task,
+    modify_task,
+    number_is_not_an_answer,
+    plan_task,
+)
 from sentient.agents.registry import Profile
 from sentient.agents.runner import AgentCall, AgentRunner
 from sentient.agents.schemas import AggregationOutput, AnswerOutput, AtomizerOutput, ExecutionOutput
@@ -30,7 +37,9 @@ from sentient.context.grounding import (
     coverage,
     drop_disclaimers,
     ground,
+    marker_as_answer,
     normalize,
+    state_markers,
 )
 from sentient.events import (
     EventBus,
@@ -63,6 +72,7 @@ from sentient.tools.toolbox import DocsSearch, SourceSink, ToolBox
 
 _S = TaskStatus
 T = TypeVar("T", bound=BaseModel)
+A = TypeVar("A", AnswerOutput, ExecutionOutput)  # an executor's output
 RETRIEVED_SOURCES = 5  # per retrieval tool, before each executor call
 # A task one document passage holds this share of the words of (by rarity) is a lookup: it is executed
 # without asking the atomizer (bench/README.md, "adaptive recursion").
@@ -177,11 +187,11 @@ class AgentProcessor:
                 # The embedded model answers from its sources more often when asked for the answer
                 # alone (bench/README.md, answer quality); its [n] are checked against the sources here.
                 task = execute_task(node, has_sources=True, quoting=False)
-                plain = await self._ask(node, Role.EXECUTOR, agent, task, context, AnswerOutput, tools, sink)
+                plain = await self._answer(node, agent, task, context, AnswerOutput, tools, sink)
                 grounded = cite_by_evidence(plain.answer, node.goal, sink.sources)
             else:
                 task = execute_task(node, has_sources=bool(context.sources))
-                output = await self._ask(node, Role.EXECUTOR, agent, task, context, ExecutionOutput, tools, sink)
+                output = await self._answer(node, agent, task, context, ExecutionOutput, tools, sink)
                 grounded = ground(output.answer, output.citations, sink.sources)
         except AgentError as exc:
             self.fail(node, str(exc))
@@ -207,7 +217,14 @@ class AgentProcessor:
         except AgentError as exc:
             self.fail(node, f"aggregation failed: {exc}")
             return
-        answer, carried = carry_citations(output.answer, [s.text for s in context.sections])
+        results = [s.text for s in context.sections]
+        # The aggregator is not asked again: the result that cites the source says what it states.
+        answer, replaced = state_markers(output.answer, results)
+        if replaced:
+            node.warnings.append(
+                f"{replaced} sentence(s) giving a citation number as the answer replaced by the result"
+            )
+        answer, carried = carry_citations(answer, results)
         if carried:
             node.warnings.append(f"citations carried over from the subtasks to {carried} sentence(s)")
         answer, sources, stated = cite_statements(answer, node.goal, context.sources)
@@ -236,6 +253,27 @@ class AgentProcessor:
         reply = await self._runner.run(call, schema)
         node.warnings.extend(reply.notes)
         return reply.output
+
+    async def _answer(
+        self,
+        node: TaskNode,
+        agent: AgentConfig,
+        task: str,
+        context: AgentContext,
+        schema: type[A],
+        tools: ToolBox | None,
+        sink: SourceSink,
+    ) -> A:
+        """An executor's answer; asked once more, with the reason, when it gives a source's number
+        where the answer belongs ("The RFC it is based on is [2]."): such an answer says nothing."""
+        output = await self._ask(node, Role.EXECUTOR, agent, task, context, schema, tools, sink)
+        sentence = marker_as_answer(output.answer)
+        if sentence is None:
+            return output
+        node.warnings.append(f"answer gave a citation number as the answer ({sentence!r}): asked again")
+        return await self._ask(
+            node, Role.EXECUTOR, agent, task + number_is_not_an_answer(sentence), context, schema, tools, sink
+        )
 
     async def _review(self, node: TaskNode, plan: PlanOutput) -> PlanOutput | None:
         """Ask the reviewer until the plan is approved; None if it was rejected (node failed)."""

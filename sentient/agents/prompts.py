@@ -65,6 +65,15 @@ def execute_task(node: TaskNode, has_sources: bool, quoting: bool = True) -> str
     )
 
 
+def number_is_not_an_answer(sentence: str) -> str:
+    """What an executor is told after answering with a source's number in place of the answer."""
+    return (
+        f"\n\nYour previous answer said: {sentence}\n"
+        "A number in brackets only says which source states a fact; it is not the answer. Write the "
+        "answer itself (the name, number or value that the source gives), followed by its [n]."
+    )
+
+
 def aggregate_task(node: TaskNode, is_root: bool) -> str:
     opening = (
         "Start with a direct answer to the goal in one or two sentences. Then give the supporting facts "

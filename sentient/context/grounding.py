@@ -44,6 +44,13 @@ MIN_RESTATED = 0.6  # share of a cited sentence's words a restating sentence mus
 # as ground() appends them) still belong to it, and an initial or an abbreviation ("by J. Postel",
 # "e.g. lists") ends none.
 _SENTENCE_BREAK = re.compile(r"((?<=[.!?])(?<!\b[A-Z]\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bvs\.)[ \t]+(?!\[\d)|\n+)")
+# "The RFC that telnetlib is based on is [2]." A marker standing where the answer belongs ends its
+# sentence right after a verb that names or equates; "as stated in [2]" points at a source, fine,
+# and so does a sentence about the source ("The source of this information is [2].").
+_MARKER_AS_ANSWER = re.compile(
+    r"\b(?:is|are|was|were|be|called|named)\s+(?:\[\d+(?:\s*,\s*\d+)*\]\s*)+[.;!?]*\s*$", re.IGNORECASE
+)
+_ABOUT_A_SOURCE = re.compile(r"\b(?:sources?|references?|citations?|documents?)\b", re.IGNORECASE)
 MAX_QUOTE_WORDS = 30  # a longer sentence is offered as quotes of QUOTE_PIECE_WORDS words
 QUOTE_PIECE_WORDS = 25
 # A sentence read whole when checking what the sources state: the docs' long sentences put the
@@ -443,6 +450,45 @@ def cite_by_evidence(answer: str, task: str, sources: Sequence[Source]) -> Groun
 def sentences(text: str) -> list[str]:
     """``text``'s sentences, each with the citations that follow its full stop."""
     return [part for part in _SENTENCE_BREAK.split(text)[::2] if part.strip()]
+
+
+def marker_as_answer(answer: str) -> str | None:
+    """The first sentence of ``answer`` whose answer is only a citation marker ("... is [2]."), if any.
+
+    A small model sometimes takes a source's number for the thing asked about. Such an answer
+    says nothing, and a later step copies the number as a name ("[RFC 854]", from memory).
+    """
+    return next((sentence.strip() for sentence in sentences(answer) if _gives_a_marker(sentence)), None)
+
+
+def state_markers(answer: str, cited_texts: Sequence[str]) -> tuple[str, int]:
+    """Replace each sentence of ``answer`` that gives only a citation marker as its answer
+    (:func:`marker_as_answer`) by the first sentence of ``cited_texts`` (the results it was
+    given, numbered as the answer's sources) that cites the same source: the marker says which
+    source, the result says what that source states. Returns the text and how many sentences
+    were replaced.
+    """
+    stating = [
+        (sentence.strip(), set(cited_numbers(sentence)))
+        for text in cited_texts
+        for sentence in sentences(text)
+        if cited_numbers(sentence) and not _gives_a_marker(sentence)
+    ]
+    parts = _SENTENCE_BREAK.split(answer)
+    replaced = 0
+    for i in range(0, len(parts), 2):  # even items are sentences, odd ones the breaks between them
+        if not _gives_a_marker(parts[i]):
+            continue
+        wanted = set(cited_numbers(parts[i]))
+        found = next((sentence for sentence, numbers in stating if numbers & wanted), None)
+        if found is not None:
+            parts[i] = found
+            replaced += 1
+    return "".join(parts), replaced
+
+
+def _gives_a_marker(sentence: str) -> bool:
+    return bool(_MARKER_AS_ANSWER.search(sentence)) and not _ABOUT_A_SOURCE.search(sentence)
 
 
 def drop_disclaimers(answer: str, sources: Sequence[Source]) -> tuple[str, int]:

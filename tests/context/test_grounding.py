@@ -10,8 +10,10 @@ from sentient.context.grounding import (
     drop_disclaimers,
     evidence,
     ground,
+    marker_as_answer,
     quotable,
     quote_occurs,
+    state_markers,
     stem,
 )
 from sentient.graph.node import Source
@@ -497,3 +499,24 @@ def test_a_disclaimer_stays_where_no_verified_source_is_cited() -> None:
     # A sentence that cites, or only mentions sources further on, is not a disclaimer.
     kept = "Lists grow [1]. The sources do not agree on tuples [1]. Each of the sources does say so."
     assert drop_disclaimers(kept, [LISTS.model_copy(update={"verified": True})]) == (kept, 0)
+
+
+def test_a_marker_standing_where_the_answer_belongs_is_found() -> None:
+    text = "The RFC by J. Postel and J. Reynolds that telnetlib is based on is [2]. It dates from 1983."
+    assert marker_as_answer(text) == "The RFC by J. Postel and J. Reynolds that telnetlib is based on is [2]."
+    assert marker_as_answer("Its channel is called [1][3]") == "Its channel is called [1][3]"
+
+
+def test_markers_that_cite_an_answer_or_name_a_source_are_not_taken_for_the_answer() -> None:
+    assert marker_as_answer("The timeout is 12 seconds [2].") is None
+    assert marker_as_answer("The timeout is 12 seconds, as stated in [2].") is None
+    assert marker_as_answer("It is 12 seconds. The source of this information is [2].") is None
+    assert marker_as_answer("The first item is `xs[1]`.") is None
+
+
+def test_a_marker_given_as_the_answer_is_replaced_by_the_result_that_cites_its_source() -> None:
+    results = ["Based on RFC 959, by J. Postel [1].", "Based on RFC 854, by J. Postel [2]. It is old [2]."]
+    answer = "The RFC telnetlib is based on is [2]. Both are by J. Postel [1][2]."
+    assert state_markers(answer, results) == ("Based on RFC 854, by J. Postel [2]. Both are by J. Postel [1][2].", 1)
+    # Nothing cites the marker's source: the sentence is left as it is.
+    assert state_markers("The RFC is [3].", results) == ("The RFC is [3].", 0)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sentient.agents.models.fake import FakeRequest, ScriptedModel, cite_sources
-from sentient.agents.schemas import AnswerOutput, AtomizerOutput, ExecutionOutput
+from sentient.agents.schemas import AggregationOutput, AnswerOutput, AtomizerOutput, ExecutionOutput
 from sentient.api import ProfiledSentientAgent
 from sentient.graph.node import NodeType, TaskType
 from sentient.graph.plan import PlanOutput, SubTask
@@ -141,6 +141,47 @@ async def test_a_plan_that_repeats_its_goal_is_dropped_and_the_goal_executed(mak
     model = ScriptedModel(script={"atomizer": AtomizerOutput(is_atomic=False), "planner": splitting})
     result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
     assert result.graph.root.node_type is NodeType.PLAN and len(result.graph) == 3
+
+
+async def test_an_answer_that_gives_a_source_number_for_the_answer_is_asked_again(make_agent) -> None:
+    # "The component is [1]." takes a source's number for the thing asked about.
+    def executor(request: FakeRequest) -> AnswerOutput:
+        if "previous answer said: The component that runs coroutines is [1]." in request.prompt:
+            return AnswerOutput(answer="The event loop runs coroutines and tasks [1].")
+        return AnswerOutput(answer="The component that runs coroutines is [1].")
+
+    model = ScriptedModel(grammar=True, script={"atomizer": AtomizerOutput(is_atomic=True), "executor": executor})
+    result = await make_agent(model, profile="general_agent").arun(GOAL, write_files=False)
+
+    root = result.graph.root
+    assert len(model.calls_for(role="executor")) == 2
+    assert root.result == "The event loop runs coroutines and tasks [1]."
+    assert root.sources[0].verified is True
+    assert any("citation number as the answer" in w for w in root.warnings)
+    assert root.agent_calls == 2
+
+
+async def test_a_report_that_gives_a_source_number_for_the_answer_states_the_result_instead(make_agent) -> None:
+    plan = PlanOutput(
+        subtasks=[
+            SubTask(goal="Which component runs coroutines?", task_type=TaskType.SEARCH),
+            SubTask(goal="What do threads share?", task_type=TaskType.SEARCH),
+        ]
+    )
+    model = ScriptedModel(
+        script={
+            "atomizer": AtomizerOutput(is_atomic=False),
+            "planner": plan,
+            "executor": grounded_executor,
+            "aggregator": AggregationOutput(answer="The component that runs coroutines is [1]. It is fast."),
+        }
+    )
+    result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
+
+    # Asked once: the subtask's result that cites the same source says what it states.
+    assert len(model.calls_for(role="aggregator")) == 1
+    assert result.graph.root.result == "It runs them as tasks [1]. It is fast."
+    assert any("replaced by the result" in w for w in result.graph.root.warnings)
 
 
 async def test_an_unsupported_citation_is_dropped_and_noted_on_the_node(make_agent) -> None:
