@@ -98,6 +98,10 @@ _DISCLAIMER = re.compile(
     r"(?:\s+provided|\s+given|\s+above)?\s+(?:do|does)\s+not\b",
     re.IGNORECASE,
 )
+# A disclaimer's sequel, dropped with it: "They also do not confirm that …".
+_DISCLAIMER_GOES_ON = re.compile(
+    r"\W*(?:they|it)\s+(?:also\s+)?(?:do|does)\s+not\s+(?:confirm|state|say|mention|specify)\b", re.IGNORECASE
+)
 
 
 class Quoted(Protocol):
@@ -497,19 +501,25 @@ def drop_disclaimers(answer: str, sources: Sequence[Source]) -> tuple[str, int]:
 
     The small model is told to say so when it answers from memory, and often says it after an
     answer whose citation the code has just checked: "… is 18 KiB [1]. The sources do not
-    confirm this answer." Only sentences that open with such a disclaimer and cite nothing go;
-    an answer with no verified citation keeps them, since there they are true.
+    confirm this answer." Only sentences that open with such a disclaimer (or go on with one:
+    "They also do not confirm …") and cite nothing go; an answer with no verified citation
+    keeps them, since there they are true.
     """
     verified = {n for n, source in enumerate(sources, start=1) if source.verified}
     if not verified.intersection(cited_numbers(answer)):
         return answer, 0
     parts = [*_SENTENCE_BREAK.split(answer), ""]  # sentence, the break after it, sentence, …
-    kept = [
-        parts[i] + parts[i + 1]
-        for i in range(0, len(parts) - 1, 2)
-        if not (_DISCLAIMER.match(parts[i]) and not cited_numbers(parts[i]))
-    ]
-    dropped = (len(parts) // 2) - len(kept)
+    kept: list[str] = []
+    dropped = 0
+    after_disclaimer = False
+    for i in range(0, len(parts) - 1, 2):
+        sentence = parts[i]
+        disclaims = _DISCLAIMER.match(sentence) or (after_disclaimer and _DISCLAIMER_GOES_ON.match(sentence))
+        after_disclaimer = bool(disclaims) and not cited_numbers(sentence)
+        if after_disclaimer:
+            dropped += 1
+        else:
+            kept.append(sentence + parts[i + 1])
     return ("".join(kept).strip(), dropped) if dropped else (answer, 0)
 
 

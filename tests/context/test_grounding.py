@@ -489,6 +489,11 @@ def test_a_cited_answer_loses_the_sentences_saying_the_sources_do_not_confirm_it
     assert drop_disclaimers(answer, verified) == ("Lists grow with append() [1]. Tuples can be keys [1].", 1)
     hedged = "Lists grow [1].\nHowever, the provided sources do not state it directly, but it is widely known."
     assert drop_disclaimers(hedged, verified) == ("Lists grow [1].", 1)
+    # A disclaimer's sequel goes with it; the same words after a fact stay (there "it" is the fact).
+    sequel = "Lists grow [1]. The sources do not confirm that they shrink. They also do not confirm that they sort."
+    assert drop_disclaimers(sequel, verified) == ("Lists grow [1].", 2)
+    alone = "Lists grow [1]. It does not say how fast."
+    assert drop_disclaimers(alone, verified) == (alone, 0)
 
 
 def test_a_disclaimer_stays_where_no_verified_source_is_cited() -> None:
