@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import httpx
-import trafilatura
 
 from sentient.exceptions import ToolError
 from sentient.graph.node import Source
@@ -230,6 +229,8 @@ def _decode(body: bytes, charset: str) -> str:
 def _extract_html(document: str) -> tuple[str, str]:
     found = _TITLE.search(document)
     title = " ".join(html.unescape(found.group(1)).split()) if found else ""
+    import trafilatura  # a fifth of a second to import: only when a page is read
+
     text = trafilatura.extract(document, include_comments=False, include_tables=True)
     if not text:  # trafilatura finds no main content in some pages (tiny, odd markup)
         text = _BLANK_RUNS.sub("\n\n", _html_to_text(document)).strip()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -31,14 +33,8 @@ from fakes.openai_server import (
 from pydantic import BaseModel
 
 from sentient.agents.models.catalog import ModelCatalog, load_catalog
-from sentient.agents.models.providers import (
-    REMOTE,
-    ModelSpec,
-    Provider,
-    build_model,
-    parse_model_string,
-    response_format_for,
-)
+from sentient.agents.models.hosted import build_model
+from sentient.agents.models.providers import REMOTE, ModelSpec, Provider, parse_model_string, response_format_for
 from sentient.agents.models.resilience import ProviderGate, call_with_retries, is_rate_limit, retry_after_s
 from sentient.exceptions import ConfigError, MalformedResponseError
 from sentient.resources import agent_configs_dir
@@ -223,6 +219,23 @@ def test_unlisted_hosted_model_costs_zero_and_is_flagged(catalog: ModelCatalog) 
     price = catalog.price(parse_model_string("openai:some-future-model"))
     assert not price.known
     assert price.cost(10**6, 10**6) == 0
+
+
+# -- what an offline run loads ----------------------------------------------------------------
+
+
+def test_the_hosted_providers_sdks_load_only_with_a_hosted_model() -> None:
+    # Importing them takes seconds; the CLI, the server and an offline run on the embedded model need none.
+    code = (
+        "import sys, sentient, sentient.cli.main, server\n"
+        "from sentient.agents.models.factory import ModelFactory\n"
+        "sdks = ['openai', 'anthropic', 'ollama', 'trafilatura']\n"
+        "print(' '.join(m for m in sdks if m in sys.modules) or 'none')\n"
+        "import sentient.agents.models.hosted\n"
+        "print(' '.join(m for m in sdks[:3] if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert done.stdout.split("\n")[:2] == ["none", "openai anthropic ollama"]
 
 
 # -- build_model -----------------------------------------------------------------------------

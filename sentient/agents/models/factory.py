@@ -15,7 +15,7 @@ from sentient.agents.models.cache import ResponseCache
 from sentient.agents.models.catalog import FREE, ModelCatalog, Price, load_catalog
 from sentient.agents.models.fake import ScriptedModel
 from sentient.agents.models.gates import ProviderGates
-from sentient.agents.models.providers import IN_PROCESS, ModelSpec, Provider, build_model, parse_model_string
+from sentient.agents.models.providers import IN_PROCESS, ModelSpec, Provider, parse_model_string
 from sentient.agents.models.resilience import ProviderGate
 from sentient.agents.models.weights import DEFAULT_WEIGHTS, EMBEDDED_WEIGHTS
 from sentient.agents.registry import Profile
@@ -143,6 +143,8 @@ class ModelFactory:
         if spec.provider is Provider.SCRIPTED:
             # A dry run of the whole pipeline with canned answers: no weights, no network.
             return ModelHandle(text, ScriptedModel(), FREE, None, self._response_cache(False), native_tools=False)
+        from sentient.agents.models.hosted import build_model  # the providers' SDKs load only when used
+
         model = build_model(spec, self.catalog, timeout_s=self._timeout_s)
         return ModelHandle(
             text, model, self.catalog.price(spec), self._gate(spec), self._response_cache(False), native_tools=True

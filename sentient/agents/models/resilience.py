@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import json
 import random
+import sys
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -23,9 +24,7 @@ from email.utils import parsedate_to_datetime
 from types import TracebackType
 from typing import Any, Protocol, TypeVar
 
-import anthropic
 import httpx
-import openai
 from agno.exceptions import (
     ContextWindowExceededError,
     ModelAuthenticationError,
@@ -49,9 +48,15 @@ _CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
     TimeoutError,
     ConnectionError,  # includes what the ollama client raises when it cannot connect
     httpx.TransportError,
-    openai.APIConnectionError,  # includes APITimeoutError
-    anthropic.APIConnectionError,
 )
+# The SDKs' own: APIConnectionError (openai's includes APITimeoutError). The SDKs load only with a
+# hosted model (sentient.agents.models.hosted), and an SDK that is not loaded raised nothing.
+_SDKS_WITH_CONNECTION_ERRORS = ("openai", "anthropic")
+
+
+def _connection_errors() -> tuple[type[BaseException], ...]:
+    loaded = (sys.modules.get(name) for name in _SDKS_WITH_CONNECTION_ERRORS)
+    return (*_CONNECTION_ERRORS, *(sdk.APIConnectionError for sdk in loaded if sdk is not None))
 
 
 class RateLimiter:
@@ -257,7 +262,7 @@ def _http_status(exc: BaseException) -> int | None:
 
 def _verdict(exc: BaseException) -> bool | None:
     """Whether one link of the chain says transient (True), permanent (False), or nothing (None)."""
-    if isinstance(exc, (*_CONNECTION_ERRORS, ModelRateLimitError, MalformedResponseError, ProviderLimitsError)):
+    if isinstance(exc, (*_connection_errors(), ModelRateLimitError, MalformedResponseError, ProviderLimitsError)):
         return True
     if isinstance(exc, ContextWindowExceededError | ModelAuthenticationError):
         return False
