@@ -55,9 +55,21 @@ def test_importing_a_core_module_loads_no_provider_sdk(module: str) -> None:
     assert heavy == [], f"import {module} loaded {heavy}"
 
 
+# What only a hosted model or a fetched web page needs: seconds of imports that an offline run skips.
+HOSTED_ONLY = ("anthropic", "ollama", "openai", "trafilatura")
+
+
+@pytest.mark.parametrize(
+    "module", ["sentient.cli.main", "sentient.projects", "sentient.agents.models.factory", "server"]
+)
+def test_the_cli_the_server_and_the_model_factory_load_no_hosted_provider_sdk(module: str) -> None:
+    loaded = sorted(set(loaded_by(module)) & set(HOSTED_ONLY))
+    assert loaded == [], f"import {module} loaded {loaded}"
+
+
 def test_the_check_sees_a_provider_sdk_when_one_is_imported() -> None:
     # The model providers import agno and the hosted SDKs; the check above would notice them.
-    assert {"agno", "openai"} <= set(loaded_by("sentient.agents.models.providers"))
+    assert {"agno", "openai"} <= set(loaded_by("sentient.agents.models.hosted"))
 
 
 @pytest.mark.parametrize("name", sentient.__all__)

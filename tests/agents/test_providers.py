@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -219,23 +217,6 @@ def test_unlisted_hosted_model_costs_zero_and_is_flagged(catalog: ModelCatalog) 
     price = catalog.price(parse_model_string("openai:some-future-model"))
     assert not price.known
     assert price.cost(10**6, 10**6) == 0
-
-
-# -- what an offline run loads ----------------------------------------------------------------
-
-
-def test_the_hosted_providers_sdks_load_only_with_a_hosted_model() -> None:
-    # Importing them takes seconds; the CLI, the server and an offline run on the embedded model need none.
-    code = (
-        "import sys, sentient, sentient.cli.main, server\n"
-        "from sentient.agents.models.factory import ModelFactory\n"
-        "sdks = ['openai', 'anthropic', 'ollama', 'trafilatura']\n"
-        "print(' '.join(m for m in sdks if m in sys.modules) or 'none')\n"
-        "import sentient.agents.models.hosted\n"
-        "print(' '.join(m for m in sdks[:3] if m in sys.modules))\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
-    assert done.stdout.split("\n")[:2] == ["none", "openai anthropic ollama"]
 
 
 # -- build_model -----------------------------------------------------------------------------

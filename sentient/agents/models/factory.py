@@ -7,6 +7,7 @@ per-role ``models``, the agent's own ``model`` in agents.yaml, then ``SENTIENT_M
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib import import_module
 
 from agno.models.base import Model
 
@@ -90,6 +91,8 @@ class ModelFactory:
             hosted = hosted or spec.provider not in IN_PROCESS
         if hosted:
             self._gates.check()
+            # The providers' SDKs take seconds to import: before the run, not on its loop at the first call.
+            import_module("sentient.agents.models.hosted")
 
     def prepare(self) -> None:
         """Build every model the profile needs (slow for 'local': weights are assembled and verified)."""
