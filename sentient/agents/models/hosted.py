@@ -1,8 +1,9 @@
 """The agno models of hosted providers (OpenAI, OpenRouter, OpenAI-compatible servers, Anthropic,
 Ollama), built from a parsed model string.
 
-This module imports the providers' SDKs, which takes seconds: it is imported only when a hosted
-model is built, so an offline run on the embedded model never loads them. The SDK clients are
+This module imports the providers' SDKs, which takes seconds. It is imported only for a hosted
+model, when the researcher that uses one is checked (``ModelFactory.check``, before its run), so
+an offline run on the embedded model never loads them. The SDK clients are
 built with their own retries off (``max_retries=0``): the retry policy is
 :func:`sentient.agents.models.resilience.call_with_retries`, which sees every attempt.
 """
