@@ -222,7 +222,7 @@ class AgentProcessor:
         answer, replaced = state_markers(output.answer, results)
         if replaced:
             node.warnings.append(
-                f"{replaced} sentence(s) giving a citation number as the answer replaced by the result"
+                f"{replaced} sentence(s) giving a citation number as the answer replaced by the result citing it"
             )
         answer, carried = carry_citations(answer, results)
         if carried:
@@ -270,7 +270,7 @@ class AgentProcessor:
         sentence = marker_as_answer(output.answer)
         if sentence is None:
             return output
-        node.warnings.append(f"answer gave a citation number as the answer ({sentence!r}): asked again")
+        node.warnings.append(f"the executor gave a citation number as its answer ({sentence!r}): asked again")
         return await self._ask(
             node, Role.EXECUTOR, agent, task + number_is_not_an_answer(sentence), context, schema, tools, sink
         )

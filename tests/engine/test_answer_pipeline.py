@@ -157,7 +157,7 @@ async def test_an_answer_that_gives_a_source_number_for_the_answer_is_asked_agai
     assert len(model.calls_for(role="executor")) == 2
     assert root.result == "The event loop runs coroutines and tasks [1]."
     assert root.sources[0].verified is True
-    assert any("citation number as the answer" in w for w in root.warnings)
+    assert any("citation number as its answer" in w for w in root.warnings)
     assert root.agent_calls == 2
 
 
