@@ -473,10 +473,9 @@ def state_markers(answer: str, cited_texts: Sequence[str]) -> tuple[str, int]:
     were replaced.
     """
     stating = [
-        (sentence.strip(), set(cited_numbers(sentence)))
-        for text in cited_texts
-        for sentence in sentences(text)
-        if cited_numbers(sentence) and not _gives_a_marker(sentence)
+        (sentence.strip(), set(numbers))
+        for sentence, numbers in _cited_sentences(cited_texts)
+        if not _gives_a_marker(sentence)
     ]
     parts = _SENTENCE_BREAK.split(answer)
     replaced = 0
@@ -489,6 +488,13 @@ def state_markers(answer: str, cited_texts: Sequence[str]) -> tuple[str, int]:
             parts[i] = found
             replaced += 1
     return "".join(parts), replaced
+
+
+def _cited_sentences(texts: Sequence[str]) -> list[tuple[str, list[int]]]:
+    """The sentences of ``texts`` that cite, each with its citation numbers."""
+    return [
+        (sentence, numbers) for text in texts for sentence in sentences(text) if (numbers := cited_numbers(sentence))
+    ]
 
 
 def _gives_a_marker(sentence: str) -> bool:
@@ -589,10 +595,8 @@ def quotable(sources: Sequence[Source], longest: int = MAX_QUOTE_WORDS) -> tuple
     quotes: dict[str, None] = {}
     for source in sources:
         text = _ELLIPSIS.sub(" ", source.snippet)
-        for sentence in _SENTENCE_BREAK.split(text)[::2]:
+        for sentence in sentences(text):
             words = sentence.split()
-            if not words:
-                continue
             step = len(words) if len(words) <= longest else QUOTE_PIECE_WORDS
             for start in range(0, len(words), step):
                 piece = words[start : start + step]
@@ -628,12 +632,7 @@ def carry_citations(answer: str, cited_texts: Sequence[str]) -> tuple[str, int]:
     a claim joined onto what it supports). Returns the text and how many sentences were given
     citations.
     """
-    restated = []
-    for text in cited_texts:
-        for sentence in _SENTENCE_BREAK.split(text):
-            numbers = cited_numbers(sentence)
-            if numbers:
-                restated.append((renumber(sentence, {}), numbers))
+    restated = [(renumber(sentence, {}), numbers) for sentence, numbers in _cited_sentences(cited_texts)]
     if not restated:
         return answer, 0
     parts = _SENTENCE_BREAK.split(answer)
