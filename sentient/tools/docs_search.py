@@ -45,7 +45,7 @@ from sentient.tools.dense import Fusion, PassageVectors, Retrieval, fuse
 from sentient.tools.embeddings import Embedder
 from sentient.tools.follow import KEEP, bridge_terms, merge
 from sentient.tools.snippets import best_window, word_patterns
-from sentient.tools.tables import named_row, tables_as_records
+from sentient.tools.tables import holds_records, named_row, tables_as_records
 
 # Bump when the table layout or the passage rules change, so old caches get rebuilt.
 _SCHEMA_VERSION = 4
@@ -437,10 +437,12 @@ class DocsIndex:
                 if len(best) == limit:
                     break
         hits = []
+        chosen = {rowid for rowid, _ in best}
         for rowid, score in best:
-            source, title, body = rows[rowid]
+            source, title, _ = rows[rowid]
+            body, row = _with_neighbours(rowid, rows, chosen, tokens, named.get(rowid))
             shown = _shown_title(source, title, documents.get(source))
-            hits.append(SearchHit(source, shown, best_window(body, tokens, row=named.get(rowid)), score, body))
+            hits.append(SearchHit(source, shown, best_window(body, tokens, row=row), score, body))
         return hits
 
     def _document_titles(self, sources: set[str]) -> dict[str, str]:
@@ -512,6 +514,37 @@ class DocsIndex:
             sql = f"SELECT rowid, source, title, body FROM passages WHERE rowid IN ({marks})"
             for rowid, source, title, body in self._conn.execute(sql, rowids):
                 rows[rowid] = (source, title, body)
+
+
+def _with_neighbours(
+    rowid: int, rows: dict[int, tuple[str, str, str]], chosen: set[int], tokens: list[str], row: int | None
+) -> tuple[str, int | None]:
+    """The passage ``rowid`` joined with the passages either side of it in its section that hold
+    a query word it lacks (and are not hits of their own), and the offset ``row`` moved with it.
+
+    A section is cut into passages of about ``_PASSAGE_CHARS``, and the sentence that answers may
+    sit in the next one: "Boolean operations" opens with the grammar and most of the question's
+    words, and its second passage, which says what ``and`` and ``or`` return, is the one that
+    says "restrict". One passage a source hid it; the snippet is now cut from both. Tables are
+    left alone: a row the question names is found by :func:`~sentient.tools.tables.named_row`.
+    """
+    source, title, body = rows[rowid]
+    if holds_records(body):
+        return body, row
+    missing = [p for p in word_patterns(tokens) if not p.search(title) and not p.search(body)]
+
+    def adds(neighbour: int) -> tuple[str, str, str] | None:
+        other = rows.get(neighbour)
+        if other is None or other[:2] != (source, title) or neighbour in chosen or holds_records(other[2]):
+            return None
+        return other if any(p.search(other[2]) for p in missing) else None
+
+    if (before := adds(rowid - 1)) is not None:
+        body = f"{before[2]} {body}"
+        row = None if row is None else row + len(before[2]) + 1
+    if (after := adds(rowid + 1)) is not None:
+        body = f"{body} {after[2]}"
+    return body, row
 
 
 def _walk_documents(root: Path) -> Iterator[Path]:

@@ -176,3 +176,8 @@ def is_record(sentence: str) -> bool:
     """Whether ``sentence`` reads as a table row rewritten by :func:`tables_as_records`
     ("Team: Sandpiper; On-call lead: Dorotea Quayle.")."""
     return _RECORD.fullmatch(sentence) is not None
+
+
+def holds_records(text: str) -> bool:
+    """Whether ``text`` (a passage) holds a table row rewritten by :func:`tables_as_records`."""
+    return _RECORD_START.search(text) is not None

@@ -258,6 +258,42 @@ def test_hits_are_one_per_source_and_respect_the_limit() -> None:
     assert len(index.search("lanterns", limit=1)) == 1
 
 
+def _boolean_section(index: DocsIndex) -> None:
+    """A section cut into two passages: the first holds most of the question's words, the second
+    the sentence that answers it, with one word of the question the first lacks ("restrict")."""
+    first = "Boolean operators. " + "In a Boolean context the operators test values. " * 24
+    second = "Note that neither will restrict the result they return to false and true, but gives the last " + (
+        "evaluated argument. " + "The grammar is given above. " * 30
+    )
+    index.add_document("/docs/booleans.txt", "booleans", f"{first}\n\n{second}")
+    index.add_document("/docs/other.txt", "other", "Operators in another context.")
+
+
+def test_the_passage_after_the_best_one_joins_it_when_it_holds_a_word_of_the_query_it_lacks() -> None:
+    index = DocsIndex()
+    _boolean_section(index)
+    assert len(index) == 3  # the section is two passages
+
+    [hit] = index.search("What do the boolean operators return instead of restricting the result to false and true?", 1)
+    [plain] = index.search("What do the boolean operators test in a Boolean context?", 1)
+
+    assert "the last evaluated argument" in hit.snippet
+    assert hit.passage.startswith("Boolean operators") and "the last evaluated argument" in hit.passage
+    assert "last evaluated" not in plain.passage  # the next passage adds no word of this query
+
+
+def test_a_table_passage_is_not_joined_with_its_neighbours(tmp_path: Path) -> None:
+    names = {3: "Quillon", 35: "Marrowby"}
+    rows = "\n".join(f"| {names.get(i, f'Person{i:02d}')} | Senior Engineer | Team{i:02d} |" for i in range(40))
+    (tmp_path / "people.md").write_text(f"# People\n\n| Name | Role | Team |\n|---|---|---|\n{rows}\n")
+    index = DocsIndex.from_folder(tmp_path)
+
+    [hit] = index.search("Which teams are Quillon and Marrowby in?", 1)
+
+    # A row the question names is found by named_row; the table's other passage is not added.
+    assert ("Quillon" in hit.passage) != ("Marrowby" in hit.passage)
+
+
 def test_long_passages_give_short_snippets_around_the_match() -> None:
     index = DocsIndex()
     text = "filler " * 150 + "the marmalade clause " + "padding " * 150
