@@ -36,6 +36,7 @@ from sentient.context.grounding import (
     cite_statements,
     coverage,
     drop_disclaimers,
+    drop_unfinished,
     ground,
     marker_as_answer,
     normalize,
@@ -188,11 +189,11 @@ class AgentProcessor:
                 # alone (bench/README.md, answer quality); its [n] are checked against the sources here.
                 task = execute_task(node, has_sources=True, quoting=False)
                 plain = await self._answer(node, agent, task, context, AnswerOutput, tools, sink)
-                grounded = cite_by_evidence(plain.answer, node.goal, sink.sources)
+                grounded = cite_by_evidence(self._whole(node, plain.answer), node.goal, sink.sources)
             else:
                 task = execute_task(node, has_sources=bool(context.sources))
                 output = await self._answer(node, agent, task, context, ExecutionOutput, tools, sink)
-                grounded = ground(output.answer, output.citations, sink.sources)
+                grounded = ground(self._whole(node, output.answer), output.citations, sink.sources)
         except AgentError as exc:
             self.fail(node, str(exc))
             return
@@ -219,7 +220,7 @@ class AgentProcessor:
             return
         results = [s.text for s in context.sections]
         # The aggregator is not asked again: the result that cites the source says what it states.
-        answer, replaced = state_markers(output.answer, results)
+        answer, replaced = state_markers(self._whole(node, output.answer), results)
         if replaced:
             node.warnings.append(
                 f"{replaced} sentence(s) giving a citation number as the answer replaced by the result citing it"
@@ -409,6 +410,14 @@ class AgentProcessor:
         if docs is None or not await _one_holds(node.goal, sources[:KEEP], docs):
             return sources
         return [s for s in await docs.retrieve(query, limit, fill=False) if s.ref not in seen][:RETRIEVED_SOURCES]
+
+    @staticmethod
+    def _whole(node: TaskNode, answer: str) -> str:
+        """``answer`` without a last sentence the model stopped in the middle of (noted on the node)."""
+        answer, unfinished = drop_unfinished(answer)
+        if unfinished is not None:
+            node.warnings.append(f"the answer's last sentence stopped mid-way and was removed: {unfinished!r}")
+        return answer
 
     def _finish(self, node: TaskNode, answer: str, sources: Sequence[Source]) -> None:
         # A citation must resolve: numbers beyond the offered (or tool-found) sources are removed.

@@ -98,6 +98,14 @@ _DISCLAIMER = re.compile(
     r"(?:\s+provided|\s+given|\s+above)?\s+(?:do|does)\s+not\b",
     re.IGNORECASE,
 )
+# The last words of a sentence cut off mid-way ("It is stored in the", "used as items such as",
+# "shown on the Gullet dashboard ("): a word that needs another after it, or an open bracket.
+_UNFINISHED = re.compile(
+    r"(?:\b(?:a|an|the|of|in|on|at|to|for|with|by|from|as|like|and|or|but|nor|than|into|under|over|about|"
+    r"between|is|are|was|were|be|been|its|their|his|her|this|these|those|which|whose|including)|[(\[{,:;])"
+    r"(?:\s*\[\d+(?:\s*,\s*\d+)*\])*\s*$",
+    re.IGNORECASE,
+)
 # A disclaimer's sequel, dropped with it: "They also do not confirm that …".
 _DISCLAIMER_GOES_ON = re.compile(
     r"\W*(?:they|it)\s+(?:also\s+)?(?:do|does)\s+not\s+(?:confirm|state|say|mention|specify)\b", re.IGNORECASE
@@ -454,6 +462,22 @@ def cite_by_evidence(answer: str, task: str, sources: Sequence[Source]) -> Groun
 def sentences(text: str) -> list[str]:
     """``text``'s sentences, each with the citations that follow its full stop."""
     return [part for part in _SENTENCE_BREAK.split(text)[::2] if part.strip()]
+
+
+def drop_unfinished(answer: str) -> tuple[str, str | None]:
+    """``answer`` without a last sentence that stops mid-way, and that sentence (None if kept).
+
+    The small model sometimes closes its answer in the middle of a sentence ("… in the variable
+    `_`. It is stored in the"), and a later step copies the fragment or guesses how it goes on
+    ("such as `__builtins__`"). Only a last sentence that ends on a word that needs another
+    after it ("the", "such as", "is") or on an open bracket goes, and only after a sentence that
+    stays: a short answer ("47 seconds") has no full stop and is whole.
+    """
+    parts = sentences(answer)
+    if len(parts) < 2 or not _UNFINISHED.search(parts[-1]):
+        return answer, None
+    last = parts[-1].strip()
+    return answer[: answer.rindex(last)].rstrip(), last
 
 
 def marker_as_answer(answer: str) -> str | None:

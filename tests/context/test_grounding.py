@@ -8,6 +8,7 @@ from sentient.context.grounding import (
     cite_statements,
     coverage,
     drop_disclaimers,
+    drop_unfinished,
     evidence,
     ground,
     marker_as_answer,
@@ -525,3 +526,37 @@ def test_a_marker_given_as_the_answer_is_replaced_by_the_result_that_cites_its_s
     assert state_markers(answer, results) == ("Based on RFC 854, by J. Postel [2]. Both are by J. Postel [1][2].", 1)
     # Nothing cites the marker's source: the sentence is left as it is.
     assert state_markers("The RFC is [3].", results) == ("The RFC is [3].", 0)
+
+
+@pytest.mark.parametrize(
+    ("answer", "kept", "dropped"),
+    [
+        ("It is `_` [1]. It is stored in the", "It is `_` [1].", "It is stored in the"),
+        (
+            "Names are not imported. They are used as items such as",
+            "Names are not imported.",
+            "They are used as items such as",
+        ),
+        (
+            "Lead: Odile [2]. It is shown on the Gullet dashboard (",
+            "Lead: Odile [2].",
+            "It is shown on the Gullet dashboard (",
+        ),
+        ("It is fast [1]. It is the [2]", "It is fast [1].", "It is the [2]"),
+    ],
+)
+def test_a_last_sentence_that_stops_mid_way_is_dropped(answer: str, kept: str, dropped: str) -> None:
+    assert drop_unfinished(answer) == (kept, dropped)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "47 seconds",  # a short answer has no full stop and is whole
+        "It is shown on the",  # nothing would be left
+        "The timeout is 47 seconds [3].",
+        "It is fast. The channel is #tide-ops",  # ends on a word that ends a sentence
+    ],
+)
+def test_an_answer_that_ends_whole_is_kept(answer: str) -> None:
+    assert drop_unfinished(answer) == (answer, None)

@@ -3,6 +3,7 @@ words, reasoning steps see the research, and citations are checked against their
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from sentient.agents.models.fake import FakeRequest, ScriptedModel, cite_sources
@@ -182,6 +183,30 @@ async def test_a_report_that_gives_a_source_number_for_the_answer_states_the_res
     assert len(model.calls_for(role="aggregator")) == 1
     assert result.graph.root.result == "It runs them as tasks [1]. It is fast."
     assert any("replaced by the result" in w for w in result.graph.root.warnings)
+
+
+async def test_a_last_sentence_the_model_stopped_in_the_middle_of_is_not_kept(make_agent) -> None:
+    plan = PlanOutput(
+        subtasks=[
+            SubTask(goal="Which component runs coroutines?", task_type=TaskType.SEARCH),
+            SubTask(goal="What do threads share?", task_type=TaskType.SEARCH),
+        ]
+    )
+    model = ScriptedModel(
+        grammar=True,
+        script={
+            "atomizer": AtomizerOutput(is_atomic=False),
+            "planner": plan,
+            "executor": AnswerOutput(answer="The event loop runs coroutines and tasks [1]. It is stored in the"),
+            "aggregator": AggregationOutput(answer="The event loop runs coroutines and tasks [1]. Such as"),
+        },
+    )
+    result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
+
+    root = result.graph.root
+    for node in (root, *result.graph.children(root.task_id)):
+        assert re.fullmatch(r"The event loop runs coroutines and tasks \[\d\]\.", node.result or "")
+        assert any("stopped mid-way" in w for w in node.warnings)
 
 
 async def test_an_unsupported_citation_is_dropped_and_noted_on_the_node(make_agent) -> None:
