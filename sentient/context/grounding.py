@@ -79,6 +79,13 @@ _ATTRIBUTION = (
     "documents found indicated information mentioned passage passages per provided shown source sources stated states"
 )
 _STOP_WORDS = frozenset((_COMMON + " " + _ATTRIBUTION).split())  # words that state nothing an answer adds
+# A phrase that says where a statement comes from ("as per Python's documentation", "according to
+# the asyncio docs"): its words are not part of what the sentence states.
+_SAYS_WHERE = re.compile(
+    r"\b(?:as\s+)?(?:per|according\s+to|based\s+on|in|from)\s+(?:the\s+)?(?:[\w.]+(?:'s|’s)?\s+){0,2}?"
+    r"(?:documentation|docs|docstrings?|sources?|passages?|reference)\b",
+    re.IGNORECASE,
+)
 # The words before a citation that only point at it ("…, as stated in [2]", "This can be found
 # in [3]"), removed with it.
 _POINTING = re.compile(
@@ -556,8 +563,8 @@ def drop_disclaimers(answer: str, sources: Sequence[Source]) -> tuple[str, int]:
 def _claim(answer: str, task: str) -> list[str]:
     """The words ``answer`` adds to ``task``, stemmed (citation markers and common words left out)."""
     asked = _stems(task)
-    text = renumber(answer, {})
-    words = [stem(w) for w in normalize(text).split() if w not in _STOP_WORDS] + _names(text)
+    text = _SAYS_WHERE.sub(" ", renumber(answer, {}))
+    words = [stem(w) for w in own_words(text)] + _names(text)
     return [w for w in dict.fromkeys(words) if w not in asked]
 
 

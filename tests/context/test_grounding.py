@@ -317,6 +317,22 @@ def test_words_that_only_say_a_fact_is_cited_do_not_stop_the_source_stating_it()
     assert grounded.notes == []
 
 
+def test_a_phrase_that_says_where_a_fact_is_from_does_not_stop_the_source_stating_it():
+    exit_ = Source(
+        ref="/docs/exit.md",
+        title="Exit",
+        snippet="If the method wishes to suppress the exception, it should return a true value.",
+    )
+    task = "What must the exit method return to suppress an exception?"
+    for answer in (
+        "The method must return True to suppress the exception, as per Python's documentation.",
+        "According to the context manager docs, it must return True.",
+    ):
+        grounded = cite_by_evidence(answer, task, [exit_])
+        assert grounded.text == answer.removesuffix(".") + " [1]."
+        assert grounded.sources[0].verified is True
+
+
 def test_citations_after_a_full_stop_belong_to_the_sentence_before_them():
     results = ["The loop wraps coroutines in futures. It schedules them in the event loop. [2]"]
     answer = "It schedules them in the event loop."
