@@ -109,10 +109,10 @@ _DISCLAIMER = re.compile(
 # "shown on the Gullet dashboard ("): a word that needs another after it, or an open bracket.
 _UNFINISHED = re.compile(
     r"(?:\b(?:a|an|the|of|in|on|at|to|for|with|by|from|as|like|and|or|but|nor|than|into|under|over|about|"
-    r"between|is|are|was|were|be|been|its|their|his|her|this|these|those|which|whose|including)|[(\[{,:;])"
-    r"(?:\s*\[\d+(?:\s*,\s*\d+)*\])*\s*$",
+    r"between|is|are|was|were|be|been|its|their|his|her|this|these|those|which|whose|including)|[(\[{,:;])\s*$",
     re.IGNORECASE,
 )
+_TRAILING_MARKERS = re.compile(r"(?:[\s,;]*\[\d+(?:\s*,\s*\d+)*\])+\s*$")  # "… the file. [1], [2]"
 # A disclaimer's sequel, dropped with it: "They also do not confirm that …".
 _DISCLAIMER_GOES_ON = re.compile(
     r"\W*(?:they|it)\s+(?:also\s+)?(?:do|does)\s+not\s+(?:confirm|state|say|mention|specify)\b", re.IGNORECASE
@@ -481,7 +481,7 @@ def drop_unfinished(answer: str) -> tuple[str, str | None]:
     stays: a short answer ("47 seconds") has no full stop and is whole.
     """
     parts = sentences(answer)
-    if len(parts) < 2 or not _UNFINISHED.search(parts[-1]):
+    if len(parts) < 2 or not _UNFINISHED.search(_TRAILING_MARKERS.sub("", parts[-1])):
         return answer, None
     last = parts[-1].strip()
     return answer[: answer.rindex(last)].rstrip(), last

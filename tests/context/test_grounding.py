@@ -572,6 +572,8 @@ def test_a_last_sentence_that_stops_mid_way_is_dropped(answer: str, kept: str, d
         "It is shown on the",  # nothing would be left
         "The timeout is 47 seconds [3].",
         "It is fast. The channel is #tide-ops",  # ends on a word that ends a sentence
+        "It is fast. It reads the file. [1], [2]",  # citations after the full stop, separated by a comma
+        "It is fast. It reads the file [1], [2]",
     ],
 )
 def test_an_answer_that_ends_whole_is_kept(answer: str) -> None:
