@@ -162,17 +162,20 @@ async def test_an_answer_that_gives_a_source_number_for_the_answer_is_asked_agai
     assert root.agent_calls == 2
 
 
+# COMPOUND's two questions, one search each.
+TWO_SEARCHES = PlanOutput(
+    subtasks=[
+        SubTask(goal="Which component runs coroutines?", task_type=TaskType.SEARCH),
+        SubTask(goal="What do threads share?", task_type=TaskType.SEARCH),
+    ]
+)
+
+
 async def test_a_report_that_gives_a_source_number_for_the_answer_states_the_result_instead(make_agent) -> None:
-    plan = PlanOutput(
-        subtasks=[
-            SubTask(goal="Which component runs coroutines?", task_type=TaskType.SEARCH),
-            SubTask(goal="What do threads share?", task_type=TaskType.SEARCH),
-        ]
-    )
     model = ScriptedModel(
         script={
             "atomizer": AtomizerOutput(is_atomic=False),
-            "planner": plan,
+            "planner": TWO_SEARCHES,
             "executor": grounded_executor,
             "aggregator": AggregationOutput(answer="The component that runs coroutines is [1]. It is fast."),
         }
@@ -186,17 +189,11 @@ async def test_a_report_that_gives_a_source_number_for_the_answer_states_the_res
 
 
 async def test_a_last_sentence_the_model_stopped_in_the_middle_of_is_not_kept(make_agent) -> None:
-    plan = PlanOutput(
-        subtasks=[
-            SubTask(goal="Which component runs coroutines?", task_type=TaskType.SEARCH),
-            SubTask(goal="What do threads share?", task_type=TaskType.SEARCH),
-        ]
-    )
     model = ScriptedModel(
         grammar=True,
         script={
             "atomizer": AtomizerOutput(is_atomic=False),
-            "planner": plan,
+            "planner": TWO_SEARCHES,
             "executor": AnswerOutput(answer="The event loop runs coroutines and tasks [1]. It is stored in the"),
             "aggregator": AggregationOutput(answer="The event loop runs coroutines and tasks [1]. Such as"),
         },
