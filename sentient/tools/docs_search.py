@@ -438,9 +438,11 @@ class DocsIndex:
                     break
         hits = []
         chosen = {rowid for rowid, _ in best}
+        patterns = word_patterns(tokens)
         for rowid, score in best:
             source, title, _ = rows[rowid]
-            body, row = _with_neighbours(rowid, rows, chosen, tokens, named.get(rowid))
+            row = named.get(rowid)  # a named row is a table's: its passage is shown alone
+            body = rows[rowid][2] if row is not None else _with_neighbours(rowid, rows, chosen, patterns)
             shown = _shown_title(source, title, documents.get(source))
             hits.append(SearchHit(source, shown, best_window(body, tokens, row=row), score, body))
         return hits
@@ -517,10 +519,10 @@ class DocsIndex:
 
 
 def _with_neighbours(
-    rowid: int, rows: dict[int, tuple[str, str, str]], chosen: set[int], tokens: list[str], row: int | None
-) -> tuple[str, int | None]:
+    rowid: int, rows: dict[int, tuple[str, str, str]], chosen: set[int], patterns: list[re.Pattern[str]]
+) -> str:
     """The passage ``rowid`` joined with the passages either side of it in its section that hold
-    a query word it lacks (and are not hits of their own), and the offset ``row`` moved with it.
+    a query word (one of ``patterns``) it lacks and are not hits of their own.
 
     A section is cut into passages of about ``_PASSAGE_CHARS``, and the sentence that answers may
     sit in the next one: "Boolean operations" opens with the grammar and most of the question's
@@ -530,21 +532,17 @@ def _with_neighbours(
     """
     source, title, body = rows[rowid]
     if holds_records(body):
-        return body, row
-    missing = [p for p in word_patterns(tokens) if not p.search(title) and not p.search(body)]
+        return body
+    missing = [p for p in patterns if not p.search(title) and not p.search(body)]
 
-    def adds(neighbour: int) -> tuple[str, str, str] | None:
+    def adds(neighbour: int) -> str | None:
         other = rows.get(neighbour)
         if other is None or other[:2] != (source, title) or neighbour in chosen or holds_records(other[2]):
             return None
-        return other if any(p.search(other[2]) for p in missing) else None
+        return other[2] if any(p.search(other[2]) for p in missing) else None
 
-    if (before := adds(rowid - 1)) is not None:
-        body = f"{before[2]} {body}"
-        row = None if row is None else row + len(before[2]) + 1
-    if (after := adds(rowid + 1)) is not None:
-        body = f"{body} {after[2]}"
-    return body, row
+    before, after = adds(rowid - 1), adds(rowid + 1)
+    return " ".join(text for text in (before, body, after) if text is not None)
 
 
 def _walk_documents(root: Path) -> Iterator[Path]:
