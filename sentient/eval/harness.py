@@ -25,7 +25,7 @@ from sentient.api import open_docs_index
 from sentient.eval.dataset import SPLITS, EvalQuestion, load_dataset, select
 from sentient.eval.judge import Grade, judge
 from sentient.eval.records import QuestionRecord, ResultsFile, grade
-from sentient.eval.summary import EvalSummary, markdown_table, summarise, system_order
+from sentient.eval.summary import EvalSummary, compare, markdown_table, summarise, system_order
 from sentient.eval.systems import DEFAULT_SYSTEMS, Baseline, EvalDeps, Outcome, ProfileSystem, System, slug
 from sentient.exceptions import AgentError, EvalError, RunError
 from sentient.settings import Settings
@@ -248,14 +248,21 @@ async def _docs_index(options: EvalOptions, settings: Settings) -> DocsIndex:
 def _summary(options: EvalOptions, model_name: str, run_dir: Path, questions: list[EvalQuestion]) -> EvalSummary:
     """Every system recorded in ``run_dir``, over the chosen questions only (a fair comparison)."""
     ids = {q.id for q in questions}
-    rows = []
+    by_system: dict[str, list[QuestionRecord]] = {}
     for path in sorted(run_dir.glob("*/results.jsonl")):
         records = [r for i, r in ResultsFile(path).load().items() if i in ids]
         if records:
-            rows.append(summarise(records[0].system, records))
-    rows.sort(key=lambda row: system_order(row.system))
+            by_system[records[0].system] = records
+    rows = sorted(
+        (summarise(system, records) for system, records in by_system.items()), key=lambda row: system_order(row.system)
+    )
     return EvalSummary(
-        dataset=str(options.dataset), split=options.split, model=model_name, questions=len(questions), systems=rows
+        dataset=str(options.dataset),
+        split=options.split,
+        model=model_name,
+        questions=len(questions),
+        systems=rows,
+        comparisons=compare(by_system),
     )
 
 

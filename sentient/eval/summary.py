@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from pydantic import BaseModel
 
@@ -36,14 +37,33 @@ class SystemSummary(BaseModel):
     errors: int
 
 
+class Comparison(BaseModel):
+    """A system against a baseline, question by question (the questions both answered).
+
+    ``p_value``: the exact two-sided McNemar test on the questions only one of them got right.
+    On a few dozen questions a difference of two or three is often chance: the small model's
+    answers move that much when a prompt changes one word.
+    """
+
+    system: str
+    baseline: str
+    n: int
+    both_right: int
+    only_system: int
+    only_baseline: int
+    p_value: float
+
+
 class EvalSummary(BaseModel):
-    """``summary.json``: which eval, and one row per system run so far."""
+    """``summary.json``: which eval, one row per system run so far, and each profile paired
+    with each baseline."""
 
     dataset: str
     split: str
     model: str
     questions: int
     systems: list[SystemSummary]
+    comparisons: list[Comparison] = []
 
 
 def summarise(system: str, records: Sequence[QuestionRecord]) -> SystemSummary:
@@ -72,6 +92,41 @@ def summarise(system: str, records: Sequence[QuestionRecord]) -> SystemSummary:
         cited=_percent(r.cites_any for r in records),
         errors=sum(r.error is not None for r in records),
     )
+
+
+def compare(records: Mapping[str, Sequence[QuestionRecord]]) -> list[Comparison]:
+    """Every system that is not a baseline against every baseline in ``records`` (by system)."""
+    baselines = [b for b in BASELINES if b in records]
+    return [
+        _paired(system, baseline, rows, records[baseline])
+        for system, rows in sorted(records.items(), key=lambda item: system_order(item[0]))
+        if system not in BASELINES
+        for baseline in baselines
+    ]
+
+
+def _paired(system: str, baseline: str, ours: Sequence[QuestionRecord], theirs: Sequence[QuestionRecord]) -> Comparison:
+    right = {r.id: r.correct for r in theirs}
+    pairs = [(r.correct, right[r.id]) for r in ours if r.id in right]
+    only_system = sum(a and not b for a, b in pairs)
+    only_baseline = sum(b and not a for a, b in pairs)
+    return Comparison(
+        system=system,
+        baseline=baseline,
+        n=len(pairs),
+        both_right=sum(a and b for a, b in pairs),
+        only_system=only_system,
+        only_baseline=only_baseline,
+        p_value=round(mcnemar_exact(only_system, only_baseline), 3),
+    )
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value for ``b`` and ``c`` discordant pairs: the chance, if
+    each were equally likely to go either way, of a split at least this uneven."""
+    n = b + c
+    tail = sum(math.comb(n, k) for k in range(min(b, c) + 1)) / 2**n
+    return min(1.0, 2 * tail)
 
 
 def system_order(name: str) -> tuple[int, str]:
@@ -116,6 +171,20 @@ def markdown_table(summary: EvalSummary) -> str:
     for row in summary.systems:
         values = row.model_dump()
         lines.append("| " + " | ".join(_cell(key, values[key]) for key, _ in columns) + " |")
+    if summary.comparisons:
+        lines += [
+            "",
+            "Paired with each baseline, on the same questions (p: exact McNemar test, two-sided; at 0.05 or",
+            "more the difference may well be chance):",
+            "",
+            "| system | baseline | questions | both right | only the system | only the baseline | p |",
+            "|---|---|---:|---:|---:|---:|---:|",
+        ]
+        lines += [
+            f"| {c.system} | {c.baseline} | {c.n} | {c.both_right} | {c.only_system} | {c.only_baseline} "
+            f"| {c.p_value:.3f} |"
+            for c in summary.comparisons
+        ]
     return "\n".join(lines) + "\n"
 
 

@@ -25,9 +25,14 @@ def sentient(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_eval_runs_all_three_systems_prints_the_table_and_a_rerun_does_nothing(dataset: Path, tmp_path: Path) -> None:
     first = sentient(tmp_path, "eval", dataset.name, "--model", "scripted")
     assert first.returncode == 0, first.stderr
-    rows = [line for line in first.stdout.splitlines() if line.startswith("| ")]
-    assert [row.split(" | ")[0] for row in rows] == ["| system", "| closed-book", "| rag", "| profile:general_agent"]
-    assert all(" | 3 | " in row for row in rows[1:])  # three dev questions each
+    table, paired = (
+        [line for line in part.splitlines() if line.startswith("| ")] for part in first.stdout.split("Paired")
+    )
+    assert [row.split(" | ")[0] for row in table] == ["| system", "| closed-book", "| rag", "| profile:general_agent"]
+    assert all(" | 3 | " in row for row in table[1:])  # three dev questions each
+    assert [row.split(" | ")[:2] for row in paired[1:]] == [
+        ["| profile:general_agent", b] for b in ("closed-book", "rag")
+    ]
     assert "[3/3] profile:general_agent" in first.stderr  # one plain progress line per question off a terminal
     assert "9 new answers" in first.stderr
 

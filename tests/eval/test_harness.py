@@ -15,7 +15,7 @@ from sentient.eval.dataset import EvalQuestion
 from sentient.eval.harness import EvalOptions, default_docs, run_eval
 from sentient.eval.judge import Grade
 from sentient.eval.records import QuestionRecord, grade
-from sentient.eval.summary import EvalSummary, markdown_table, summarise
+from sentient.eval.summary import EvalSummary, markdown_table, mcnemar_exact, summarise
 from sentient.eval.systems import Outcome
 from sentient.exceptions import EvalError
 from sentient.graph.node import Source
@@ -102,11 +102,22 @@ async def test_summary_shows_the_profile_beside_both_baselines(
 
     table = (report.run_dir / "summary.md").read_text()
     assert table == report.table
-    body = [line for line in table.splitlines() if line.startswith("| ")]
+    body = [line for line in table.split("Paired")[0].splitlines() if line.startswith("| ")]
     assert [line.split(" | ")[0] for line in body] == ["| system", "| closed-book", "| rag", "| profile:general_agent"]
     assert "lost in aggregation" in body[0] and "judge %" not in body[0]
     stored = EvalSummary.model_validate_json((report.run_dir / "summary.json").read_text())
     assert stored == report.summary and stored.questions == 3
+
+    versus = {c.baseline: c for c in report.summary.comparisons}
+    assert [c.system for c in report.summary.comparisons] == ["profile:general_agent"] * 2
+    profile_right = {r.id for r in report.new_records if r.system == "profile:general_agent" and r.correct}
+    rag_right = {r.id for r in report.new_records if r.system == "rag" and r.correct}
+    assert (versus["rag"].n, versus["rag"].both_right) == (3, len(profile_right & rag_right))
+    assert (versus["rag"].only_system, versus["rag"].only_baseline) == (
+        len(profile_right - rag_right),
+        len(rag_right - profile_right),
+    )
+    assert "| profile:general_agent | closed-book | 3 |" in table
 
 
 async def test_an_interrupted_eval_continues_and_a_finished_one_runs_nothing(
@@ -198,6 +209,14 @@ def test_citation_precision_counts_citations_whose_source_was_verified() -> None
     assert "| profile:x | 2 | 100 |" in markdown_table(
         EvalSummary(dataset="d", split="dev", model="m", questions=2, systems=[row])
     )
+
+
+@pytest.mark.parametrize(
+    ("only_system", "only_baseline", "p"),
+    [(0, 0, 1.0), (1, 1, 1.0), (0, 3, 0.25), (6, 0, 0.03125), (2, 10, 0.0386)],
+)
+def test_mcnemar_exact_is_the_two_sided_binomial_tail(only_system: int, only_baseline: int, p: float) -> None:
+    assert mcnemar_exact(only_system, only_baseline) == pytest.approx(p, abs=1e-4)
 
 
 def test_docs_default_to_the_folder_named_like_the_dataset(dataset: Path, tmp_path: Path) -> None:
