@@ -452,6 +452,7 @@ def cite_by_evidence(answer: str, task: str, sources: Sequence[Source]) -> Groun
                 if dropped:
                     cited = "".join(f"[{n}]" for n in dropped)
                     notes.append(f"citation {cited} dropped: the source does not state {clause.strip()[:80]!r}")
+    cleaned = list(parts)  # every sentence, its dropped citations and the words pointing at them removed
     for i, pieces in clauses.items():
         emptied = False
         for j in range(1, len(pieces), 2):
@@ -460,8 +461,14 @@ def cite_by_evidence(answer: str, task: str, sources: Sequence[Source]) -> Groun
             if not kept:
                 pieces[j - 1] = _POINTING.sub("", pieces[j - 1])
                 emptied = True
-        sentence = "".join(pieces)
+        sentence = cleaned[i] = "".join(pieces)
         parts[i] = "" if emptied and not _claim(sentence, task) and not cited_numbers(sentence) else sentence
+    if not "".join(parts).strip():
+        # Every sentence lost its citation and adds no counted word to the task: the answer is a
+        # code word or a letter ("... is `not` [2]", "The I and Q components ... [3]"). Nothing
+        # would be left of it; it is kept, uncited.
+        parts = cleaned
+        notes.append("no sentence of the answer kept a citation: kept without them")
     text, grounded, _ = cite_statements("".join(parts), task, grounded)
     return Grounded(text.strip(), grounded, list(dict.fromkeys(notes)))
 

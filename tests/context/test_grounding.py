@@ -394,6 +394,17 @@ def test_a_sentence_that_only_pointed_at_a_dropped_citation_goes_whole():
     assert grounded.text == "Lists grow with append() [1]."
 
 
+def test_an_answer_whose_every_sentence_lost_its_citation_is_kept_uncited_not_emptied():
+    # "`not`" is a common word and the rest repeats the task: the sentence adds no counted word.
+    task = "Which operator has the lowest precedence in the table?"
+    grounded = cite_by_evidence(
+        "The operator with the lowest precedence in the table is `not` [2].", task, [LISTS, TUPLES]
+    )
+    assert grounded.text == "The operator with the lowest precedence in the table is `not`."
+    assert "no sentence of the answer kept a citation: kept without them" in grounded.notes
+    assert [s.verified for s in grounded.sources] == [None, None]
+
+
 def test_a_clause_that_only_points_is_checked_against_the_sentence_before_it():
     grounded = cite_by_evidence("Tuples can be keys. This is stated in [2].", "What can tuples be?", [LISTS, TUPLES])
     assert grounded.text == "Tuples can be keys [2]. This is stated in [2]."
