@@ -188,12 +188,15 @@ def stem(word: str) -> str:
 
     A few suffix rules in the manner of Porter's first step (plural, -ed, -ing, final -e, a
     doubled final consonant), enough to match one word's forms, after the past forms of common
-    irregular verbs are read as their base ("held" as "hold"); not a linguistic stemmer.
-    Numbers and words of two letters are kept as they are.
+    irregular verbs are read as their base ("held" as "hold") and an adverb as its adjective
+    ("treated specially" meets "special meanings"); not a linguistic stemmer. Numbers and
+    words of two letters are kept as they are.
     """
     word = _IRREGULAR.get(word, word)
     if len(word) <= 2 or word.isdigit():
         return word
+    if word.endswith("ly") and len(word) > 5:  # "only", "early", "daily" are words of their own
+        word = word[:-2]
     if word.endswith("sses"):
         word = word[:-2]
     elif word.endswith("ies"):

@@ -421,8 +421,11 @@ def test_forms_of_one_word_share_a_stem_and_numbers_stay_as_they_are():
         ("use", "uses", "used"),
         ("hold", "holds", "held"),
         ("write", "writes", "wrote", "written"),
+        ("special", "specially"),
+        ("week", "weekly"),
     ):
         assert len({stem(form) for form in forms}) == 1, forms
+    assert stem("only") == "only" and stem("early") != stem("ear")
     assert stem("30") == "30" and stem("2024") == "2024"
     assert stem("status") != stem("stat")  # -us is not a plural
     assert stem("need") == "need"  # -eed is not a past tense
