@@ -253,15 +253,13 @@ def _summary(options: EvalOptions, model_name: str, run_dir: Path, questions: li
         records = [r for i, r in ResultsFile(path).load().items() if i in ids]
         if records:
             by_system[records[0].system] = records
-    rows = sorted(
-        (summarise(system, records) for system, records in by_system.items()), key=lambda row: system_order(row.system)
-    )
+    by_system = dict(sorted(by_system.items(), key=lambda item: system_order(item[0])))
     return EvalSummary(
         dataset=str(options.dataset),
         split=options.split,
         model=model_name,
         questions=len(questions),
-        systems=rows,
+        systems=[summarise(system, records) for system, records in by_system.items()],
         comparisons=compare(by_system),
     )
 

@@ -95,11 +95,12 @@ def summarise(system: str, records: Sequence[QuestionRecord]) -> SystemSummary:
 
 
 def compare(records: Mapping[str, Sequence[QuestionRecord]]) -> list[Comparison]:
-    """Every system that is not a baseline against every baseline in ``records`` (by system)."""
+    """Every system that is not a baseline against every baseline in ``records`` (by system),
+    in the order of ``records``."""
     baselines = [b for b in BASELINES if b in records]
     return [
         _paired(system, baseline, rows, records[baseline])
-        for system, rows in sorted(records.items(), key=lambda item: system_order(item[0]))
+        for system, rows in records.items()
         if system not in BASELINES
         for baseline in baselines
     ]
