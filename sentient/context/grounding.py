@@ -63,9 +63,11 @@ MIN_SUPPORT = 0.6  # share of an answer's own words (and every number) a sentenc
 MIN_SUPPORTED_WORDS = 4  # ... and at least this many of them (all of a shorter claim)
 MIN_ASKED = 0.6  # or: share of the task's own words a sentence holding every number and name of the answer must hold
 # A clause of a sentence a source does not state as a whole: it ends at , ; : or a dash, and is
-# cited on its own when it holds a number or at least MIN_CLAUSE_CLAIM words of its own.
+# cited on its own when it holds a number or at least MIN_CLAUSE_CLAIM words of its own, or when
+# it is the task's question answered in one word and a shown sentence states all of it.
 _CLAUSE_BREAK = re.compile(r"([,;:]\s+|\s+[-–—]\s+)")
 MIN_CLAUSE_CLAIM = 2
+MIN_ANSWER_CLAUSE_WORDS = 3  # words of its own a one-word answer's clause must hold ("originally distributed as Optik")
 _COMMON = (
     "a also an and are as at be been by can could did do does for from had has have how in is it its many may might much "
     "no nor not of on or "
@@ -387,14 +389,41 @@ def cite_statements(answer: str, task: str, sources: Sequence[Source]) -> tuple[
         for j in range(0, len(clauses), 2):
             own = _claim(clauses[j], task)
             if len(own) < MIN_CLAUSE_CLAIM and not any(w.isdigit() for w in own):
-                continue  # too little of its own for a citation to mean anything
-            stated = evidence(clauses[j], task, grounded)
+                stated = _answered_in_one_word(clauses[j], task, grounded)
+            else:
+                stated = evidence(clauses[j], task, grounded)
             if stated is not None:
                 clauses[j] = cite(clauses[j], stated)
         if "".join(clauses) != sentence:
             parts[i] = "".join(clauses)
             cited += 1
     return "".join(parts), grounded, cited
+
+
+def _answered_in_one_word(clause: str, task: str, sources: Sequence[Source]) -> Statement | None:
+    """The shown sentence that states ``clause``, when the clause answers ``task`` in one word.
+
+    "The standard json module is derived from the externally maintained simplejson library"
+    adds one word to its question: the answer. One word alone proves nothing (any sentence
+    that says "fast" would state "which is fast"), so the sentence must hold that word and
+    state the clause as a whole: ``MIN_SUPPORT`` of its own words, at least
+    ``MIN_ANSWER_CLAUSE_WORDS`` of them.
+    """
+    added = _claim(clause, task)
+    said = _claim(clause, "")
+    if len(added) != 1 or len(said) < MIN_ANSWER_CLAUSE_WORDS:
+        return None
+    needed = max(MIN_SUPPORT * len(said), min(MIN_SUPPORTED_WORDS, len(said)))
+    best: tuple[float, int, str] | None = None
+    for n, source in enumerate(sources, start=1):
+        named = _stems(_document_label(source))
+        for sentence in quotable([source], MAX_STATEMENT_WORDS):
+            words = _stems(sentence)
+            share = _states(words | named, said)
+            if added[0] in words and share * len(said) >= needed:
+                rank = (share, -n, sentence)
+                best = max(best, rank) if best else rank
+    return Statement(-best[1], best[2], best[0]) if best else None
 
 
 def cite_by_evidence(answer: str, task: str, sources: Sequence[Source]) -> Grounded:

@@ -277,6 +277,27 @@ def test_a_stated_clause_is_cited_when_the_model_padded_its_sentence():
             "The attribute that suppresses the display of the exception context is `__suppress_context__` [1].",
             id="a name made of the question's words",
         ),
+        pytest.param(
+            Source(
+                ref="/docs/json.md",
+                title="Python module json",
+                snippet="JSON is a lightweight data interchange format. It is derived from a version of the"
+                " externally maintained simplejson library.",
+            ),
+            "Which externally maintained library is the standard json module derived from?",
+            "The standard json module is derived from the externally maintained simplejson library, which was"
+            " written in 2015.",
+            "The standard json module is derived from the externally maintained simplejson library [1], which was"
+            " written in 2015.",
+            id="a clause that answers in one word, stated as a whole",
+        ),
+        pytest.param(
+            Source(ref="/docs/optparse.md", title="optparse", snippet="By Greg Ward. Originally distributed as Optik."),
+            "Under which name was the older option parser originally distributed?",
+            "The older parser was called optparse, originally distributed as Optik.",
+            "The older parser was called optparse, originally distributed as Optik [1].",
+            id="a three-word clause that answers in one word",
+        ),
     ],
 )
 def test_a_stated_sentence_or_clause_is_cited(source: Source, task: str, answer: str, cited_text: str) -> None:
@@ -288,6 +309,13 @@ def test_a_stated_sentence_or_clause_is_cited(source: Source, task: str, answer:
 def test_a_clause_with_too_little_of_its_own_is_not_cited():
     answer = "Gannet has a lead, who meets the others every week for planning."  # "lead" alone proves nothing
     assert cite_statements(answer, "Who works in Team Gannet?", [TEAMS]) == (answer, [TEAMS], 0)
+    # A clause that answers in one word is cited only by a sentence that also holds its other words.
+    simplejson = Source(ref="/docs/json.md", title="json", snippet="The simplejson package is hosted on PyPI.")
+    answer = (
+        "The standard json module is derived from the externally maintained simplejson library, first released in 2005."
+    )
+    task = "Which externally maintained library is the standard json module derived from?"
+    assert cite_statements(answer, task, [simplejson]) == (answer, [simplejson], 0)
 
 
 def test_coverage_is_the_share_of_the_questions_own_words_one_passage_holds():
