@@ -405,25 +405,15 @@ def _answered_in_one_word(clause: str, task: str, sources: Sequence[Source]) -> 
 
     "The standard json module is derived from the externally maintained simplejson library"
     adds one word to its question: the answer. One word alone proves nothing (any sentence
-    that says "fast" would state "which is fast"), so the sentence must hold that word and
-    state the clause as a whole: ``MIN_SUPPORT`` of its own words, at least
-    ``MIN_ANSWER_CLAUSE_WORDS`` of them.
+    that says "fast" would state "which is fast"), so the clause as a whole must be stated
+    (:func:`evidence` of its own words, at least ``MIN_ANSWER_CLAUSE_WORDS`` of them), by a
+    sentence that holds the answer word.
     """
     added = _claim(clause, task)
-    said = _claim(clause, "")
-    if len(added) != 1 or len(said) < MIN_ANSWER_CLAUSE_WORDS:
+    if len(added) != 1 or len(_claim(clause, "")) < MIN_ANSWER_CLAUSE_WORDS:
         return None
-    needed = max(MIN_SUPPORT * len(said), min(MIN_SUPPORTED_WORDS, len(said)))
-    best: tuple[float, int, str] | None = None
-    for n, source in enumerate(sources, start=1):
-        named = _stems(_document_label(source))
-        for sentence in quotable([source], MAX_STATEMENT_WORDS):
-            words = _stems(sentence)
-            share = _states(words | named, said)
-            if added[0] in words and share * len(said) >= needed:
-                rank = (share, -n, sentence)
-                best = max(best, rank) if best else rank
-    return Statement(-best[1], best[2], best[0]) if best else None
+    stated = evidence(clause, "", sources)
+    return stated if stated is not None and added[0] in _stems(stated.sentence) else None
 
 
 def cite_by_evidence(answer: str, task: str, sources: Sequence[Source]) -> Grounded:
