@@ -63,8 +63,8 @@ def load_questions(path: Path, split: str | None) -> list[Question]:
 
 
 def score(index: DocsIndex, questions: list[Question], mode: Retrieval, all_metrics: bool = True) -> dict[str, float]:
-    """recall@5, mrr@10, snippet@5, legacy_snippet@5 and latency for one retrieval mode."""
-    recall = mrr = snippet = legacy = answered = passages = 0.0
+    """recall@5, mrr@10, snippet@5, followed_snippet@5, legacy_snippet@5 and latency for one retrieval mode."""
+    recall = mrr = snippet = followed = legacy = answered = passages = 0.0
     latencies = []
     for q in questions:
         started = time.perf_counter()
@@ -73,6 +73,8 @@ def score(index: DocsIndex, questions: list[Question], mode: Retrieval, all_metr
         if all_metrics:
             top = index.search(q.question, limit=5, retrieval=mode, per_source=5)
             passages += any(contains_answer(hit.passage, q.answers) for hit in top)
+            shown = index.search(q.question, limit=5, retrieval=mode, follow=True)  # what an agent's executor sees
+            followed += any(contains_answer(hit.snippet, q.answers) for hit in shown)
         answered += bool(hits)
         ranks = [i for i, hit in enumerate(hits, start=1) if contains_answer(hit.passage, q.answers)]
         recall += bool(ranks and ranks[0] <= 5)
@@ -87,6 +89,7 @@ def score(index: DocsIndex, questions: list[Question], mode: Retrieval, all_metr
         "recall@5": recall / n,
         "mrr@10": mrr / n,
         "snippet@5": snippet / n,
+        "followed_snippet@5": followed / n,
         "legacy_snippet@5": legacy / n,
         "passage_recall@5": passages / n,
         "query_ms": statistics.median(latencies),
@@ -176,14 +179,14 @@ def print_table(result: dict) -> None:
         f"build {result['build_s']} s with {result['embedded_passages']} passages embedded)\n"
     )
     print(
-        "| retrieval | recall@5 | MRR@10 | answer in top-5 snippets | (old 600-char window) "
-        "| recall@5, any 5 passages | query ms (p90) |"
+        "| retrieval | recall@5 | MRR@10 | answer in top-5 snippets | (following references) "
+        "| (old 600-char window) | recall@5, any 5 passages | query ms (p90) |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for mode, m in result["modes"].items():
         print(
             f"| {mode} | {m['recall@5']:.2f} | {m['mrr@10']:.2f} | {m['snippet@5']:.2f} | "
-            f"{m['legacy_snippet@5']:.2f} | {m['passage_recall@5']:.2f} | "
+            f"{m['followed_snippet@5']:.2f} | {m['legacy_snippet@5']:.2f} | {m['passage_recall@5']:.2f} | "
             f"{m['query_ms']:.0f} ({m['query_p90_ms']:.0f}) |"
         )
     if "tuning" in result:

@@ -43,7 +43,7 @@ from loguru import logger
 from sentient.exceptions import DocsFolderError, EmbeddingModelError
 from sentient.tools.dense import Fusion, PassageVectors, Retrieval, fuse
 from sentient.tools.embeddings import Embedder
-from sentient.tools.follow import KEEP, bridge_terms, merge
+from sentient.tools.follow import KEEP, bridge_terms, merge, subject
 from sentient.tools.snippets import best_window, word_patterns
 from sentient.tools.tables import holds_records, named_row, tables_as_records
 
@@ -345,7 +345,15 @@ class DocsIndex:
         if not follow or not hits:
             return best
         patterns = word_patterns(tokens)
-        terms = bridge_terms(hits, lambda w: w in _STOPWORDS or any(p.match(w) for p in patterns), self._frequency)
+        read = subject(hits, query)
+        ordinary = _query_tokens(" ".join(w for w in query.split() if w[:1].islower()))  # not its names
+        stems = [t[: max(3, len(t) - 3)] for t in ordinary if len(t) > 3]  # "own" of "owns" is "Owner"'s
+        terms = bridge_terms(
+            read,
+            lambda w: w in _STOPWORDS or any(p.match(w) for p in patterns),
+            self._frequency,
+            lambda w: w.startswith(tuple(stems)),
+        )
         if not terms:
             return best
         second = f"{query} {' '.join(terms)}"
@@ -360,7 +368,7 @@ class DocsIndex:
         shown = {hit.source for hit in hits[:KEEP]}
         emphasis = second_tokens + _query_tokens(" ".join(terms))
         followed = [replace(h, snippet=best_window(h.passage, emphasis)) if h.source in shown else h for h in followed]
-        return merge(hits, followed, terms, limit, fill=fill)
+        return merge(hits, followed, terms, read, limit, fill=fill)
 
     def __len__(self) -> int:
         with self._lock:

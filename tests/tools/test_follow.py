@@ -9,7 +9,7 @@ import pytest
 
 from sentient.tools import DocsIndex
 from sentient.tools.base import ToolSettings
-from sentient.tools.follow import ADDED, KEEP, bridge_terms, merge
+from sentient.tools.follow import ADDED, CUT_AFTER, KEEP, bridge_terms, merge, subject
 from sentient.tools.toolbox import ToolBox
 
 QUESTION = "What is the chat channel of the team that owns the Cobblestone identity service?"
@@ -76,7 +76,7 @@ def test_bridge_terms_are_names_found_elsewhere_rarest_first() -> None:
     hits = [Hit("a", "Approval: the Data Steward signs. Requests go to Team Gannet, see ACP-9 and the Sev1 rules.")]
     counts = {"data": (5, 30), "steward": (3, 8), "gannet": (2, 4), "acp-9": (1, 2), "sev1": (1, 3)}
 
-    terms = bridge_terms(hits, lambda w: False, _frequency(counts))
+    terms = bridge_terms(hits[0], lambda w: False, _frequency(counts), lambda w: False)
 
     # "Approval" and "Requests" start a sentence; "ACP-9" and "Sev1" are identifiers.
     assert terms == ["ACP-9", "Sev1"]
@@ -86,7 +86,37 @@ def test_bridge_terms_skip_asked_words_and_names_nothing_else_mentions() -> None
     hits = [Hit("a", "It is run by Team Bittern with Corwin.")]
     counts = {"team": (4, 9), "bittern": (1, 5), "corwin": (0, 1)}
 
-    assert bridge_terms(hits, lambda w: w == "team", _frequency(counts)) == ["Bittern"]
+    assert bridge_terms(hits[0], lambda w: w == "team", _frequency(counts), lambda w: False) == ["Bittern"]
+
+
+def test_bridge_terms_put_names_the_questions_words_lead_to_first_and_skip_dates() -> None:
+    # "the team that owns Marrowgate Lite": the owner is the name to follow, not the rarer query language.
+    hit = Hit("a", "It shares the MarrowQL language. **Owner:** Team Gannet. **Launched:** 30 June 2022 (Sev3).")
+    counts = {"marrowql": (1, 2), "gannet": (6, 12), "june": (1, 1), "sev3": (2, 3), "owner": (9, 9)}
+
+    terms = bridge_terms(hit, lambda w: w == "team", _frequency(counts), lambda w: w.startswith("own"))
+
+    assert terms == ["Gannet", "MarrowQL"]  # "June" is rarest, but a month leads to every date
+
+
+def test_a_name_in_a_list_after_a_name_like_the_questions_is_not_what_its_relation_leads_to() -> None:
+    hit = Hit("a", "See module copyreg. Classes: Pickler Unpickler Functions: dump, SortKey")
+    counts = {"unpickler": (3, 3), "sortkey": (1, 1)}
+
+    # "pickle" is asked; "Pickler" starts a list of names, it says nothing of the names after it.
+    assert bridge_terms(hit, lambda w: False, _frequency(counts), lambda w: w.startswith("pickl")) == [
+        "SortKey",
+        "Unpickler",
+    ]
+
+
+def test_the_subject_is_the_best_hit_that_holds_the_questions_names() -> None:
+    question = "What is the chat channel of the team that owns Marrowgate Lite?"
+    directory = Hit("team_directory.md", "Each team owns its services. Team: Lanternfish; Channel: #lf-pager.")
+    page = Hit("marrowgate_lite.md", "The public read-only API. **Owner:** Team Gannet.")
+
+    assert subject([directory, page, Hit("x", "Marrowgate")], question) is page
+    assert subject([directory, Hit("y", "plain")], "what is the chat channel of a team?") is directory
 
 
 def test_merge_keeps_the_best_first_hits_and_adds_only_followed_hits_naming_a_term() -> None:
@@ -98,7 +128,7 @@ def test_merge_keeps_the_best_first_hits_and_adds_only_followed_hits_naming_a_te
         *(Hit(f"b{i}", f"Bittern row {i}") for i in range(3)),
     ]
 
-    merged = merge(first, followed, ["Bittern"], 5)
+    merged = merge(first, followed, ["Bittern"], first[0], 5)
 
     assert [h.source for h in merged] == ["f0", "f1", "f2", "b0", "b1"][: KEEP + ADDED]
     # A shown source is shown where it names the term: the row of the person named, not the
@@ -106,12 +136,25 @@ def test_merge_keeps_the_best_first_hits_and_adds_only_followed_hits_naming_a_te
     assert [h.snippet for h in merged[:2]] == ["Bittern again", "Bittern first"]
 
 
+def test_merge_recuts_a_shown_hit_cut_mid_sentence_just_after_a_term_but_not_the_hit_read() -> None:
+    cut = "Team: Lanternfish; Channel: #lf-pager. Team: Gannet; Team lead: Solveig Ashdown; On-call lead:…"
+    ended = "Escalation: for Gannet pages, after 30 minutes, to the CTO.…"
+    first = [Hit("f0", "Owner: Team Gannet…"), Hit("f1", cut), Hit("f2", ended)]
+    followed = [Hit("f1", "…Team: Gannet; Channel: #gannet-oncall."), Hit("f0", "…Gannet recut"), Hit("f2", "…Gannet")]
+
+    merged = merge(first, followed, ["Gannet"], first[0], 3)
+
+    assert len(cut) - cut.find("Gannet") < CUT_AFTER and len(ended) - ended.find("Gannet") < CUT_AFTER
+    # f0: the terms were read from it; f2: cut after a full sentence, which said what it says of the term.
+    assert [h.snippet for h in merged] == ["Owner: Team Gannet…", "…Team: Gannet; Channel: #gannet-oncall.", ended]
+
+
 def test_merge_without_fill_leaves_out_the_first_searchs_weaker_hits_but_not_what_following_found() -> None:
     first = [Hit(f"f{i}", "plain") for i in range(5)]
     followed = [Hit("b0", "Bittern row")]
 
-    assert [h.source for h in merge(first, followed, ["Bittern"], 5)] == ["f0", "f1", "f2", "b0", "f3"]
-    assert [h.source for h in merge(first, followed, ["Bittern"], 5, fill=False)] == ["f0", "f1", "f2", "b0"]
+    assert [h.source for h in merge(first, followed, ["Bittern"], first[0], 5)] == ["f0", "f1", "f2", "b0", "f3"]
+    assert [h.source for h in merge(first, followed, ["Bittern"], first[0], 5, fill=False)] == ["f0", "f1", "f2", "b0"]
 
 
 def test_following_reads_names_from_the_best_passage_and_recuts_a_shown_table_at_its_row(tmp_path: Path) -> None:
