@@ -68,6 +68,8 @@ def test_shipped_configs_load_with_both_profiles() -> None:
     assert general.settings.max_depth == 1
     assert general.settings.force_root_planning is False  # the root goes through the atomizer
     assert deep.settings.force_root_planning is False
+    # The same root plan as general_agent's (then refined one level further): bench/README.md.
+    assert deep.settings.max_subtasks == general.settings.max_subtasks == 3
     assert sorted(a.name for a in general.agents()) == sorted(AGENT_NAMES)
 
 
