@@ -16,7 +16,7 @@ mentions leads nowhere); after those the relation leads to, rarer names go first
 about where to look.
 
 No model call is spent: this is plain retrieval, so a one-hop question pays a few
-milliseconds. Measured in bench/README.md ("Following references").
+milliseconds. Measured in bench/README.md ("following reads the page the question names").
 """
 
 from __future__ import annotations
