@@ -67,7 +67,8 @@ def subject(hits: Sequence[H], question: str) -> H:
     everyone, while the page of the thing asked about names what it leads to (its owner).
     """
     names = [w.lower() for w in question_names(question)]
-    held = [sum(n in f"{hit.source} {hit.snippet}".lower() for n in names) for hit in hits[:KEEP]]
+    texts = [f"{hit.source} {hit.snippet}".lower() for hit in hits[:KEEP]]
+    held = [sum(n in text for n in names) for text in texts]
     return hits[max(range(len(held)), key=lambda i: (held[i], -i))]
 
 
