@@ -329,3 +329,44 @@ def test_a_spinning_process_is_measured_busy_at_once(tmp_path: Path) -> None:
     if busy is None:
         pytest.skip("no /proc/stat on this platform")
     assert busy >= 0.5
+
+
+@pytest.mark.embedded
+def test_a_call_reads_only_the_prompt_an_earlier_call_did_not_share(assembled: Path) -> None:
+    atomizer = [{"role": "system", "content": "You decide whether a research task is one step. " * 8}]
+    executor = [{"role": "system", "content": "You answer from the sources you are given, citing them. " * 8}]
+    calls = [
+        [*atomizer, {"role": "user", "content": "Is 'what does len() return' one step?"}],
+        [*executor, {"role": "user", "content": "What does len() return?"}],
+        [*atomizer, {"role": "user", "content": "Is 'who leads the team that owns X' one step?"}],
+    ]
+    schema = AtomizerOutput.model_json_schema()
+
+    def run(calls: list[list[dict[str, str]]], keep_states: bool) -> tuple[list[str], int, int]:
+        runtime = LlamaRuntime(assembled, n_ctx=1024, n_threads=1)
+        runtime.load()
+        llm = runtime._llama
+        assert llm is not None
+        if not keep_states:
+            llm.set_cache(None)
+        read = []
+        evaluate = llm.eval
+        llm.eval = lambda tokens: (read.append(len(tokens)), evaluate(tokens))[1]  # type: ignore[method-assign]
+        replies = [runtime.complete(messages, schema, max_tokens=16).text for messages in calls[:-1]]
+        read.clear()
+        last = runtime.complete(calls[-1], schema, max_tokens=16)
+        return [*replies, last.text], sum(read) - last.output_tokens, last.input_tokens
+
+    kept, read_kept, prompt = run(calls, keep_states=True)
+    cold, read_cold, _ = run(calls, keep_states=False)
+
+    # The third call shares the atomizer's system turn with the first, not with the second.
+    system_turn = len(_tokens(assembled, atomizer[0]["content"]))
+    assert read_cold >= prompt - 4
+    assert read_kept <= prompt - system_turn
+    assert kept == cold
+
+
+def _tokens(model: Path, text: str) -> list[int]:
+    llm = Llama(model_path=str(model), vocab_only=True, verbose=False)
+    return llm.tokenize(text.encode("utf-8"), add_bos=False)

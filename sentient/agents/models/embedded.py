@@ -28,6 +28,7 @@ from agno.models.response import ModelResponse
 from loguru import logger
 from pydantic import BaseModel
 
+from sentient.agents.models import prompt_states
 from sentient.agents.models.sampling import LIKELY_FIRST_PARAMETERS, LikelyFirstSampler
 from sentient.agents.models.weights import DEFAULT_WEIGHTS, EmbeddedWeights, resolve_model_path
 from sentient.exceptions import ModelError, ModelWeightsError
@@ -231,6 +232,8 @@ class LlamaRuntime:
                 "or fix SENTIENT_MODEL_PATH."
             ) from exc
         self.load_seconds = time.perf_counter() - started
+        # Each call starts from the saved state that shares most of its prompt (prompt_states).
+        llama.set_cache(prompt_states.prompt_states())
         # The GGUF's own chat template (Qwen's ChatML variant) is used when present.
         logger.debug(
             "Loaded {} in {:.2f}s (chat format {}, {} threads)",
@@ -466,11 +469,18 @@ def _cpu_times(stat: Path) -> list[int]:
 
 
 def llama_class(repack_weights: bool) -> type[Llama]:
-    from llama_cpp import Llama
+    from llama_cpp import Llama, LlamaState
 
     class EmbeddedLlama(Llama):
-        """A ``Llama`` whose grammar-constrained sampling checks the likely tokens first: the
-        same replies, about a fifth more tokens a second (:mod:`sentient.agents.models.sampling`)."""
+        """A ``Llama`` whose grammar-constrained sampling checks the likely tokens first (the
+        same replies, about a fifth more tokens a second: :mod:`sentient.agents.models.sampling`),
+        and whose saved prompt states leave out the logits (:mod:`~sentient.agents.models.prompt_states`)."""
+
+        def save_state(self) -> LlamaState:
+            return prompt_states.save(self)
+
+        def load_state(self, state: LlamaState) -> None:
+            prompt_states.load(self, state)
 
         def _init_sampler(self, **params: Any) -> Any:  # type: ignore[override]  # called with keywords only
             grammar = params.get("grammar")
