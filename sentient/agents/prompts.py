@@ -24,13 +24,10 @@ def plan_task(node: TaskNode, max_subtasks: int) -> str:
 
 
 def atomize_task(goal: str, task_type: str) -> str:
+    # What makes a task atomic is the atomizer's instructions (agents.yaml): in the system
+    # prompt, the embedded model reads them once per run, not once per call (prompt_states).
     return (
         f"Can this {task_type} task be done in one step, or must it be split into smaller steps first?\n{goal}\n\n"
-        "Most questions are one step (atomic): they ask for one fact or one thing that a single search can "
-        "find, even if the answer is long (for example: what is the timeout of service A; how does X work). "
-        "A task needs splitting only when it asks several separate questions, or when something must be "
-        "found first and then looked up (for example: who leads the team that owns the system that failed "
-        "in incident X; which is larger, the limit of A or the limit of B).\n"
         'Answer with JSON: {"is_atomic": true} if it is one step, otherwise {"is_atomic": false}.'
     )
 

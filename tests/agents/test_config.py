@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from sentient.agents.config import Role
+from sentient.agents.prompts import atomize_task
 from sentient.agents.registry import AgentRegistry
 from sentient.exceptions import ConfigError, ProfileNotFoundError
 from sentient.graph.node import TaskType
@@ -72,6 +73,16 @@ def test_shipped_configs_load_with_both_profiles() -> None:
     assert deep.settings.max_subtasks == general.settings.max_subtasks == 3
     assert sorted(a.name for a in general.agents()) == sorted(AGENT_NAMES)
 
+
+
+def test_the_atomizers_criteria_are_its_system_prompt_not_each_calls_task() -> None:
+    # The embedded model reads a system prompt once per run (prompt states), a task every call.
+    atomizer = AgentRegistry.load(SHIPPED).profile("general_agent").atomizer
+    task = atomize_task("What is the timeout of service A?", TaskType.SEARCH.value)
+
+    assert "Most questions are one step" in atomizer.instructions
+    assert "Most questions" not in task and "for example" not in task
+    assert task.endswith('otherwise {"is_atomic": false}.')
 
 def test_every_profile_slot_holds_an_agent_of_its_role() -> None:
     for name in AgentRegistry.load(SHIPPED).profile_names():
