@@ -74,7 +74,6 @@ def test_shipped_configs_load_with_both_profiles() -> None:
     assert sorted(a.name for a in general.agents()) == sorted(AGENT_NAMES)
 
 
-
 def test_the_atomizers_criteria_are_its_system_prompt_not_each_calls_task() -> None:
     # The embedded model reads a system prompt once per run (prompt states), a task every call.
     atomizer = AgentRegistry.load(SHIPPED).profile("general_agent").atomizer
@@ -83,6 +82,7 @@ def test_the_atomizers_criteria_are_its_system_prompt_not_each_calls_task() -> N
     assert "Most questions are one step" in atomizer.instructions
     assert "Most questions" not in task and "for example" not in task
     assert task.endswith('otherwise {"is_atomic": false}.')
+
 
 def test_every_profile_slot_holds_an_agent_of_its_role() -> None:
     for name in AgentRegistry.load(SHIPPED).profile_names():
