@@ -3,13 +3,14 @@
 llama.cpp keeps the KV cache of the last prompt it read, and a call that starts with the same
 tokens reads only the rest. But the agents of a run take turns (atomizer, executor, atomizer,
 executor …), so each call started with another agent's system prompt and read its own again,
-every time. :class:`PromptStates` keeps the state after each of the last few calls, and a call
-starts from the one that shares the longest prefix with its prompt: the chat template's system
-turn with the agent's instructions, and whatever else the agent's prompts share.
+every time. The runtime keeps the state after each of the last few calls
+(:func:`prompt_states`), and a call starts from the one that shares the longest prefix with its
+prompt: the chat template's system turn with the agent's instructions, and whatever else the
+agent's prompts share.
 
 The states are llama-cpp-python's own prompt cache (``Llama.set_cache``) with two changes:
-- :func:`save` keeps the KV cache and tokens but not the logits. The library copies them (512 x
-  152k floats for Qwen, 300 MB, per state) although they are not kept without ``logits_all``,
+- :func:`save` keeps the KV cache and tokens but not the logits. The library copies them (up to
+  512 x 152k floats for Qwen, 300 MB, per state) although they are not kept without ``logits_all``,
   and a restored state is decoded again before sampling (its last token at least).
 - :func:`load` restores the same, without zeroing the logits buffer (another 300 MB pass).
 """
@@ -52,7 +53,7 @@ def save(llama: Llama) -> LlamaState:
         input_ids=llama.input_ids.copy(),
         scores=np.empty((0, 0), dtype=np.single),
         n_tokens=llama.n_tokens,
-        llama_state=bytes(buffer)[:written],
+        llama_state=ctypes.string_at(buffer, written),  # one copy of what was written
         llama_state_size=written,
         seed=llama._seed,
     )
