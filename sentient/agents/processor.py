@@ -145,11 +145,16 @@ class AgentProcessor:
                 PlanOutput,
             )
             self._bus.publish(PlanProposed(node.task_id, plan, by="planner"))
-            if _restates(node.goal, plan):
-                node.warnings.append("the plan's subtasks include the task itself: it was executed directly")
+            subtasks = _distinct(plan.subtasks)
+            splits_nothing = _splits_nothing(node.goal, subtasks)
+            if splits_nothing is not None:
+                node.warnings.append(f"{splits_nothing}: it was executed directly")
                 node.node_type = NodeType.EXECUTE
                 await self.execute(node)
                 return
+            if len(subtasks) < len(plan.subtasks):
+                node.warnings.append(f"{len(plan.subtasks) - len(subtasks)} repeated subtask(s) dropped from the plan")
+                plan = PlanOutput(subtasks=subtasks)
             approved = await self._review(node, plan)
             if approved is not None:
                 await self._adopt_plan(node, approved.subtasks)
@@ -430,16 +435,46 @@ class AgentProcessor:
         self.move(node, _S.DONE)
 
 
-def _restates(goal: str, plan: PlanOutput) -> bool:
-    """Whether one of ``plan``'s subtasks is ``goal`` itself (case, punctuation and spacing aside).
+def _distinct(subtasks: Sequence[SubTask]) -> list[SubTask]:
+    """``subtasks`` without those that ask what an earlier one asks (case, punctuation and
+    spacing aside); a dependency on a dropped repeat points at the subtask it repeats.
 
-    Such a plan splits nothing: the subtask does all of the work, and what the small planner
-    adds beside it mostly guesses at the answer or depends on the wrong index. On the dev
-    splits, 10 of the 16 questions whose plan repeated the goal were answered wrong, against 3
-    of the 22 whose plan did not (bench/README.md, "plans that repeat the goal").
+    The small planner sometimes lists its plan twice; run twice, each repeat costs a search and
+    an answer that the aggregator then reads twice.
+    """
+    first: dict[str, int] = {}
+    kept_at: list[int] = []  # old index -> new index
+    kept: list[SubTask] = []
+    for subtask in subtasks:
+        key = normalize(subtask.goal)
+        if key not in first:
+            first[key] = len(kept)
+            kept.append(subtask)
+        kept_at.append(first[key])
+    if len(kept) == len(subtasks):
+        return list(subtasks)
+    return [
+        s.model_copy(update={"depends_on_indices": [kept_at[d] for d in s.depends_on_indices if 0 <= d < len(kept_at)]})
+        for s in kept
+    ]
+
+
+def _splits_nothing(goal: str, subtasks: Sequence[SubTask]) -> str | None:
+    """Why a plan of ``subtasks`` splits nothing, or None when it does split ``goal``.
+
+    A plan whose subtasks include the goal itself (case, punctuation and spacing aside) leaves
+    that subtask all of the work, and what the small planner adds beside it mostly guesses at
+    the answer or depends on the wrong index. On the dev splits, 10 of the 16 questions whose
+    plan repeated the goal were answered wrong, against 3 of the 22 whose plan did not
+    (bench/README.md, "plans that repeat the goal"). A plan of one distinct subtask is the goal
+    in other words.
     """
     asked = normalize(goal)
-    return any(normalize(subtask.goal) == asked for subtask in plan.subtasks)
+    if any(normalize(subtask.goal) == asked for subtask in subtasks):
+        return "the plan's subtasks include the task itself"
+    if len(subtasks) < 2:
+        return "the plan's subtasks all ask one thing"
+    return None
 
 
 async def _one_holds(goal: str, sources: Sequence[Source], docs: DocsSearch) -> bool:

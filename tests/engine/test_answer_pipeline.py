@@ -144,6 +144,37 @@ async def test_a_plan_that_repeats_its_goal_is_dropped_and_the_goal_executed(mak
     assert result.graph.root.node_type is NodeType.PLAN and len(result.graph) == 3
 
 
+async def test_a_subtask_the_plan_lists_twice_runs_once(make_agent) -> None:
+    which = SubTask(goal="Which component runs coroutines?", task_type=TaskType.SEARCH)
+    share = SubTask(goal="What does it share with threads?", task_type=TaskType.SEARCH, depends_on_indices=[1])
+    twice = PlanOutput(subtasks=[which, which.model_copy(update={"goal": "which component runs coroutines"}), share])
+    model = ScriptedModel(
+        script={"atomizer": AtomizerOutput(is_atomic=True), "planner": twice, "executor": grounded_executor}
+    )
+    # Planned although one passage holds the goal's words: the root's atomizer is not asked.
+    result = await make_agent(model, profile="general_agent", force_root_planning=True).arun(GOAL, write_files=False)
+
+    assert result.status == "completed"
+    first, second = result.graph.children("root")
+    assert (first.goal, second.goal) == (which.goal, share.goal)
+    assert second.depends_on == [first.task_id]  # it depended on the repeat
+    assert len(model.calls_for(role="executor")) == 2
+    assert any("1 repeated subtask(s) dropped" in w for w in result.graph.root.warnings)
+
+    # A plan of one subtask said twice splits nothing: the goal itself is executed.
+    model = ScriptedModel(
+        script={
+            "atomizer": AtomizerOutput(is_atomic=True),
+            "planner": PlanOutput(subtasks=[which, which]),
+            "executor": grounded_executor,
+        }
+    )
+    result = await make_agent(model, profile="general_agent", force_root_planning=True).arun(GOAL, write_files=False)
+    assert len(result.graph) == 1 and result.graph.root.node_type is NodeType.EXECUTE
+    assert [c.request.role for c in model.calls] == ["planner", "executor"]
+    assert any("all ask one thing" in w for w in result.graph.root.warnings)
+
+
 async def test_an_answer_that_gives_a_source_number_for_the_answer_is_asked_again(make_agent) -> None:
     # "The component is [1]." takes a source's number for the thing asked about.
     def executor(request: FakeRequest) -> AnswerOutput:
