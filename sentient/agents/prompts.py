@@ -71,7 +71,10 @@ def number_is_not_an_answer(sentence: str) -> str:
     )
 
 
-def aggregate_task(node: TaskNode, is_root: bool) -> str:
+def aggregate_task(node: TaskNode, is_root: bool, searched: bool = False) -> str:
+    """An aggregator's task. ``searched``: numbered sources found for the goal itself are shown
+    beside the results, and may answer what the results missed."""
+    facts = "the results and the numbered sources" if searched else "the results"
     opening = (
         "Start with a direct answer to the goal in one or two sentences. Then give the supporting facts "
         "as short bullet points. "
@@ -80,7 +83,7 @@ def aggregate_task(node: TaskNode, is_root: bool) -> str:
     )
     return (
         f"The results above were gathered for this goal:\n{node.goal}\n\n{opening}"
-        "Use only facts from the results, keep every fact that helps answer the goal, and keep each "
+        f"Use only facts from {facts}, keep every fact that helps answer the goal, and keep each "
         "citation [n] next to the fact it supports; do not invent citation numbers. Do not repeat a point.\n"
         'Answer with JSON: {"answer": "<your answer, citing [n]>"}'
     )

@@ -106,14 +106,16 @@ class ContextBuilder:
         sections += self._knowledge_sections(node)
         return self._fit(AgentContext(sections, sources=sources.sources))
 
-    def for_aggregation(self, node: TaskNode) -> AgentContext:
+    def for_aggregation(self, node: TaskNode, found: Sequence[Source] = ()) -> AgentContext:
         """The subtasks' results, the one that asks most of the node's own question last: the
         embedded model leans on the result it read last, and a step that checks a guess ("is the
         title 'Lead'?") must not have the last word over the step that looked the answer up.
 
         The question is the goal's asking sentence when it has one: in "ftplib is based on an RFC.
         Which RFC is telnetlib based on?" the step about telnetlib answers it, not the one about
-        ftplib, although both share as many of the goal's words."""
+        ftplib, although both share as many of the goal's words.
+
+        ``found``: sources searched for the node's own goal, listed after those the results cite."""
         sources = SourceList()
         sections = self._frame(node)
         asked = set(own_words(_asking(node.goal)))
@@ -126,6 +128,8 @@ class ContextBuilder:
         for child in sorted(self._graph.children(node.task_id), key=answers_more):
             done = f"Result of subtask {child.task_id}: {child.goal}"
             sections.append(_outcome(child, sources, done, f"Subtask {child.task_id} did not finish: {child.goal}"))
+        for source in found:
+            sources.add(source)
         return self._fit(AgentContext(sections, sources=sources.sources))
 
     def for_replanning(self, node: TaskNode, feedback: str) -> AgentContext:

@@ -273,15 +273,47 @@ async def test_a_second_hop_searches_with_the_first_hops_result_and_skips_its_pa
     finally:
         del docs_index.search
     assert result.status == "completed"
-    lookup, first, second = queries  # is the goal a lookup? then the executors' searches
-    assert lookup == COMPOUND
+    lookup, first, second, report = queries  # is the goal a lookup? the executors' searches, the report's
+    assert lookup == report == COMPOUND
     assert first.splitlines() == ["Which component runs coroutines?", COMPOUND]
     assert "It runs them as tasks." in second  # the first hop's result, citations removed
     # The passage the first hop cites reaches the second through its result, so the second
     # hop's search asks for one more passage to make up for skipping it.
-    assert limits == [5, 5, 6]
+    assert limits == [5, 5, 6, 5]
     hop2 = result.graph.get("root.1")
     assert [s.ref for s in hop2.sources].count(result.graph.get("root.0").sources[0].ref) == 1
+
+
+async def test_the_report_reads_the_best_passages_for_the_goal_beside_the_results(make_agent) -> None:
+    # The subtasks went astray (each answers without a source); one search for the goal finds the answer.
+    astray = PlanOutput(
+        subtasks=[
+            SubTask(goal="What time is it now?", task_type=TaskType.SEARCH),
+            SubTask(goal="Which year is it?", task_type=TaskType.SEARCH),
+        ]
+    )
+
+    def report(request: FakeRequest) -> AggregationOutput:
+        cited = cite_sources(request.prompt, 1)
+        return AggregationOutput(answer=f"The event loop runs them [{cited[0].source}]." if cited else "Unknown.")
+
+    model = ScriptedModel(
+        script={
+            "planner": astray,
+            "executor": ExecutionOutput(answer="It is late.", citations=[]),
+            "aggregator": report,
+        }
+    )
+    result = await make_agent(model, max_depth=1).arun(COMPOUND, write_files=False)
+
+    (call,) = model.calls_for(role="aggregator")
+    assert "from the results and the numbered sources" in call.request.prompt
+    assert "## Sources you may cite as [n]\n[1]" in call.request.prompt
+    # The report's citation is checked as an executor's is: it moves to the passage that states it.
+    root = result.graph.root
+    (cited,) = re.findall(r"\[(\d)\]", root.result)
+    assert root.result.startswith("The event loop runs them [")
+    assert root.sources[int(cited) - 1].ref.endswith("asyncio.md") and root.sources[int(cited) - 1].verified
 
 
 async def test_a_reasoning_step_without_dependencies_waits_for_the_searches_before_it(make_agent) -> None:
