@@ -423,10 +423,10 @@ class AgentProcessor:
         """The best passages for the whole goal, shown to the root's aggregator beside the results.
 
         A plan can go astray where one search for the question would not: the small planner
-        asks "what is the current time of the service" for "how far behind real time is the
-        data of the service". Seeing what that one search finds, the report is never worse
-        informed than the ``rag`` baseline (bench/README.md, "the report reads the question's
-        own search").
+        asked "what is the current time of the service" for "how far behind real time is the
+        data of the service", and one search for the question finds the page that says "72
+        hours behind real time" (bench/README.md, "the report reads the question's own
+        search").
         """
         tools = self._toolboxes.get(self._profile.executor_for(node.task_type).name)
         return (await self._retrieve(node, tools))[:REPORT_SOURCES]
