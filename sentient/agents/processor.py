@@ -452,7 +452,8 @@ class AgentProcessor:
 
 def _distinct(subtasks: Sequence[SubTask]) -> list[SubTask]:
     """``subtasks`` without those that ask what an earlier one asks (case, punctuation and
-    spacing aside); a dependency on a dropped repeat points at the subtask it repeats.
+    spacing aside); a dependency on a dropped repeat points at the subtask it repeats. An index
+    out of range stays as it is: :meth:`TaskGraph.add_children` drops it with a warning.
 
     The small planner sometimes lists its plan twice; run twice, each repeat costs a search and
     an answer that the aggregator then reads twice.
@@ -468,10 +469,11 @@ def _distinct(subtasks: Sequence[SubTask]) -> list[SubTask]:
         kept_at.append(first[key])
     if len(kept) == len(subtasks):
         return list(subtasks)
-    return [
-        s.model_copy(update={"depends_on_indices": [kept_at[d] for d in s.depends_on_indices if 0 <= d < len(kept_at)]})
-        for s in kept
-    ]
+
+    def moved(d: int) -> int:
+        return kept_at[d] if 0 <= d < len(kept_at) else d
+
+    return [s.model_copy(update={"depends_on_indices": [moved(d) for d in s.depends_on_indices]}) for s in kept]
 
 
 def _splits_nothing(goal: str, subtasks: Sequence[SubTask]) -> str | None:

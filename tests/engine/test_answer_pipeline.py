@@ -146,7 +146,7 @@ async def test_a_plan_that_repeats_its_goal_is_dropped_and_the_goal_executed(mak
 
 async def test_a_subtask_the_plan_lists_twice_runs_once(make_agent) -> None:
     which = SubTask(goal="Which component runs coroutines?", task_type=TaskType.SEARCH)
-    share = SubTask(goal="What does it share with threads?", task_type=TaskType.SEARCH, depends_on_indices=[1])
+    share = SubTask(goal="What does it share with threads?", task_type=TaskType.SEARCH, depends_on_indices=[1, 9])
     twice = PlanOutput(subtasks=[which, which.model_copy(update={"goal": "which component runs coroutines"}), share])
     model = ScriptedModel(
         script={"atomizer": AtomizerOutput(is_atomic=True), "planner": twice, "executor": grounded_executor}
@@ -158,6 +158,7 @@ async def test_a_subtask_the_plan_lists_twice_runs_once(make_agent) -> None:
     first, second = result.graph.children("root")
     assert (first.goal, second.goal) == (which.goal, share.goal)
     assert second.depends_on == [first.task_id]  # it depended on the repeat
+    assert "dropped dependency 9: out of range (plan has 2 subtasks)" in second.warnings
     assert len(model.calls_for(role="executor")) == 2
     assert any("1 repeated subtask(s) dropped" in w for w in result.graph.root.warnings)
 
