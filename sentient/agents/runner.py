@@ -40,6 +40,7 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 from sentient.agents.config import AgentConfig, Role
 from sentient.agents.json_repair import extract_json
 from sentient.agents.models.cache import CachedResponse, ResponseCache
+from sentient.agents.models.embedded import ENOUGH_KEY, Enough
 from sentient.agents.models.factory import ModelHandle
 from sentient.agents.models.providers import Provider, response_format_for
 from sentient.agents.models.resilience import DeadlineExceeded, call_with_retries, describe
@@ -77,6 +78,9 @@ class AgentCall:
     # Counts the call (input tokens, output tokens, cost) on its node, once, and returns the node's
     # snapshot for the call's event; None: the call is charged to no node.
     charge: Callable[[int, int, float], NodeSnapshot] | None = None
+    # Whether the output so far is all the caller needs: the embedded model stops there (a plan
+    # that already lists its own goal); other models ignore it. Its JSON is then closed as a cut-off's.
+    enough: Enough | None = None
 
 
 @dataclass(frozen=True)
@@ -170,7 +174,8 @@ class AgentRunner:
                         raise
         except _InvalidOutput as exc:
             error = AgentOutputError(
-                f"output did not match {schema.__name__} after {attempts} attempt(s): {exc.error}",
+                f"output did not match {schema.model_config.get('title') or schema.__name__} after {attempts} "
+                f"attempt(s): {exc.error}",
                 attempts=attempts,
                 agent=call.agent.name,
                 task_id=call.task_id,
@@ -225,7 +230,7 @@ class AgentRunner:
             output = schema.model_validate_json(text)
         except ValidationError as exc:
             raise _InvalidOutput(_summarise(exc), raw) from exc
-        if repaired:
+        if repaired and not (call.enough is not None and call.enough(raw)):
             notes.append(f"{call.role.value} output was cut off (token limit) and its JSON was closed")
         return raw, output
 
@@ -275,6 +280,7 @@ class AgentRunner:
                     "goal": call.goal,
                     "layer": call.layer,
                     "attempt": attempt,
+                    **({ENOUGH_KEY: call.enough} if call.enough is not None else {}),
                 },
             )
             functions: list[Function | dict[str, Any]] | None = None

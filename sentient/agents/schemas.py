@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sentient.graph.plan import PlanOutput, SubTask
+
 
 class AtomizerOutput(BaseModel):
     """Whether a goal is small enough to be executed directly."""
@@ -48,3 +50,15 @@ class AggregationOutput(BaseModel):
     """An aggregator's synthesis of its children's results, citing sources with [n]."""
 
     answer: str = Field(min_length=1)
+
+
+# A planner's reply. Its schema is PlanOutput's, so a model is asked for two or more subtasks (the
+# embedded model's grammar enforces it) and cached replies still match; a reply of one subtask is
+# accepted too: one stopped as soon as it listed the goal itself, which splits nothing (the goal is
+# executed directly: sentient.agents.processor._lists_goal).
+class PlanReply(PlanOutput):
+    """A plan: the subtasks that together achieve the parent goal."""
+
+    model_config = ConfigDict(title="PlanOutput")
+
+    subtasks: list[SubTask] = Field(min_length=1, max_length=12, json_schema_extra={"minItems": 2})

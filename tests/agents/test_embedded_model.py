@@ -40,7 +40,7 @@ from sentient.agents.models.weights import (
     resolve_model_path,
 )
 from sentient.agents.registry import AgentRegistry
-from sentient.agents.schemas import AnswerOutput, AtomizerOutput
+from sentient.agents.schemas import AnswerOutput, AtomizerOutput, PlanReply
 from sentient.exceptions import ModelError, ModelWeightsError
 from sentient.graph.plan import PlanOutput
 from sentient.settings import Settings
@@ -77,6 +77,15 @@ def test_schema_is_taken_from_every_response_format_agno_sends():
     assert schema_from_response_format(None) is None
     with pytest.raises(ModelError):
         schema_from_response_format("yaml please")
+
+
+def test_a_planner_is_asked_for_two_subtasks_and_a_stopped_reply_of_one_is_accepted():
+    # The same schema as PlanOutput's: the same grammar (two subtasks at least) and cache keys.
+    assert PlanReply.model_json_schema() == PlanOutput.model_json_schema()
+    one = {"subtasks": [{"goal": "What is X?", "task_type": "SEARCH"}]}
+    assert len(PlanReply.model_validate(one).subtasks) == 1
+    with pytest.raises(ValidationError):
+        PlanOutput.model_validate(one)
 
 
 def test_long_user_message_loses_its_middle_not_its_ends():
@@ -370,3 +379,31 @@ def test_a_call_reads_only_the_prompt_an_earlier_call_did_not_share(assembled: P
 def _tokens(model: Path, text: str) -> list[int]:
     llm = Llama(model_path=str(model), vocab_only=True, verbose=False)
     return llm.tokenize(text.encode("utf-8"), add_bos=False)
+
+
+@pytest.mark.embedded
+def test_a_reply_stops_once_its_caller_has_enough(assembled: Path) -> None:
+    """A caller's ``enough`` ends generation at the closing brace after which it holds: the reply
+    is the start of the one written without it, in fewer tokens."""
+    runtime = LlamaRuntime(assembled, n_ctx=1024, n_threads=1)
+    messages = [
+        {"role": "system", "content": "You are a research planner."},
+        {"role": "user", "content": "Split this goal into 3 subtasks: compare asyncio and threading in Python."},
+    ]
+    schema = PlanOutput.model_json_schema()
+    seen: list[str] = []
+
+    def one_subtask(reply: str) -> bool:
+        seen.append(reply)
+        return '"task_type"' in reply
+
+    full = runtime.complete(messages, schema, max_tokens=256)
+    stopped = runtime.complete(messages, schema, max_tokens=256, enough=one_subtask)
+
+    assert len(PlanOutput.model_validate_json(full.text).subtasks) >= 2
+    assert "}" in stopped.text[-2:] and full.text.startswith(stopped.text)
+    assert stopped.text.count('"goal"') == 1
+    assert stopped.output_tokens < full.output_tokens
+    assert seen and all("}" in reply[-2:] for reply in seen)  # asked only where an object may end
+    # The next call generates as usual: the stop condition was the one call's.
+    assert runtime.complete(messages, schema, max_tokens=256).text == full.text

@@ -144,6 +144,43 @@ async def test_a_plan_that_repeats_its_goal_is_dropped_and_the_goal_executed(mak
     assert result.graph.root.node_type is NodeType.PLAN and len(result.graph) == 3
 
 
+async def test_the_embedded_planner_stops_writing_once_its_plan_lists_the_goal(make_agent) -> None:
+    # Decoded as the embedded model is, the planner stops at the subtask that repeats the goal:
+    # what it would write after it is not used (the goal is executed directly).
+    repeating = PlanOutput(
+        subtasks=[
+            SubTask(goal=COMPOUND, task_type=TaskType.SEARCH),
+            SubTask(goal="The component is the event loop.", task_type=TaskType.THINK, depends_on_indices=[0]),
+        ]
+    )
+    model = ScriptedModel(
+        grammar=True,
+        script={
+            "atomizer": AtomizerOutput(is_atomic=False),
+            "planner": repeating,
+            "executor": AnswerOutput(answer="The event loop runs coroutines [1]."),
+        },
+    )
+    result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
+
+    assert result.status == "completed" and len(result.graph) == 1
+    root = result.graph.root
+    assert [c.request.role for c in model.calls] == ["atomizer", "planner", "executor"]
+    (planner,) = model.calls_for(role="planner")
+    assert planner.output == repeating.model_dump_json().split("},{")[0] + "}"  # the first subtask, no more
+    assert any("include the task itself" in w for w in root.warnings)
+    assert not any("cut off" in w for w in root.warnings)  # stopped on purpose, not by the token limit
+
+    # A plan that does not list its goal is written whole.
+    splitting = PlanOutput(
+        subtasks=[*repeating.subtasks[1:], SubTask(goal="What do threads share?", task_type=TaskType.SEARCH)]
+    )
+    model = ScriptedModel(grammar=True, script={"atomizer": AtomizerOutput(is_atomic=False), "planner": splitting})
+    result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
+    assert model.calls_for(role="planner")[0].output == splitting.model_dump_json()
+    assert result.graph.root.node_type is NodeType.PLAN and len(result.graph) == 3
+
+
 async def test_a_subtask_the_plan_lists_twice_runs_once(make_agent) -> None:
     which = SubTask(goal="Which component runs coroutines?", task_type=TaskType.SEARCH)
     share = SubTask(goal="What does it share with threads?", task_type=TaskType.SEARCH, depends_on_indices=[1, 9])

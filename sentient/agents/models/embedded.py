@@ -52,6 +52,8 @@ _ROLE_MAP = {"system": "system", "developer": "system", "user": "user", "assista
 GENERIC_JSON_SCHEMA: dict[str, Any] = {"type": "object"}
 
 ChatMessage = dict[str, str]
+Enough = Callable[[str], bool]  # whether the reply so far is all the caller needs (see LlamaRuntime.complete)
+ENOUGH_KEY = "enough"  # where a call's run record (its metadata) carries its Enough
 
 
 @dataclass(frozen=True)
@@ -160,8 +162,12 @@ class LlamaRuntime:
         json_schema: dict[str, Any] | None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         temperature: float = 0.2,
+        enough: Enough | None = None,
     ) -> Completion:
         """Generate one chat completion, constrained to ``json_schema`` when given.
+
+        ``enough``: generation stops (as at an end-of-text token) once it says the reply so far,
+        just after a closing brace, holds all the caller needs; the reply is then cut there.
 
         Raises:
             ModelError: llama.cpp failed, the schema cannot be compiled, or the prompt cannot fit.
@@ -181,6 +187,7 @@ class LlamaRuntime:
                 detokenize=lambda tokens: llm.detokenize(tokens).decode("utf-8", errors="ignore"),
             )
             response_format = {"type": "json_object", "schema": json_schema} if json_schema is not None else None
+            llm.enough = enough  # type: ignore[attr-defined]  # llm is an EmbeddedLlama (llama_class)
             try:
                 result = llm.create_chat_completion(
                     messages=fitted,  # type: ignore[arg-type]
@@ -193,6 +200,8 @@ class LlamaRuntime:
                 )
             except (ValueError, RuntimeError) as exc:
                 raise ModelError(f"embedded model failed: {exc}") from exc
+            finally:
+                llm.enough = None  # type: ignore[attr-defined]
         choice = result["choices"][0]  # type: ignore[index]
         usage = result["usage"]  # type: ignore[index]
         if choice.get("finish_reason") == "length":
@@ -345,9 +354,13 @@ class EmbeddedModel(Model):
             raise ModelError("EmbeddedModel has no runtime; build it with load_embedded_model()")
         chat = to_chat_messages(messages)
         schema = schema_from_response_format(response_format)
+        metadata = getattr(kwargs.get("run_response"), "metadata", None) or {}
+        enough = metadata.get(ENOUGH_KEY)
         if assistant_message is not None and assistant_message.metrics is not None:
             assistant_message.metrics.start_timer()
-        completion = self.runtime.complete(chat, schema, max_tokens=self.max_tokens, temperature=self.temperature)
+        completion = self.runtime.complete(
+            chat, schema, max_tokens=self.max_tokens, temperature=self.temperature, enough=enough
+        )
         if assistant_message is not None and assistant_message.metrics is not None:
             assistant_message.metrics.stop_timer()
         return self._parse_provider_response(completion)
@@ -474,7 +487,27 @@ def llama_class(repack_weights: bool) -> type[Llama]:
     class EmbeddedLlama(Llama):
         """A ``Llama`` whose grammar-constrained sampling checks the likely tokens first (the
         same replies, about a fifth more tokens a second: :mod:`sentient.agents.models.sampling`),
-        and whose saved prompt states leave out the logits (:mod:`~sentient.agents.models.prompt_states`)."""
+        and whose saved prompt states leave out the logits (:mod:`~sentient.agents.models.prompt_states`),
+        and which stops generating once :attr:`enough` says so."""
+
+        enough: Enough | None = None
+
+        def generate(self, tokens: Any, **params: Any) -> Iterator[int]:  # type: ignore[override]  # no tokens are sent in
+            generated = super().generate(tokens, **params)
+            if self.enough is None:
+                yield from generated
+                return
+            reply = b""
+            for token in generated:
+                piece = self.detokenize([token])
+                reply += piece
+                yield token
+                # Checked where a JSON object may end. The end-of-text token ends the completion as
+                # usual: its text is what was generated, its finish reason "stop".
+                if b"}" in piece and self.enough(reply.decode("utf-8", errors="ignore")):
+                    generated.close()
+                    yield self.token_eos()
+                    return
 
         def save_state(self) -> LlamaState:
             return prompt_states.save(self)

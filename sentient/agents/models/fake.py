@@ -23,6 +23,7 @@ from agno.models.message import Message
 from agno.models.response import ModelResponse
 from pydantic import BaseModel
 
+from sentient.agents.models.embedded import ENOUGH_KEY, Enough
 from sentient.agents.schemas import AggregationOutput, AtomizerOutput, Citation, ExecutionOutput
 from sentient.graph.node import TaskType
 from sentient.graph.plan import PlanOutput, SubTask
@@ -39,6 +40,7 @@ class FakeRequest:
     prompt: str
     attempt: int
     layer: int = 0  # of the task the call is about; an atomizer call decides for that layer
+    enough: Enough | None = None  # the caller's stop condition (the runner's AgentCall.enough)
 
 
 @dataclass
@@ -72,6 +74,15 @@ def cite_sources(prompt: str, count: int = 1) -> list[Citation]:
 Responder = Output | Callable[[FakeRequest], Output]
 
 
+def _stopped(text: str, enough: Enough) -> str:
+    """``text`` up to the first closing brace after which ``enough`` holds: where the embedded
+    model stops generating (:class:`~sentient.agents.models.embedded.LlamaRuntime`)."""
+    for at, char in enumerate(text):
+        if char == "}" and enough(text[: at + 1]):
+            return text[: at + 1]
+    return text
+
+
 def default_response(request: FakeRequest) -> Output:
     """A valid answer for any role: two-step plans for the root, atomic subtasks, echoing executors."""
     if request.role in ("planner", "plan_modifier"):
@@ -99,7 +110,7 @@ class ScriptedModel(Model):
     script: dict[str, Responder] = field(default_factory=dict)
     latency: float | Callable[[FakeRequest], float] = 0.0
     calls: list[FakeCall] = field(default_factory=list)
-    grammar: bool = False  # asked as the embedded model is (decoded under the schema's grammar)
+    grammar: bool = False  # asked as the embedded model is (decoded under the schema's grammar, stopped when enough)
 
     def _request(self, messages: list[Message], run_response: Any) -> FakeRequest:
         meta = (getattr(run_response, "metadata", None) or {}) if run_response is not None else {}
@@ -112,6 +123,7 @@ class ScriptedModel(Model):
             prompt=prompt,
             attempt=int(meta.get("attempt", 1)),
             layer=int(meta.get("layer", 0)),
+            enough=meta.get(ENOUGH_KEY),
         )
 
     def _answer(self, request: FakeRequest, call: FakeCall) -> ModelResponse:
@@ -127,6 +139,8 @@ class ScriptedModel(Model):
             text = json.dumps(output)
         else:
             text = str(output)
+        if self.grammar and request.enough is not None:
+            text = _stopped(text, request.enough)
         call.output = text
         tokens_in = max(1, len(request.prompt) // 4)
         tokens_out = max(1, len(text) // 4)

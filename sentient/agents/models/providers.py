@@ -104,4 +104,5 @@ def response_format_for(model: Model, schema: type[BaseModel]) -> dict[str, Any]
 
 @functools.lru_cache(maxsize=64)
 def _json_schema_format(schema: type[BaseModel]) -> dict[str, Any]:
-    return {"type": "json_schema", "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema()}}
+    name = schema.model_config.get("title") or schema.__name__  # a PlanReply is asked for as a PlanOutput
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema.model_json_schema()}}
