@@ -9,6 +9,7 @@ from sentient.graph.node import NodeType, Source, TaskType
 from sentient.graph.plan import SubTask
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
+from sentient.report.markdown import UNCONFIRMED
 from sentient.report.markdown import markdown_report as build_report
 
 A = Source(ref="/docs/list.md", title="Lists", snippet="...")
@@ -53,7 +54,7 @@ def test_every_citation_resolves_to_a_numbered_reference_in_order_of_first_appea
     root.sources = [A, B, C, D]
     report = build_report(graph)
     body = report.partition("\n## References")[0].rstrip()
-    assert body.endswith("Tuples hash [1]. Lists grow [2][1]. Both index [2][3]. Invented.")
+    assert body.endswith("Tuples hash [1]. Lists grow [2][1]. Both index [2][3]. Invented.\n\n" + UNCONFIRMED)
     refs = references(report)
     assert refs == {1: C.ref, 2: A.ref, 3: B.ref}
     assert set(cited_numbers(body)) == set(refs)
@@ -70,8 +71,23 @@ def test_report_without_citations_lists_the_sources_consulted_without_numbers() 
     graph.root.result = "Lists are mutable; tuples are not."
     graph.root.sources = [A]
     report = build_report(graph)
-    assert report == "Lists are mutable; tuples are not.\n\n## Other sources consulted\n\n- Lists — `/docs/list.md`\n"
+    assert report == (
+        f"Lists are mutable; tuples are not.\n\n{UNCONFIRMED}\n\n## Other sources consulted\n\n- Lists — `/docs/list.md`\n"
+    )
     assert "## References" not in report
+
+
+def test_an_answer_that_cites_no_verified_source_is_marked_as_resting_on_the_model() -> None:
+    graph = graph_with_children()
+    root = graph.root
+    root.status = TaskStatus.DONE
+    root.result = "Lists grow in place [1]."
+    root.sources = [A.model_copy(update={"verified": True, "quote": "lists grow in place"})]
+    assert UNCONFIRMED not in build_report(graph)
+
+    root.sources = [A.model_copy(update={"verified": False})]  # cited, but not found to state it
+    report = build_report(graph)
+    assert report.startswith(f"Lists grow in place [1].\n\n{UNCONFIRMED}\n\n## References\n")
 
 
 def test_partial_report_of_a_failed_root_lists_finished_children_and_the_reason() -> None:

@@ -7,14 +7,22 @@ from sentient.report.build import build_report
 from sentient.report.model import Consulted, Missing, Reference, Report
 
 _ERROR_CHARS = 200  # a failed subtask's error is shortened to this in the "Not covered" list
+UNCONFIRMED = (
+    "> **Not confirmed by the sources:** no source the research consulted was found to state this "
+    "answer, so it rests on the model alone."
+)
 
 
 def to_markdown(report: Report) -> str:
-    """The report as Markdown: the answer (or the finished sections), References, and what is not covered."""
+    """The report as Markdown: the answer (or the finished sections), References, and what is not
+    covered. An answer that cites no verified source says so under it (:attr:`Report.confirmed`)."""
     if report.partial:
         text = _partial(report)
     else:
-        text = _cited(report.answer or "", report.references, report.consulted) + "\n"
+        answer = report.answer or ""
+        if not report.confirmed:
+            answer += "\n\n" + UNCONFIRMED
+        text = _cited(answer, report.references, report.consulted) + "\n"
     return text + _not_covered(report.missing)
 
 

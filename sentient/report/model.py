@@ -100,6 +100,15 @@ class Report(BaseModel):
     sections: list[Section] = []
     missing: list[Missing] = []
 
+    @property
+    def confirmed(self) -> bool:
+        """Whether the answer cites a source that was found to state what it is cited for.
+
+        An answer that cites none rests on the model alone (the small model answers from memory
+        when its sources do not say): the renderers say so under it.
+        """
+        return any(reference.verified for reference in self.references)
+
 
 def source_kind(ref: str) -> SourceKind:
     """``url`` for http(s) references, ``path`` for everything else (documents on disk)."""

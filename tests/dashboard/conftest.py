@@ -3,7 +3,8 @@ headless Chromium (the Debian package, driven by Playwright) pointed at it.
 
 The scripted model answers by goal keyword, so one server serves every test:
 - goals containing "XSS" get executor/aggregator answers with ``<img onerror>`` and ``<script>``;
-- every answer cites ``[1]``, so reports have clickable numbered references;
+- every answer cites ``[1]``, so reports have clickable numbered references, except in goals
+  containing "UNSOURCED", whose answers cite nothing (the report says no source confirms them);
 - goals containing "UNFINISHED": the executor of ``root.1`` and the root's aggregator fail, so
   (with the failure policy "continue") the report is partial, with a section and a missing part.
 """
@@ -54,12 +55,15 @@ def scripted_answer(request: FakeRequest) -> Any:
     xss = "XSS" in request.goal or "XSS" in request.prompt
     if "UNFINISHED" in request.prompt and (request.role, request.task_id) in UNFINISHED_FAILURES:
         return RuntimeError(UNFINISHED_FAILURES[request.role, request.task_id])
+    unsourced = "UNSOURCED" in request.goal or "UNSOURCED" in request.prompt
+    if request.role == "executor" and unsourced:
+        return ExecutionOutput(answer=f"Finding for {request.task_id}, from memory.", citations=[])
     if request.role == "executor":
         answer = XSS_PAYLOAD if xss else f"Finding for {request.task_id}: see [1]."
         return ExecutionOutput(answer=answer, citations=cite_sources(request.prompt, 1))
     if request.role == "aggregator":
         text = XSS_PAYLOAD if xss else f"Summary of {request.task_id}, drawing on the evidence [1]."
-        return AggregationOutput(answer=text)
+        return AggregationOutput(answer=f"Summary of {request.task_id}, from memory." if unsourced else text)
     return default_response(request)
 
 

@@ -172,6 +172,7 @@ def test_report_renders_with_clickable_references_and_downloads(
     expect(reference.locator(".badge")).to_have_text("verified")
     expect(reference.locator("blockquote.quote")).not_to_be_empty()
     expect(report.get_by_test_id("report-missing")).to_have_count(0)
+    expect(report.get_by_test_id("report-unconfirmed")).to_have_count(0)
     citation.click()
     expect(reference).to_have_class(re.compile(r"\bhighlighted\b"))
     expect(reference).to_be_in_viewport()
@@ -199,6 +200,19 @@ def test_report_renders_with_clickable_references_and_downloads(
     with page.expect_download() as png:
         page.get_by_test_id("export-png").click()
     assert Path(png.value.path()).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert problems.errors == []
+
+
+def test_an_answer_no_source_confirms_is_marked_in_the_report(page: Any, live_server: Any, problems: Any) -> None:
+    page.goto(live_server.url)
+    create_project(page, "UNSOURCED guess about qubit vendors")
+    wait_completed(page)
+
+    page.get_by_test_id("report-tab").click()
+    report = page.get_by_test_id("report-body")
+    expect(report).to_contain_text("Summary of root, from memory.")
+    expect(report.get_by_test_id("report-references")).to_have_count(0)
+    expect(report.get_by_test_id("report-unconfirmed")).to_contain_text("Not confirmed by the sources")
     assert problems.errors == []
 
 

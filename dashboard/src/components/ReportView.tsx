@@ -89,28 +89,43 @@ function ReportBody({ report }: { report: ReportResponse }) {
           {report.sections.length === 0 && <p className="muted">No subtask finished.</p>}
         </>
       ) : (
-        <Cited text={report.answer ?? ""} references={report.references} consulted={report.consulted} prefix="" />
+        <Cited
+          text={report.answer ?? ""}
+          references={report.references}
+          consulted={report.consulted}
+          prefix=""
+          unconfirmed={!report.references.some((r) => r.verified)}
+        />
       )}
       {report.missing.length > 0 && <NotCovered missing={report.missing} />}
     </article>
   );
 }
 
-/** A text and the sources it rests on: its "[n]" jump to the numbered references listed below it. */
+/** A text and the sources it rests on: its "[n]" jump to the numbered references listed below it.
+ * An answer that cites no verified source says so under it, as the Markdown report does. */
 function Cited({
   text,
   references,
   consulted,
   prefix,
+  unconfirmed = false,
 }: {
   text: string;
   references: Reference[];
   consulted: Consulted[];
   prefix: string;
+  unconfirmed?: boolean;
 }) {
   return (
     <div className="cited">
       <Markdown text={text} citationPrefix={prefix} testId="report-text" />
+      {unconfirmed && (
+        <p className="unconfirmed" data-testid="report-unconfirmed">
+          <strong>Not confirmed by the sources:</strong> no source the research consulted was found to state this
+          answer, so it rests on the model alone.
+        </p>
+      )}
       {references.length > 0 && (
         <>
           <h3>References</h3>
