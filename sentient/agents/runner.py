@@ -42,7 +42,7 @@ from sentient.agents.json_repair import extract_json
 from sentient.agents.models.cache import CachedResponse, ResponseCache
 from sentient.agents.models.embedded import ENOUGH_KEY, Enough
 from sentient.agents.models.factory import ModelHandle
-from sentient.agents.models.providers import Provider, response_format_for
+from sentient.agents.models.providers import Provider, response_format_for, schema_name
 from sentient.agents.models.resilience import DeadlineExceeded, call_with_retries, describe
 from sentient.budget import Budget
 from sentient.context.builder import AgentContext, estimate_tokens
@@ -174,8 +174,7 @@ class AgentRunner:
                         raise
         except _InvalidOutput as exc:
             error = AgentOutputError(
-                f"output did not match {schema.model_config.get('title') or schema.__name__} after {attempts} "
-                f"attempt(s): {exc.error}",
+                f"output did not match {schema_name(schema)} after {attempts} attempt(s): {exc.error}",
                 attempts=attempts,
                 agent=call.agent.name,
                 task_id=call.task_id,

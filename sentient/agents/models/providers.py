@@ -102,7 +102,11 @@ def response_format_for(model: Model, schema: type[BaseModel]) -> dict[str, Any]
     return _json_schema_format(schema)
 
 
+def schema_name(schema: type[BaseModel]) -> str:
+    """The name a model is asked for ``schema`` by: its title (a PlanReply is asked for as a PlanOutput)."""
+    return schema.model_config.get("title") or schema.__name__
+
+
 @functools.lru_cache(maxsize=64)
 def _json_schema_format(schema: type[BaseModel]) -> dict[str, Any]:
-    name = schema.model_config.get("title") or schema.__name__  # a PlanReply is asked for as a PlanOutput
-    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema.model_json_schema()}}
+    return {"type": "json_schema", "json_schema": {"name": schema_name(schema), "schema": schema.model_json_schema()}}
