@@ -100,6 +100,8 @@ _POINTING = re.compile(
 
 # The words of a question that ask for a measure; the answer states the measure, not the words.
 _MEASURE = re.compile(r"\bhow\s+(?:long|often|many\s+times|much)\b", re.IGNORECASE)
+_COUNTED = re.compile(r"\bhow\s+many((?:\s+[A-Za-z]+){1,3})", re.IGNORECASE)  # "how many ensemble members"
+COUNT_REACH = 3  # words before or after a number within which the thing it counts is named
 
 # A sentence that opens by saying the sources do not confirm (contain, state…) the answer.
 _DISCLAIMER = re.compile(
@@ -335,6 +337,7 @@ def evidence(answer: str, task: str, sources: Sequence[Source]) -> Statement | N
     claim = _claim(answer, task)
     if not claim:
         return None
+    counts = _counts(answer, task)
     asked = _stems(task)
     own = {stem(w) for w in own_words(task)}
     values = [w for w in claim if w.isdigit() or w in _COUNTS or "_" in w]  # the numbers and names it gives
@@ -343,6 +346,8 @@ def evidence(answer: str, task: str, sources: Sequence[Source]) -> Statement | N
     for n, source in enumerate(sources, start=1):
         named = _stems(_document_label(source))  # "the current policy, policy_acp9.md": the document says so
         for sentence in quotable([source], MAX_STATEMENT_WORDS):
+            if counts and not _counts_the_same(sentence, counts):
+                continue
             words = _stems(sentence) | named
             share = _states(words, claim)
             answers = (
@@ -587,6 +592,47 @@ def drop_disclaimers(answer: str, sources: Sequence[Source]) -> tuple[str, int]:
         else:
             kept.append(sentence + parts[i + 1])
     return ("".join(kept).strip(), dropped) if dropped else (answer, 0)
+
+
+def _counts(answer: str, task: str) -> tuple[set[str], set[str]] | None:
+    """What ``task`` asks how many of (the stemmed words of its name: "ensemble members") and
+    the numbers ``answer`` gives for it: those within ``COUNT_REACH`` words of one of them
+    ("41,200 buoys"); None if it asks no count."""
+    asked = _COUNTED.search(task)
+    if asked is None:
+        return None
+    counted = {stem(w) for w in asked.group(1).lower().split() if w not in _STOP_WORDS}
+    words = _counted_words(answer)
+    numbers = {w for at, w in enumerate(words) if w.isdigit() and counted.intersection(_around(words, at))}
+    return (counted, numbers) if numbers else None
+
+
+def _counts_the_same(sentence: str, counts: tuple[set[str], set[str]]) -> bool:
+    """Whether ``sentence`` may give ``counts``' numbers as counts of the same thing: it does not
+    where each of them counts something else, named right after it ("41,200 readings were lost"
+    does not state "41,200 buoys"). A number near the name of what is counted, or followed by
+    no word of its own (a table's "Plover 94 the Vester Banks"), may count it."""
+    counted, numbers = counts
+    raw = normalize(renumber(sentence, {})).split()
+    words = [stem(w) for w in raw]
+
+    def counts_it(at: int) -> bool:
+        after = raw[at + 1] if at + 1 < len(raw) else ""
+        return bool(counted.intersection(_around(words, at))) or not after.isalpha() or after in _STOP_WORDS
+
+    for number in numbers:
+        places = [at for at, w in enumerate(words) if w == number]
+        if places and not any(counts_it(at) for at in places):
+            return False
+    return True
+
+
+def _counted_words(text: str) -> list[str]:
+    return [stem(w) for w in normalize(renumber(text, {})).split()]
+
+
+def _around(words: list[str], at: int) -> list[str]:
+    return words[max(0, at - COUNT_REACH) : at + COUNT_REACH + 1]
 
 
 def _claim(answer: str, task: str) -> list[str]:

@@ -515,6 +515,42 @@ def test_a_clause_is_cited_to_the_source_that_states_most_of_it():
     assert [s.verified for s in grounded.sources] == [None, True]
 
 
+COUNT_TASK = "How many buoys are in the sector whose buoys went silent during the Grey Tuesday incident?"
+GREY_TUESDAY = Source(
+    ref="/docs/postmortem.md",
+    title="postmortem.md - Postmortem: Grey Tuesday",
+    snippet="The buoys kept their readings for 90 minutes, so 41,200 readings were lost for good.",
+)
+
+
+def test_a_number_that_counts_something_else_does_not_state_a_count():
+    # Every word and number of the answer is in the sentence (the title names the incident), but
+    # the sentence counts readings, not buoys.
+    answer = "41,200 buoys are in the sector whose buoys went silent during the Grey Tuesday incident [1]."
+    assert evidence(answer, COUNT_TASK, [GREY_TUESDAY]) is None
+    grounded = cite_by_evidence(answer, COUNT_TASK, [GREY_TUESDAY])
+    assert "[1]" not in grounded.text and grounded.sources[0].verified is None
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The Heron sector has 58 moored buoys.",  # the counted word near the number
+        "Sector: Heron; Buoys: 58; Station: Corran Point.",  # a table row, the column's name before it
+        "Sector Buoys Waters Heron 58 the Corran banks",  # a plain-text table: no word of its own after it
+    ],
+)
+def test_a_count_is_stated_near_what_it_counts_or_in_a_table(sentence: str):
+    source = Source(ref="/docs/sectors.md", title="sectors.md - Sectors", snippet=sentence)
+    assert evidence("58 buoys are in the Heron sector [1].", COUNT_TASK, [source]) is not None
+
+
+def test_a_count_of_a_thing_named_in_several_words_is_stated_by_its_last_one():
+    task = "How many ensemble members does the fallback model have?"
+    source = Source(ref="/docs/model.md", title="model.md - Model", snippet="The previous model, TW-8, had 19 members.")
+    assert evidence("The fallback model TW-8 has 19 ensemble members [1].", task, [source]) is not None
+
+
 def test_a_short_clause_needs_four_of_its_words_stated():
     source = Source(ref="/docs/a.md", title="A", snippet="The gateway drains the buffer of each buoy group.")
     task = "What does the archive do?"
