@@ -37,6 +37,10 @@ class EngineSettings(BaseModel):
 
     max_depth: int = Field(2, ge=0, le=8, description="Nodes at this layer are always executed, never planned.")
     force_root_planning: bool = Field(True, description="Always plan the root instead of asking the atomizer.")
+    second_look: bool = Field(
+        True,
+        description="When no source confirms the final answer, answer the goal once more from its best passages alone.",
+    )
     max_subtasks: int = Field(6, ge=2, le=12, description="How many subtasks a planner is asked for, at most.")
     skip_atomization: bool = Field(False, description="Do not call the atomizer: plan above max_depth, execute at it.")
     failure_policy: FailurePolicy = FailurePolicy.REPLAN

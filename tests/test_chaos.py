@@ -23,7 +23,8 @@ from sentient.store import Owner, ProjectBusyError, ProjectStore
 
 GOAL = "How do Python lists differ from tuples?"
 # Two executors under the root, no atomizer, one call at a time: faults land where the script says.
-ENGINE: dict[str, Any] = {"max_depth": 1, "skip_atomization": True, "max_concurrent_llm_calls": 1}
+# No second look at the unconfirmed report (test_answer_pipeline.py): requests are counted exactly.
+ENGINE: dict[str, Any] = {"max_depth": 1, "skip_atomization": True, "max_concurrent_llm_calls": 1, "second_look": False}
 
 
 @pytest.fixture

@@ -32,6 +32,8 @@ from sentient.agents.schemas import AggregationOutput, AnswerOutput, AtomizerOut
 from sentient.context.builder import AgentContext, ContextBuilder
 from sentient.context.citations import renumber
 from sentient.context.grounding import (
+    Grounded,
+    asks_a_question,
     carry_citations,
     cite_by_evidence,
     coverage,
@@ -189,21 +191,13 @@ class AgentProcessor:
         try:
             found = await self._retrieve(node, tools)
             context = self._context.for_execution(node, found)
-            sink = SourceSink(context.sources)
-            if context.sources and self._runner.decodes_under_grammar(agent):
-                # The embedded model answers from its sources more often when asked for the answer
-                # alone (bench/README.md, answer quality); its [n] are checked against the sources here.
-                task = execute_task(node, has_sources=True, quoting=False)
-                plain = await self._answer(node, agent, task, context, AnswerOutput, tools, sink)
-                grounded = cite_by_evidence(self._whole(node, plain.answer), node.goal, sink.sources)
-            else:
-                task = execute_task(node, has_sources=bool(context.sources))
-                output = await self._answer(node, agent, task, context, ExecutionOutput, tools, sink)
-                grounded = ground(self._whole(node, output.answer), output.citations, sink.sources)
+            grounded = await self._sourced_answer(node, agent, context, tools)
         except AgentError as exc:
             self.fail(node, str(exc))
             return
         node.warnings.extend(grounded.notes)
+        if node.parent_id is None:
+            grounded = await self._second_look(node, grounded, found)
         self._finish(node, grounded.text, grounded.sources)
 
     async def aggregate(self, node: TaskNode) -> None:
@@ -220,7 +214,7 @@ class AgentProcessor:
         agent = self._profile.aggregator_for(is_root)
         try:
             found = await self._retrieve_for_report(node) if is_root else []
-            context = self._context.for_aggregation(node, found)
+            context = self._context.for_aggregation(node, found[:REPORT_SOURCES])
             task = aggregate_task(node, is_root=is_root, searched=bool(found))
             output = await self._ask(node, Role.AGGREGATOR, agent, task, context, AggregationOutput)
         except AgentError as exc:
@@ -240,6 +234,8 @@ class AgentProcessor:
         # the report is kept where that source states the clause, as an executor's is.
         grounded = cite_by_evidence(answer, node.goal, context.sources)
         node.warnings.extend(grounded.notes)
+        if is_root:
+            grounded = await self._second_look(node, grounded, found)
         self._finish(node, grounded.text, grounded.sources)
 
     # -- helpers -------------------------------------------------------------------------
@@ -285,6 +281,57 @@ class AgentProcessor:
         return await self._ask(
             node, Role.EXECUTOR, agent, task + number_is_not_an_answer(sentence), context, schema, tools, sink
         )
+
+    async def _sourced_answer(
+        self,
+        node: TaskNode,
+        agent: AgentConfig,
+        context: AgentContext,
+        tools: ToolBox | None,
+        *,
+        strict: bool = False,
+    ) -> Grounded:
+        """An executor's answer from ``context``'s sources, its citations checked (``strict``: see
+        :func:`execute_task`)."""
+        sink = SourceSink(context.sources)
+        if context.sources and self._runner.decodes_under_grammar(agent):
+            # The embedded model answers from its sources more often when asked for the answer
+            # alone (bench/README.md, answer quality); its [n] are checked against the sources here.
+            task = execute_task(node, has_sources=True, quoting=False, strict=strict)
+            plain = await self._answer(node, agent, task, context, AnswerOutput, tools, sink)
+            return cite_by_evidence(self._whole(node, plain.answer), node.goal, sink.sources)
+        task = execute_task(node, has_sources=bool(context.sources), strict=strict)
+        output = await self._answer(node, agent, task, context, ExecutionOutput, tools, sink)
+        return ground(self._whole(node, output.answer), output.citations, sink.sources)
+
+    async def _second_look(self, node: TaskNode, answer: Grounded, found: Sequence[Source]) -> Grounded:
+        """The root's ``answer``, or, when no source confirms it, a second look's answer that one does.
+
+        An answer that cites no verified source rests on the model alone: the executor may answer
+        from memory when its sources do not hold the answer, and a plan can go astray. The second
+        look asks the SEARCH executor once more, shown only the goal and ``found`` (the passages
+        searched for the goal itself), to answer from them alone; its answer is kept if a source
+        states it, else the research's answer stays (bench/README.md, "a second look"). The
+        replaced answer stays in the node's trace. Only a goal that asks a question gets one: a
+        report that was asked for ("Write an overview of …") is not replaced by a short answer.
+        """
+        if not self._settings.second_look or not found or not asks_a_question(node.goal):
+            return answer
+        if any(s.verified for s in answer.sources):
+            return answer
+        agent = self._profile.executor_for(TaskType.SEARCH)
+        try:
+            context = self._context.for_second_look(node, found)
+            second = await self._sourced_answer(node, agent, context, self._toolboxes.get(agent.name), strict=True)
+        except AgentError as exc:
+            node.warnings.append(f"second look failed, the unconfirmed answer is kept: {exc}")
+            return answer
+        if not any(s.verified for s in second.sources):
+            node.warnings.append("second look: no source states its answer either; the first answer is kept")
+            return answer
+        node.warnings.append("no source confirmed the answer: replaced by a second look's, which a source states")
+        node.warnings.extend(second.notes)
+        return second
 
     async def _review(self, node: TaskNode, plan: PlanOutput) -> PlanOutput | None:
         """Ask the reviewer until the plan is approved; None if it was rejected (node failed)."""
@@ -422,7 +469,8 @@ class AgentProcessor:
         return [s for s in await docs.retrieve(query, limit, fill=False) if s.ref not in seen][:RETRIEVED_SOURCES]
 
     async def _retrieve_for_report(self, node: TaskNode) -> list[Source]:
-        """The best passages for the whole goal, shown to the root's aggregator beside the results.
+        """The best passages for the whole goal: the first ``REPORT_SOURCES`` are shown to the
+        root's aggregator beside the results, all of them to a second look (:meth:`_second_look`).
 
         A plan can go astray where one search for the question would not: the small planner
         asked "what is the current time of the service" for "how far behind real time is the
@@ -431,7 +479,7 @@ class AgentProcessor:
         search").
         """
         tools = self._toolboxes.get(self._profile.executor_for(node.task_type).name)
-        return (await self._retrieve(node, tools))[:REPORT_SOURCES]
+        return await self._retrieve(node, tools)
 
     @staticmethod
     def _whole(node: TaskNode, answer: str) -> str:

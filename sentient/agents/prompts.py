@@ -32,15 +32,21 @@ def atomize_task(goal: str, task_type: str) -> str:
     )
 
 
-def execute_task(node: TaskNode, has_sources: bool, quoting: bool = True) -> str:
+def execute_task(node: TaskNode, has_sources: bool, quoting: bool = True, strict: bool = False) -> str:
     """An executor's task. ``quoting``: it gives a quote for each citation (else its citations
-    are checked against what the sources state, in code)."""
+    are checked against what the sources state, in code). ``strict``: it answers from the
+    sources only (a second look); else, when they do not hold the answer, from what it knows."""
+    otherwise = (
+        "If the sources do not state the answer, say so."
+        if strict
+        else "If the sources do not contain the answer, give the best answer you know without a citation and "
+        "say that the sources do not confirm it."
+    )
     if has_sources and not quoting:
         return (
             f"Task: {node.goal}\n\n"
             "Answer the task from the numbered sources above, directly and concisely, in one to three "
-            "sentences, and cite the source of each fact as [n]. If the sources do not contain the answer, "
-            "give the best answer you know without a citation and say that the sources do not confirm it.\n"
+            f"sentences, and cite the source of each fact as [n]. {otherwise}\n"
             'Answer with JSON: {"answer": "<the answer, citing [n]>"}'
         )
     if has_sources:
@@ -49,8 +55,7 @@ def execute_task(node: TaskNode, has_sources: bool, quoting: bool = True) -> str
             "Use the numbered sources above. First, in citations, give for each source you use its number "
             "and the sentence from it that supports the answer, copied word for word (5 to 25 words). Then, "
             "in answer, answer the task directly in one to three sentences, with the source number in "
-            "brackets after each fact, like [2]. If the sources do not contain the answer, give the best "
-            "answer you know without a citation and say that the sources do not confirm it.\n"
+            f"brackets after each fact, like [2]. {otherwise}\n"
             'Answer with JSON: {"citations": [{"source": <n>, "quote": "<words copied from source n>"}], '
             '"answer": "<the answer, citing [n]>"}'
         )

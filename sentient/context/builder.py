@@ -106,6 +106,11 @@ class ContextBuilder:
         sections += self._knowledge_sections(node)
         return self._fit(AgentContext(sections, sources=sources.sources))
 
+    def for_second_look(self, node: TaskNode, found: Sequence[Source]) -> AgentContext:
+        """The goal and ``found`` alone: a second look answers from the sources, not from what
+        the research concluded (its subtasks' results and knowledge entries are left out)."""
+        return self._fit(AgentContext(self._frame(node), sources=list(found)))
+
     def for_aggregation(self, node: TaskNode, found: Sequence[Source] = ()) -> AgentContext:
         """The subtasks' results, the one that asks most of the node's own question last: the
         embedded model leans on the result it read last, and a step that checks a guess ("is the

@@ -500,6 +500,11 @@ def cite_by_evidence(answer: str, task: str, sources: Sequence[Source]) -> Groun
     return Grounded(text.strip(), grounded, list(dict.fromkeys(notes)))
 
 
+def asks_a_question(text: str) -> bool:
+    """Whether a sentence of ``text`` ends in a question mark."""
+    return any(s.rstrip().endswith("?") for s in sentences(text))
+
+
 def sentences(text: str) -> list[str]:
     """``text``'s sentences, each with the citations that follow its full stop."""
     return [part for part in _SENTENCE_BREAK.split(text)[::2] if part.strip()]

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from sentient.agents.models.fake import FakeRequest, ScriptedModel, cite_sources
 from sentient.agents.schemas import AggregationOutput, AnswerOutput, AtomizerOutput, ExecutionOutput
 from sentient.api import ProfiledSentientAgent
@@ -109,7 +111,7 @@ async def test_a_goal_no_passage_holds_is_left_to_the_atomizer(make_agent) -> No
     assert [c.request.role for c in model.calls][:2] == ["atomizer", "planner"]
 
     model = ScriptedModel(script={"atomizer": AtomizerOutput(is_atomic=True)})
-    result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
+    result = await make_agent(model, profile="general_agent", second_look=False).arun(COMPOUND, write_files=False)
     assert result.graph.root.node_type is NodeType.EXECUTE
     assert [c.request.role for c in model.calls] == ["atomizer", "executor"]
 
@@ -351,6 +353,110 @@ async def test_the_report_reads_the_best_passages_for_the_goal_beside_the_result
     root = result.graph.root
     (cited,) = re.findall(r"\[(\d)\]", root.result)
     assert root.result.startswith("The event loop runs them [")
+    assert root.sources[int(cited) - 1].ref.endswith("asyncio.md") and root.sources[int(cited) - 1].verified
+
+
+STRICT = "If the sources do not state the answer, say so."  # a second look's instruction
+
+
+@pytest.mark.parametrize("grammar", [True, False], ids=["embedded", "hosted"])
+async def test_an_answer_no_source_confirms_is_replaced_by_a_second_look_that_one_does(make_agent, grammar) -> None:
+    # The executor answers from memory; asked once more, from the passages alone, it answers from
+    # them (the embedded model's citations are checked against the sources, a hosted one's quotes).
+    def executor(request: FakeRequest) -> AnswerOutput | ExecutionOutput:
+        if STRICT in request.prompt:
+            answer = "The event loop runs coroutines and tasks [1]."
+            return (
+                AnswerOutput(answer=answer)
+                if grammar
+                else ExecutionOutput(answer=answer, citations=cite_sources(request.prompt))
+            )
+        answer = "Coroutines are run by a scheduler thread. The sources do not confirm it."
+        return AnswerOutput(answer=answer) if grammar else ExecutionOutput(answer=answer, citations=[])
+
+    model = ScriptedModel(grammar=grammar, script={"atomizer": AtomizerOutput(is_atomic=True), "executor": executor})
+    result = await make_agent(model, profile="general_agent").arun(GOAL, write_files=False)
+
+    first, second = model.calls_for(role="executor")
+    assert STRICT not in first.request.prompt and "give the best answer you know" in first.request.prompt
+    # The same goal and passages: only the instruction differs.
+    assert second.request.prompt.split("## Your task")[0] == first.request.prompt.split("## Your task")[0]
+    root = result.graph.root
+    assert root.result == "The event loop runs coroutines and tasks [1]."
+    assert root.sources[0].verified is True
+    assert any("replaced by a second look" in w for w in root.warnings)
+    assert "Not confirmed" not in result.report_markdown
+
+
+async def test_a_second_look_no_source_confirms_either_leaves_the_first_answer(make_agent) -> None:
+    model = ScriptedModel(
+        grammar=True,
+        script={
+            "atomizer": AtomizerOutput(is_atomic=True),
+            "executor": AnswerOutput(answer="Coroutines are run by a scheduler thread."),
+        },
+    )
+    result = await make_agent(model, profile="general_agent").arun(GOAL, write_files=False)
+
+    assert len(model.calls_for(role="executor")) == 2
+    root = result.graph.root
+    assert root.result == "Coroutines are run by a scheduler thread."
+    assert not any(s.verified for s in root.sources)
+    assert any("first answer is kept" in w for w in root.warnings)
+    assert "Not confirmed by the sources" in result.report_markdown
+
+
+async def test_no_second_look_for_a_confirmed_answer_a_report_asked_for_or_when_turned_off(make_agent) -> None:
+    async def executors(goal: str, answer: str, **engine: object) -> int:
+        model = ScriptedModel(
+            grammar=True,
+            script={"atomizer": AtomizerOutput(is_atomic=True), "executor": AnswerOutput(answer=answer)},
+        )
+        await make_agent(model, profile="general_agent", **engine).arun(goal, write_files=False)
+        return len(model.calls_for(role="executor"))
+
+    assert await executors(GOAL, "The event loop runs coroutines and tasks [1].") == 1  # confirmed
+    assert await executors(GOAL, "A scheduler thread.", second_look=False) == 1
+    # A report is asked for, not a question: a short answer must not replace it.
+    report = "Write an overview of how the asyncio event loop runs coroutines."
+    assert await executors(report, "A scheduler thread.") == 1
+    assert await executors(GOAL, "A scheduler thread.") == 2
+
+
+async def test_a_planned_goals_second_look_reads_the_passages_not_the_results(make_agent) -> None:
+    # The plan went astray and the report states what no source does: the second look is shown the
+    # goal's own passages and none of the subtasks' results.
+    astray = PlanOutput(
+        subtasks=[
+            SubTask(goal="What time is it now?", task_type=TaskType.SEARCH),
+            SubTask(goal="Which year is it?", task_type=TaskType.SEARCH),
+        ]
+    )
+
+    def executor(request: FakeRequest) -> AnswerOutput:
+        if STRICT in request.prompt:
+            return AnswerOutput(answer="The event loop runs coroutines and tasks [1].")
+        return AnswerOutput(answer="It is late.")
+
+    model = ScriptedModel(
+        grammar=True,
+        script={
+            "atomizer": AtomizerOutput(is_atomic=False),
+            "planner": astray,
+            "executor": executor,
+            "aggregator": AggregationOutput(answer="A scheduler thread runs them late."),
+        },
+    )
+    result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
+
+    (look,) = [c for c in model.calls_for(role="executor", task_id="root")]
+    assert STRICT in look.request.prompt
+    assert "It is late." not in look.request.prompt and "Result of" not in look.request.prompt
+    assert "The event loop runs coroutines and tasks." in look.request.prompt
+    # Its [1] moves to the passage that states it, as an executor's does.
+    root = result.graph.root
+    (cited,) = re.findall(r"\[(\d)\]", root.result)
+    assert root.result.startswith("The event loop runs coroutines and tasks [")
     assert root.sources[int(cited) - 1].ref.endswith("asyncio.md") and root.sources[int(cited) - 1].verified
 
 

@@ -78,7 +78,8 @@ async def test_modify_with_an_edited_plan_uses_it_as_is(make_agent) -> None:
     edited = plan("only this", "and that", deps={1: [0]})
     reviewer = ScriptedReviewer([Modify(plan=edited)])
     model = ScriptedModel(script={"planner": PLANNED})
-    result = await make_agent(model, reviewer=reviewer, max_depth=1, review="all").arun(GOAL, write_files=False)
+    agent = make_agent(model, reviewer=reviewer, max_depth=1, review="all", second_look=False)
+    result = await agent.arun(GOAL, write_files=False)
 
     assert result.status == "completed"
     assert len(reviewer.requests) == 1  # an edited plan is the human's own: not reviewed again

@@ -71,7 +71,9 @@ async def test_dependent_of_several_dependencies_waits_for_the_last_one(make_age
 
 async def test_independent_siblings_run_concurrently(make_agent) -> None:
     model = ScriptedModel(script={"planner": plan([], [], [])}, latency=0.05)
-    result = await make_agent(model, max_depth=1, max_concurrent_llm_calls=4).arun(GOAL, write_files=False)
+    result = await make_agent(model, max_depth=1, max_concurrent_llm_calls=4, second_look=False).arun(
+        GOAL, write_files=False
+    )
 
     assert result.status == "completed"
     executors = model.calls_for(role="executor")
@@ -82,7 +84,7 @@ async def test_independent_siblings_run_concurrently(make_agent) -> None:
 
 async def test_one_concurrent_call_means_calls_never_overlap(make_agent) -> None:
     model = ScriptedModel(script={"planner": plan([], [], [], [1])}, latency=0.01)
-    agent = make_agent(model, max_depth=1, max_concurrent_llm_calls=1)
+    agent = make_agent(model, max_depth=1, max_concurrent_llm_calls=1, second_look=False)
     result = await agent.arun(GOAL, write_files=False)
 
     assert result.status == "completed"
@@ -106,7 +108,7 @@ async def test_parent_aggregates_only_after_all_children_finished(make_agent) ->
         return plan([], [], of=f" of {request.task_id}")
 
     model = ScriptedModel(script={"planner": planner, "atomizer": atomizer}, latency=latency)
-    result = await make_agent(model, max_depth=2).arun(GOAL, write_files=False)
+    result = await make_agent(model, max_depth=2, second_look=False).arun(GOAL, write_files=False)
 
     assert result.status == "completed"
     assert {n.task_id for n in result.graph} == {"root", "root.0", "root.1", "root.0.0", "root.0.1"}
