@@ -324,14 +324,17 @@ async def test_a_second_hop_searches_with_the_first_hops_result_and_skips_its_pa
     assert [s.ref for s in hop2.sources].count(result.graph.get("root.0").sources[0].ref) == 1
 
 
+# A plan gone astray: no step asks what the goal asks.
+ASTRAY = PlanOutput(
+    subtasks=[
+        SubTask(goal="What time is it now?", task_type=TaskType.SEARCH),
+        SubTask(goal="Which year is it?", task_type=TaskType.SEARCH),
+    ]
+)
+
+
 async def test_the_report_reads_the_best_passages_for_the_goal_beside_the_results(make_agent) -> None:
     # The subtasks went astray (each answers without a source); one search for the goal finds the answer.
-    astray = PlanOutput(
-        subtasks=[
-            SubTask(goal="What time is it now?", task_type=TaskType.SEARCH),
-            SubTask(goal="Which year is it?", task_type=TaskType.SEARCH),
-        ]
-    )
 
     def report(request: FakeRequest) -> AggregationOutput:
         cited = cite_sources(request.prompt, 1)
@@ -339,7 +342,7 @@ async def test_the_report_reads_the_best_passages_for_the_goal_beside_the_result
 
     model = ScriptedModel(
         script={
-            "planner": astray,
+            "planner": ASTRAY,
             "executor": ExecutionOutput(answer="It is late.", citations=[]),
             "aggregator": report,
         }
@@ -426,12 +429,6 @@ async def test_no_second_look_for_a_confirmed_answer_a_report_asked_for_or_when_
 async def test_a_planned_goals_second_look_reads_the_passages_not_the_results(make_agent) -> None:
     # The plan went astray and the report states what no source does: the second look is shown the
     # goal's own passages and none of the subtasks' results.
-    astray = PlanOutput(
-        subtasks=[
-            SubTask(goal="What time is it now?", task_type=TaskType.SEARCH),
-            SubTask(goal="Which year is it?", task_type=TaskType.SEARCH),
-        ]
-    )
 
     def executor(request: FakeRequest) -> AnswerOutput:
         if STRICT in request.prompt:
@@ -442,7 +439,7 @@ async def test_a_planned_goals_second_look_reads_the_passages_not_the_results(ma
         grammar=True,
         script={
             "atomizer": AtomizerOutput(is_atomic=False),
-            "planner": astray,
+            "planner": ASTRAY,
             "executor": executor,
             "aggregator": AggregationOutput(answer="A scheduler thread runs them late."),
         },
