@@ -91,6 +91,19 @@ class Budget:
             self._settled.clear()
             await self._settled.wait()
 
+    def has_room(self, requests: int, cost_usd: float, duration_s: float) -> bool:
+        """Whether ``requests`` more requests, costing ``cost_usd`` and lasting ``duration_s``, stay
+        within every limit. Nothing is reserved: optional work asks first, so that it is never
+        what exhausts the budget and stops the run."""
+        if self.check() is not None:
+            return False
+        if self.max_llm_calls is not None and self.llm_calls + requests > self.max_llm_calls:
+            return False
+        if self.max_cost_usd is not None and self.cost_usd + self.reserved_usd + cost_usd > self.max_cost_usd:
+            return False
+        left = self.time_left_s()
+        return left is None or left >= duration_s
+
     def count_retry(self) -> bool:
         """Count one more request of a reserved call (a retry); False (and the run stops) past the call limit."""
         if self.check() is not None:

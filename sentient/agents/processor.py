@@ -314,14 +314,19 @@ class AgentProcessor:
         states it, else the research's answer stays (bench/README.md, "a second look"). The
         replaced answer stays in the node's trace. Only a goal that asks a question gets one: a
         report that was asked for ("Write an overview of …") is not replaced by a short answer.
+        It is optional work: it runs only where the budget has room for it at its worst, so it
+        never stops a run that has its answer.
         """
         if not self._settings.second_look or not found or not asks_a_question(node.goal):
             return answer
         if any(s.verified for s in answer.sources):
             return answer
         agent = self._profile.executor_for(TaskType.SEARCH)
+        context = self._context.for_second_look(node, found)
+        if not self._runner.has_room(agent, context.tokens):
+            node.warnings.append("no second look at the unconfirmed answer: the budget has no room left for it")
+            return answer
         try:
-            context = self._context.for_second_look(node, found)
             second = await self._sourced_answer(node, agent, context, self._toolboxes.get(agent.name), strict=True)
         except AgentError as exc:
             node.warnings.append(f"second look failed, the unconfirmed answer is kept: {exc}")

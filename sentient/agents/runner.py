@@ -146,6 +146,16 @@ class AgentRunner:
         """Whether ``agent``'s model is held to the output schema's grammar (the embedded one)."""
         return self._model_for(agent).grammar
 
+    def has_room(self, agent: AgentConfig, prompt_tokens: int) -> bool:
+        """Whether the budget has room for one more call of ``agent`` at its worst: every attempt
+        it may make, each at the estimated cost of a ``prompt_tokens`` prompt, for its whole timeout."""
+        if self._budget is None:
+            return True
+        handle = self._model_for(agent)
+        requests = (self._retries + 1) * self._transient_attempts
+        estimate = handle.price.cost(estimate_tokens(agent.instructions) + prompt_tokens, self._expected_output_tokens)
+        return self._budget.has_room(requests, requests * estimate, self._timeout_for(handle))
+
     async def run(self, call: AgentCall, schema: type[T]) -> AgentReply[T]:
         """Run ``call`` until its output validates as ``schema``; raise AgentError otherwise."""
         handle = self._model_for(call.agent)

@@ -426,6 +426,27 @@ async def test_no_second_look_for_a_confirmed_answer_a_report_asked_for_or_when_
     assert await executors(GOAL, "A scheduler thread.") == 2
 
 
+async def test_a_second_look_runs_only_where_the_budget_has_room_for_it(make_agent) -> None:
+    # Optional work must not be what exhausts a budget: that would stop a run that has its answer.
+    async def run(**budget: float) -> tuple[str, int, list[str]]:
+        model = ScriptedModel(
+            grammar=True,
+            script={"atomizer": AtomizerOutput(is_atomic=True), "executor": AnswerOutput(answer="A scheduler thread.")},
+        )
+        result = await make_agent(model, profile="general_agent", **budget).arun(GOAL, write_files=False)
+        return result.status, len(model.calls_for(role="executor")), result.graph.root.warnings
+
+    status, executors, warnings = await run(max_llm_calls=1)
+    assert (status, executors) == ("completed", 1)
+    assert any("the budget has no room left" in w for w in warnings)
+    # Room for the second look's every attempt (3 validation x 4 transient) beside the first call.
+    assert (await run(max_llm_calls=13))[:2] == ("completed", 2)
+    assert (await run(max_llm_calls=12))[:2] == ("completed", 1)
+    # Less time left than the call's timeout (120 s).
+    assert (await run(max_time_s=60))[:2] == ("completed", 1)
+    assert (await run(max_time_s=600))[:2] == ("completed", 2)
+
+
 async def test_a_planned_goals_second_look_reads_the_passages_not_the_results(make_agent) -> None:
     # The plan went astray and the report states what no source does: the second look is shown the
     # goal's own passages and none of the subtasks' results.
