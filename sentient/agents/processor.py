@@ -30,7 +30,7 @@ from sentient.agents.registry import Profile
 from sentient.agents.runner import AgentCall, AgentRunner
 from sentient.agents.schemas import AggregationOutput, AnswerOutput, AtomizerOutput, ExecutionOutput, PlanReply
 from sentient.context.builder import AgentContext, ContextBuilder
-from sentient.context.citations import renumber
+from sentient.context.citations import cited_numbers, renumber
 from sentient.context.grounding import (
     Grounded,
     asks_a_question,
@@ -42,6 +42,7 @@ from sentient.context.grounding import (
     ground,
     marker_as_answer,
     normalize,
+    sentences,
     state_markers,
 )
 from sentient.events import (
@@ -307,19 +308,23 @@ class AgentProcessor:
     async def _second_look(self, node: TaskNode, answer: Grounded, found: Sequence[Source]) -> Grounded:
         """The root's ``answer``, or, when no source confirms it, a second look's answer that one does.
 
-        An answer that cites no verified source rests on the model alone: the executor may answer
-        from memory when its sources do not hold the answer, and a plan can go astray. The second
-        look asks the SEARCH executor once more, shown only the goal and ``found`` (the passages
-        searched for the goal itself), to answer from them alone; its answer is kept if a source
-        states it, else the research's answer stays (bench/README.md, "a second look"). The
-        replaced answer stays in the node's trace. Only a goal that asks a question gets one: a
-        report that was asked for ("Write an overview of …") is not replaced by a short answer.
-        It is optional work: it runs only where the budget has room for it at its worst, so it
-        never stops a run that has its answer.
+        An answer is confirmed when its first sentence, the direct answer, cites a verified
+        source (supporting facts cited below an uncited answer do not confirm it). One that does
+        not rests on the model: the executor may answer from memory when its sources do not hold
+        the answer, and a plan can go astray. The second look asks the SEARCH executor once more,
+        shown only the goal and ``found`` (the passages searched for the goal itself), to answer
+        from them alone; its answer is kept if it is confirmed, else the research's answer stays
+        (bench/README.md, "a second look"). The replaced answer stays in the node's trace. Only
+        the answer to a question, in one paragraph, gets one: a report that was asked for ("Write
+        an overview of …") or that was written as one (headings, paragraphs, lists) is not
+        replaced by a short answer. It is optional work: it runs only where the budget has room
+        for it at its worst, so it never stops a run that has its answer.
         """
         if not self._settings.second_look or not found or not asks_a_question(node.goal):
             return answer
-        if any(s.verified for s in answer.sources):
+        if "\n" in answer.text.strip():  # a report, not an answer
+            return answer
+        if _opens_confirmed(answer):
             return answer
         agent = self._profile.executor_for(TaskType.SEARCH)
         context = self._context.for_second_look(node, found)
@@ -331,7 +336,7 @@ class AgentProcessor:
         except AgentError as exc:
             node.warnings.append(f"second look failed, the unconfirmed answer is kept: {exc}")
             return answer
-        if not any(s.verified for s in second.sources):
+        if not _opens_confirmed(second):
             node.warnings.append("second look: no source states its answer either; the first answer is kept")
             return answer
         node.warnings.append("no source confirmed the answer: replaced by a second look's, which a source states")
@@ -503,6 +508,14 @@ class AgentProcessor:
         node.result = answer
         node.sources = list(sources)
         self.move(node, _S.DONE)
+
+
+def _opens_confirmed(answer: Grounded) -> bool:
+    """Whether the first sentence of ``answer`` (the direct answer) cites a verified source."""
+    opening = sentences(answer.text)[:1]
+    return any(
+        1 <= n <= len(answer.sources) and answer.sources[n - 1].verified for n in cited_numbers(" ".join(opening))
+    )
 
 
 def _distinct(subtasks: Sequence[SubTask]) -> list[SubTask]:

@@ -190,8 +190,10 @@ async def test_a_subtask_the_plan_lists_twice_runs_once(make_agent) -> None:
     model = ScriptedModel(
         script={"atomizer": AtomizerOutput(is_atomic=True), "planner": twice, "executor": grounded_executor}
     )
-    # Planned although one passage holds the goal's words: the root's atomizer is not asked.
-    result = await make_agent(model, profile="general_agent", force_root_planning=True).arun(GOAL, write_files=False)
+    # Planned although one passage holds the goal's words: the root's atomizer is not asked. (The
+    # canned report cites nothing; its second look is not counted here.)
+    agent = make_agent(model, profile="general_agent", force_root_planning=True, second_look=False)
+    result = await agent.arun(GOAL, write_files=False)
 
     assert result.status == "completed"
     first, second = result.graph.children("root")
@@ -423,7 +425,10 @@ async def test_no_second_look_for_a_confirmed_answer_a_report_asked_for_or_when_
     # A report is asked for, not a question: a short answer must not replace it.
     report = "Write an overview of how the asyncio event loop runs coroutines."
     assert await executors(report, "A scheduler thread.") == 1
+    assert await executors(GOAL, "# The loop\n\nA scheduler thread runs them.\n\n- It is fast.") == 1  # written as one
     assert await executors(GOAL, "A scheduler thread.") == 2
+    # A cited supporting fact does not confirm an answer whose own sentence cites nothing.
+    assert await executors(GOAL, "A scheduler thread runs them. The event loop runs coroutines and tasks [1].") == 2
 
 
 async def test_a_second_look_runs_only_where_the_budget_has_room_for_it(make_agent) -> None:

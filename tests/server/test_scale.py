@@ -153,7 +153,7 @@ def test_two_workers_on_one_hosted_key_keep_its_concurrency_cap_together(
 def test_two_workers_on_one_hosted_key_keep_its_requests_per_minute_together(
     cluster: Callable[..., Cluster], tmp_path: Path
 ) -> None:
-    rpm = 6  # six requests saved, then one every 10 s; a project here makes five
+    rpm = 6  # six requests saved, then one every 10 s; a project here makes five (no second look)
     user_config = tmp_path / "config.yaml"
     user_config.write_text(f"providers:\n  openai-compatible:\n    requests_per_minute: {rpm}\n")
     with chaos_server() as provider:
@@ -170,7 +170,8 @@ def test_two_workers_on_one_hosted_key_keep_its_requests_per_minute_together(
             for name in ("w1", "w2")
         ]
         built.wait_listening(3)  # the web process and both workers
-        projects = [built.submit(f"How does asyncio schedule tasks? ({n})", max_subtasks=2) for n in range(2)]
+        goals = [f"How does asyncio schedule tasks? ({n})" for n in range(2)]
+        projects = [built.submit(goal, max_subtasks=2, second_look=False) for goal in goals]
         wait_for(lambda: len(provider.spans) >= rpm, 30, "the key's saved requests to be spent")
         # Each worker alone would have six of its own, and both projects would be done within moments.
         time.sleep(3)
