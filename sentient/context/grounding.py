@@ -329,9 +329,11 @@ def evidence(answer: str, task: str, sources: Sequence[Source]) -> Statement | N
     value is stated in the source's own words too: a sentence that holds every number and name
     (``cache_info``) of the answer and ``MIN_ASKED`` of the task's own words answers the task
     with them ("Changed in version 3.3: Hash randomization is enabled by default." states
-    "Python 3.3 introduced hash randomization"). Among several, the one holding most of the
-    claim wins, then the one sharing most words with the task (a table row names the thing
-    asked about). None when the answer adds nothing to the task, or no sentence states it.
+    "Python 3.3 introduced hash randomization"). Asked "how many X", a sentence whose number
+    counts something else states no count of X (:func:`_counts_the_same`). Among several, the
+    one holding most of the claim wins, then the one sharing most words with the task (a table
+    row names the thing asked about). None when the answer adds nothing to the task, or no
+    sentence states it.
     Sentences of up to ``MAX_STATEMENT_WORDS`` words are read whole, not in quote pieces.
     """
     claim = _claim(answer, task)
