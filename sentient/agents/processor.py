@@ -33,7 +33,6 @@ from sentient.context.builder import AgentContext, ContextBuilder
 from sentient.context.citations import cited_numbers, renumber
 from sentient.context.grounding import (
     Grounded,
-    asks_a_question,
     carry_citations,
     cite_by_evidence,
     coverage,
@@ -42,6 +41,7 @@ from sentient.context.grounding import (
     ground,
     marker_as_answer,
     normalize,
+    questions,
     sentences,
     state_markers,
 )
@@ -320,7 +320,7 @@ class AgentProcessor:
         replaced by a short answer. It is optional work: it runs only where the budget has room
         for it at its worst, so it never stops a run that has its answer.
         """
-        if not self._settings.second_look or not found or not asks_a_question(node.goal):
+        if not self._settings.second_look or not found or not questions(node.goal):
             return answer
         if "\n" in answer.text.strip():  # a report, not an answer
             return answer
@@ -512,10 +512,8 @@ class AgentProcessor:
 
 def _opens_confirmed(answer: Grounded) -> bool:
     """Whether the first sentence of ``answer`` (the direct answer) cites a verified source."""
-    opening = sentences(answer.text)[:1]
-    return any(
-        1 <= n <= len(answer.sources) and answer.sources[n - 1].verified for n in cited_numbers(" ".join(opening))
-    )
+    opening = next(iter(sentences(answer.text)), "")
+    return any(1 <= n <= len(answer.sources) and answer.sources[n - 1].verified for n in cited_numbers(opening))
 
 
 def _distinct(subtasks: Sequence[SubTask]) -> list[SubTask]:

@@ -153,8 +153,13 @@ class AgentRunner:
             return True
         handle = self._model_for(agent)
         requests = (self._retries + 1) * self._transient_attempts
-        estimate = handle.price.cost(estimate_tokens(agent.instructions) + prompt_tokens, self._expected_output_tokens)
+        estimate = self._estimate(handle, agent, prompt_tokens)
         return self._budget.has_room(requests, requests * estimate, self._timeout_for(handle))
+
+    def _estimate(self, handle: ModelHandle, agent: AgentConfig, prompt_tokens: int) -> float:
+        """What one request of ``agent`` with a ``prompt_tokens`` prompt is expected to cost, its
+        answer as long as the longest seen so far."""
+        return handle.price.cost(estimate_tokens(agent.instructions) + prompt_tokens, self._expected_output_tokens)
 
     async def run(self, call: AgentCall, schema: type[T]) -> AgentReply[T]:
         """Run ``call`` until its output validates as ``schema``; raise AgentError otherwise."""
@@ -254,9 +259,7 @@ class AgentRunner:
     ) -> tuple[str, int, int]:
         """One model call asking for ``schema``: (raw content, input tokens, output tokens). Raises AgentError."""
         budget = self._budget
-        estimate = handle.price.cost(
-            estimate_tokens(call.agent.instructions) + estimate_tokens(prompt), self._expected_output_tokens
-        )
+        estimate = self._estimate(handle, call.agent, estimate_tokens(prompt))
         requests = 0
         cost = 0.0
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sentient.context.citations import SourceList, renumber
-from sentient.context.grounding import own_words, sentences
+from sentient.context.grounding import own_words, questions
 from sentient.context.knowledge import KnowledgeStore
 from sentient.graph.node import Source, TaskNode
 from sentient.graph.status import TaskStatus
@@ -28,7 +28,7 @@ _MIN_GOAL_CHARS = 2000  # a goal up to this long is never cut, whatever the budg
 
 def _asking(goal: str) -> str:
     """The sentences of ``goal`` that end in a question mark; the whole goal if none does."""
-    return " ".join(s for s in sentences(goal) if s.rstrip().endswith("?")) or goal
+    return " ".join(questions(goal)) or goal
 
 
 def estimate_tokens(text: str) -> int:

@@ -502,9 +502,9 @@ def cite_by_evidence(answer: str, task: str, sources: Sequence[Source]) -> Groun
     return Grounded(text.strip(), grounded, list(dict.fromkeys(notes)))
 
 
-def asks_a_question(text: str) -> bool:
-    """Whether a sentence of ``text`` ends in a question mark."""
-    return any(s.rstrip().endswith("?") for s in sentences(text))
+def questions(text: str) -> list[str]:
+    """The sentences of ``text`` that end in a question mark."""
+    return [s for s in sentences(text) if s.rstrip().endswith("?")]
 
 
 def sentences(text: str) -> list[str]:
