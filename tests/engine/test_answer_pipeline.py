@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sentient.agents.models.fake import FakeRequest, ScriptedModel, cite_sources
+from sentient.agents.models.fake import FakeRequest, Responder, ScriptedModel, cite_sources
 from sentient.agents.schemas import AggregationOutput, AnswerOutput, AtomizerOutput, ExecutionOutput
 from sentient.api import ProfiledSentientAgent
 from sentient.graph.node import NodeType, TaskType
@@ -26,6 +26,11 @@ def grounded_executor(request: FakeRequest) -> ExecutionOutput:
     return ExecutionOutput(
         answer=f"It runs them as tasks [{citations[0].source}]." if citations else "No sources.", citations=citations
     )
+
+
+def embedded(executor: Responder) -> ScriptedModel:
+    """The embedded model (grammar-decoded) on the direct path: one step, its executor answering."""
+    return ScriptedModel(grammar=True, script={"atomizer": AtomizerOutput(is_atomic=True), "executor": executor})
 
 
 async def test_a_simple_goal_is_answered_directly_with_one_search_and_a_grounded_citation(make_agent) -> None:
@@ -48,13 +53,7 @@ async def test_a_grammar_decoded_model_answers_plainly_and_its_citations_are_che
 ) -> None:
     # As the embedded model is asked: the answer alone, citing [n]; code keeps a citation only where
     # the cited source states the clause (one source is found: [2] moves to it, [1] does not state the rest).
-    model = ScriptedModel(
-        grammar=True,
-        script={
-            "atomizer": AtomizerOutput(is_atomic=True),
-            "executor": AnswerOutput(answer="It runs coroutines and tasks [2]. It uses one thread per task [1]."),
-        },
-    )
+    model = embedded(AnswerOutput(answer="It runs coroutines and tasks [2]. It uses one thread per task [1]."))
     result = await make_agent(model, profile="general_agent").arun(GOAL, write_files=False)
 
     (call,) = model.calls_for(role="executor")
@@ -71,10 +70,7 @@ async def test_a_grammar_decoded_model_answers_plainly_and_its_citations_are_che
 async def test_a_cited_answer_does_not_also_say_the_sources_do_not_confirm_it(make_agent) -> None:
     # The embedded model is told to say so when it answers from memory, and often says it anyway.
     answer = "It runs coroutines and tasks [1]. The sources do not confirm this answer."
-    model = ScriptedModel(
-        grammar=True,
-        script={"atomizer": AtomizerOutput(is_atomic=True), "executor": AnswerOutput(answer=answer)},
-    )
+    model = embedded(AnswerOutput(answer=answer))
     result = await make_agent(model, profile="general_agent").arun(GOAL, write_files=False)
 
     root = result.graph.root
@@ -224,7 +220,7 @@ async def test_an_answer_that_gives_a_source_number_for_the_answer_is_asked_agai
             return AnswerOutput(answer="The event loop runs coroutines and tasks [1].")
         return AnswerOutput(answer="The component that runs coroutines is [1].")
 
-    model = ScriptedModel(grammar=True, script={"atomizer": AtomizerOutput(is_atomic=True), "executor": executor})
+    model = embedded(executor)
     result = await make_agent(model, profile="general_agent").arun(GOAL, write_files=False)
 
     root = result.graph.root
@@ -394,13 +390,7 @@ async def test_an_answer_no_source_confirms_is_replaced_by_a_second_look_that_on
 
 
 async def test_a_second_look_no_source_confirms_either_leaves_the_first_answer(make_agent) -> None:
-    model = ScriptedModel(
-        grammar=True,
-        script={
-            "atomizer": AtomizerOutput(is_atomic=True),
-            "executor": AnswerOutput(answer="Coroutines are run by a scheduler thread."),
-        },
-    )
+    model = embedded(AnswerOutput(answer="Coroutines are run by a scheduler thread."))
     result = await make_agent(model, profile="general_agent").arun(GOAL, write_files=False)
 
     assert len(model.calls_for(role="executor")) == 2
@@ -413,10 +403,7 @@ async def test_a_second_look_no_source_confirms_either_leaves_the_first_answer(m
 
 async def test_no_second_look_for_a_confirmed_answer_a_report_asked_for_or_when_turned_off(make_agent) -> None:
     async def executors(goal: str, answer: str, **engine: object) -> int:
-        model = ScriptedModel(
-            grammar=True,
-            script={"atomizer": AtomizerOutput(is_atomic=True), "executor": AnswerOutput(answer=answer)},
-        )
+        model = embedded(AnswerOutput(answer=answer))
         await make_agent(model, profile="general_agent", **engine).arun(goal, write_files=False)
         return len(model.calls_for(role="executor"))
 
@@ -434,10 +421,7 @@ async def test_no_second_look_for_a_confirmed_answer_a_report_asked_for_or_when_
 async def test_a_second_look_runs_only_where_the_budget_has_room_for_it(make_agent) -> None:
     # Optional work must not be what exhausts a budget: that would stop a run that has its answer.
     async def run(**budget: float) -> tuple[str, int, list[str]]:
-        model = ScriptedModel(
-            grammar=True,
-            script={"atomizer": AtomizerOutput(is_atomic=True), "executor": AnswerOutput(answer="A scheduler thread.")},
-        )
+        model = embedded(AnswerOutput(answer="A scheduler thread."))
         result = await make_agent(model, profile="general_agent", **budget).arun(GOAL, write_files=False)
         return result.status, len(model.calls_for(role="executor")), result.graph.root.warnings
 
@@ -472,7 +456,7 @@ async def test_a_planned_goals_second_look_reads_the_passages_not_the_results(ma
     )
     result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
 
-    (look,) = [c for c in model.calls_for(role="executor", task_id="root")]
+    (look,) = model.calls_for(role="executor", task_id="root")
     assert STRICT in look.request.prompt
     assert "It is late." not in look.request.prompt and "Result of" not in look.request.prompt
     assert "The event loop runs coroutines and tasks." in look.request.prompt
