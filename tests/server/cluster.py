@@ -141,14 +141,24 @@ class Cluster:
         return sio, received
 
     @staticmethod
-    def join(sio: socketio.Client, project_id: str) -> None:
+    def join(sio: socketio.Client, received: Recorder, project_id: str) -> None:
+        """Join the project and wait for its snapshot.
+
+        The ack says the join was taken, not served: the snapshot (and the room entry before it)
+        is queued on the process that serves it, and a project started before then reaches the
+        client with a later snapshot, after the diffs it replaces.
+        """
         ack = sio.call("join_project", {"project_id": project_id}, timeout=10)
         assert ack["ok"], ack
+        wait_for(
+            lambda: any(s["project"]["project_id"] == project_id for s in received.of("project_snapshot")),
+            what=f"the snapshot of {project_id}",
+        )
 
     def client(self, project_id: str, on: str | None = None) -> tuple[socketio.Client, Recorder]:
         """A Socket.IO client of a web process (the first one by default), in the project's room."""
         sio, received = self.connect(on)
-        self.join(sio, project_id)
+        self.join(sio, received, project_id)
         return sio, received
 
     def status(self, project_id: str) -> str:

@@ -68,9 +68,9 @@ def test_clients_of_one_web_process_follow_every_update_of_ten_projects_run_thro
     projects = [built.create(f"How does asyncio schedule tasks? ({n})", max_subtasks=2) for n in range(PROJECTS)]
     # Two clients of web B, and one of web A to compare with: every diff reaches every client.
     clients = [built.connect(on=web) for web in (web_b, web_b, web_a)]
-    for sio, _ in clients:
+    for sio, received in clients:
         for project_id in projects:
-            built.join(sio, project_id)  # not started yet: each web process serves the join from the store
+            built.join(sio, received, project_id)  # not started yet: each web process serves the join from the store
     for project_id in projects:
         built.execute(project_id)  # through web A
     for project_id in projects:
