@@ -41,6 +41,7 @@ from sentient.context.grounding import (
     ground,
     marker_as_answer,
     normalize,
+    own_words,
     questions,
     sentences,
     state_markers,
@@ -72,6 +73,7 @@ from sentient.hitl.protocol import (
 )
 from sentient.settings import EngineSettings, ReviewMode, ReviewTimeoutAction
 from sentient.tools.follow import KEEP
+from sentient.tools.snippets import joined
 from sentient.tools.toolbox import DocsSearch, SourceSink, ToolBox
 
 _S = TaskStatus
@@ -312,8 +314,8 @@ class AgentProcessor:
         source (supporting facts cited below an uncited answer do not confirm it). One that does
         not rests on the model: the executor may answer from memory when its sources do not hold
         the answer, and a plan can go astray. The second look asks the SEARCH executor once more,
-        shown only the goal and ``found`` (the passages searched for the goal itself), to answer
-        from them alone; its answer is kept if it is confirmed, else the research's answer stays
+        shown only the goal and passages (``found``, searched for the goal itself, and what a
+        search with the answer's words adds: :meth:`_to_confirm`), to answer from them alone; its answer is kept if it is confirmed, else the research's answer stays
         (bench/README.md, "a second look"). The replaced answer stays in the node's trace. Only
         the answer to a question, in one paragraph, gets one: a report that was asked for ("Write
         an overview of …") or that was written as one (headings, paragraphs, lists) is not
@@ -327,12 +329,13 @@ class AgentProcessor:
         if _opens_confirmed(answer):
             return answer
         agent = self._profile.executor_for(TaskType.SEARCH)
-        context = self._context.for_second_look(node, found)
+        tools = self._toolboxes.get(agent.name)
+        context = self._context.for_second_look(node, await self._to_confirm(node, answer, found, tools))
         if not self._runner.has_room(agent, context.tokens):
             node.warnings.append("no second look at the unconfirmed answer: the budget has no room left for it")
             return answer
         try:
-            second = await self._sourced_answer(node, agent, context, self._toolboxes.get(agent.name), strict=True)
+            second = await self._sourced_answer(node, agent, context, tools, strict=True)
         except AgentError as exc:
             node.warnings.append(f"second look failed, the unconfirmed answer is kept: {exc}")
             return answer
@@ -342,6 +345,38 @@ class AgentProcessor:
         node.warnings.append("no source confirmed the answer: replaced by a second look's, which a source states")
         node.warnings.extend(second.notes)
         return second
+
+    async def _to_confirm(
+        self, node: TaskNode, answer: Grounded, found: Sequence[Source], tools: ToolBox | None
+    ) -> list[Source]:
+        """The passages a second look reads: ``found`` (the goal's), then those that a search for
+        the goal and the words its unconfirmed answer adds finds besides, ``RETRIEVED_SOURCES`` in all.
+
+        A sentence that would confirm the answer may be in a passage ranked below the goal's best,
+        or in one of them but outside its snippet, which the goal's words cut ("This behavior is
+        compliant with IEEE 754" after the NaN sentences of a long passage on comparisons). Such a
+        passage's snippet is followed by the second search's sentences that hold a word of the
+        answer's it lacks (:func:`~sentient.tools.snippets.joined`). The goal's passages keep their
+        places and their snippets otherwise: the small model reads whatever it is shown, and
+        re-cut by a wrong answer's words ("Mersenne Twister"), the random module's notes lost the
+        sentence saying why random() is threadsafe to it.
+        """
+        opening = next(iter(sentences(answer.text)), "")
+        asked = set(own_words(node.goal))
+        added = [w for w in own_words(renumber(opening, {})) if w not in asked]
+        if tools is None or not tools.retrieval_tools() or not added:
+            return list(found)
+        guided = await tools.retrieve(f"{self._context.search_query(node)} {' '.join(added)}", RETRIEVED_SOURCES)
+        node.warnings.extend(guided.warnings)
+        windows = {source.ref: source.snippet for source in guided.sources}
+        shown = [
+            source.model_copy(update={"snippet": joined(source.snippet, windows[source.ref], added)})
+            if source.ref in windows
+            else source
+            for source in found
+        ]
+        listed = {source.ref for source in found}
+        return [*shown, *(source for source in guided.sources if source.ref not in listed)][:RETRIEVED_SOURCES]
 
     async def _review(self, node: TaskNode, plan: PlanOutput) -> PlanOutput | None:
         """Ask the reviewer until the plan is approved; None if it was rejected (node failed)."""

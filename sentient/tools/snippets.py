@@ -85,6 +85,22 @@ def best_window(body: str, tokens: list[str], budget: int = SNIPPET_CHARS, *, ro
     return (_ELLIPSIS if first else "") + text + (_ELLIPSIS if last < len(parts) - 1 else "")
 
 
+def joined(window: str, other: str, words: list[str]) -> str:
+    """``window`` followed by the sentences of ``other``, another window of the same passage,
+    that hold one of ``words`` that ``window`` lacks: one snippet of what two queries found in
+    one passage, without the second window's sentences that only repeat what the first shows."""
+    missing = [pattern for pattern in word_patterns(words) if not pattern.search(window)]
+    shown = set(sentences(window.strip(_ELLIPSIS)))
+    extra = [
+        piece
+        for piece in sentences(other.strip(_ELLIPSIS))
+        if piece not in shown and any(pattern.search(piece) for pattern in missing)
+    ]
+    if not extra:
+        return window
+    return f"{window.removesuffix(_ELLIPSIS)}{_ELLIPSIS} {' '.join(extra)}{_ELLIPSIS}"
+
+
 def _piece_at(parts: list[str], offset: int) -> int:
     """The index of the piece that holds character ``offset`` of the whitespace-collapsed text
     that :func:`sentences` cut into ``parts``."""

@@ -307,7 +307,8 @@ async def test_a_second_hop_searches_with_the_first_hops_result_and_skips_its_pa
     docs_index.search = spy  # type: ignore[method-assign]
     try:
         model = ScriptedModel(script={"planner": plan, "executor": grounded_executor})
-        result = await make_agent(model, max_depth=1).arun(COMPOUND, write_files=False)
+        # No second look at the report (its search would be one more here).
+        result = await make_agent(model, max_depth=1, second_look=False).arun(COMPOUND, write_files=False)
     finally:
         del docs_index.search
     assert result.status == "completed"
@@ -380,13 +381,60 @@ async def test_an_answer_no_source_confirms_is_replaced_by_a_second_look_that_on
 
     first, second = model.calls_for(role="executor")
     assert STRICT not in first.request.prompt and "give the best answer you know" in first.request.prompt
-    # The same goal and passages: only the instruction differs.
-    assert second.request.prompt.split("## Your task")[0] == first.request.prompt.split("## Your task")[0]
+    # The same goal and passages, then what a search with the answer's words ("thread") adds.
+    shown = first.request.prompt.split("## Your task")[0].rstrip()
+    assert second.request.prompt.startswith(shown) and "threads.md" not in shown
+    assert "threads.md" in second.request.prompt.split("## Your task")[0]
     root = result.graph.root
     assert root.result == "The event loop runs coroutines and tasks [1]."
     assert root.sources[0].verified is True
     assert any("replaced by a second look" in w for w in root.warnings)
     assert "Not confirmed" not in result.report_markdown
+
+
+FILLER = " ".join(f"Float comparison of NaN values is described here, part {i}." for i in range(14))
+IEEE = "This behaviour is compliant with IEEE 754."
+
+
+@pytest.mark.parametrize(
+    "notes",
+    [IEEE, f"{FILLER} {IEEE}"],
+    ids=["in a passage without the goal's words", "past the goal's snippet of a long passage"],
+)
+async def test_a_second_look_also_searches_with_the_words_the_unconfirmed_answer_adds(
+    settings: Settings, tmp_path: Path, notes: str
+) -> None:
+    # The goal's search does not show the sentence that states the answer: a search with the
+    # answer's "IEEE 754" finds it.
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name, text in [
+        ("a", "Float comparison of NaN values: a NaN value compares unequal to every value."),
+        ("b", "Float values compare by value; NaN values are special float values."),
+        ("notes", notes),
+    ]:
+        (folder / f"{name}.md").write_text(f"# {name}\n\n{text}\n")
+    goal = "Which standard does the float comparison of NaN values follow?"
+
+    def executor(request: FakeRequest) -> AnswerOutput:
+        if STRICT not in request.prompt:
+            return AnswerOutput(answer="NaN comparison follows the IEEE 754 standard.")  # from memory
+        shown = re.search(rf"\[(\d)\] notes\.md[^\n]*{IEEE}", request.prompt)
+        return AnswerOutput(answer=f"It follows IEEE 754 [{shown[1]}]." if shown else "The sources do not say.")
+
+    model = embedded(executor)
+    with DocsIndex.from_folder(folder) as docs:
+        agent = ProfiledSentientAgent.create_with_profile("general_agent", settings=settings, model=model, docs=docs)
+        result = await agent.arun(goal, write_files=False)
+
+    first, _ = model.calls_for(role="executor")
+    assert "IEEE" not in first.request.prompt
+    assert ("notes.md" in first.request.prompt) is (notes != IEEE)  # the long passage, cut before it
+    root = result.graph.root
+    (cited,) = re.findall(r"\[(\d)\]", root.result)
+    assert root.result.startswith("It follows IEEE 754 [")
+    assert root.sources[int(cited) - 1].ref.endswith("notes.md") and root.sources[int(cited) - 1].verified
+    assert any("replaced by a second look" in w for w in root.warnings)
 
 
 async def test_a_second_look_no_source_confirms_either_leaves_the_first_answer(make_agent) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sentient.tools import DocsIndex, Retrieval
-from sentient.tools.snippets import SNIPPET_CHARS, best_window, sentences
+from sentient.tools.snippets import SNIPPET_CHARS, best_window, joined, sentences
 
 FILLER = [
     f"Section {i} describes the general layout of the harbour and its many quiet corners in detail." for i in range(10)
@@ -128,3 +128,16 @@ def test_prose_keeps_the_sentence_before_that_says_what_it_is_about() -> None:
 
     assert "A dict comprehension needs two expressions" in snippet
     assert "in the order they are produced" in snippet
+
+
+def test_a_second_window_adds_only_its_sentences_with_words_the_first_lacks() -> None:
+    body = long_passage()
+    early = best_window(body, ["layout", "harbour", "quiet", "corners"])
+    late = best_window(body, ["lighthouse", "keeper", "lamp", "clock"])
+    assert ANSWER not in early and ANSWER in late and AFTER in late
+
+    both = joined(early, late, ["lamp", "harbour"])  # the early window has "harbour"
+    assert both.startswith(early.removesuffix("…")) and both.endswith(f"… {ANSWER}…")
+    assert AFTER not in both  # it holds none of the words the early window lacks
+    assert joined(early, late, ["corners"]) == early
+    assert joined(late, late, ["lamp"]) == late  # nothing it does not show already
