@@ -9,7 +9,8 @@ from sentient.graph.node import NodeType, Source, TaskType
 from sentient.graph.plan import SubTask
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
-from sentient.report.markdown import UNCONFIRMED
+from sentient.report.build import build_report as build
+from sentient.report.markdown import UNCONFIRMED, to_markdown
 from sentient.report.markdown import markdown_report as build_report
 
 A = Source(ref="/docs/list.md", title="Lists", snippet="...")
@@ -88,6 +89,24 @@ def test_an_answer_that_cites_no_verified_source_is_marked_as_resting_on_the_mod
     root.sources = [A.model_copy(update={"verified": False})]  # cited, but not found to state it
     report = build_report(graph)
     assert report.startswith(f"Lists grow in place [1].\n\n{UNCONFIRMED}\n\n## References\n")
+
+
+def test_a_cited_fact_below_an_uncited_answer_does_not_confirm_it_but_a_report_is_confirmed_by_any() -> None:
+    graph = graph_with_children()
+    root = graph.root
+    root.status = TaskStatus.DONE
+    root.sources = [A.model_copy(update={"verified": True, "quote": "lists grow in place"})]
+    root.result = "Tuples are faster. Lists grow in place [1]."  # the direct answer rests on the model
+    report = build(graph)
+    assert report.confirmed is False and report.model_dump(mode="json")["confirmed"] is False
+    assert to_markdown(report).startswith(f"{root.result}\n\n{UNCONFIRMED}")
+
+    root.result = "Lists grow in place [1]. Tuples are faster."
+    assert build(graph).confirmed is True
+    # A report written with headings and paragraphs opens with whatever it likes.
+    root.result = "# Lists\n\nAn overview.\n\nLists grow in place [1]."
+    assert build(graph).confirmed is True
+    assert UNCONFIRMED not in to_markdown(build(graph))
 
 
 def test_partial_report_of_a_failed_root_lists_finished_children_and_the_reason() -> None:

@@ -83,7 +83,8 @@ def test_the_json_holds_every_field_and_reads_back_as_the_same_report() -> None:
     data = json.loads(report.model_dump_json())
 
     assert set(data) == {
-        "title", "status", "partial", "stopped", "error", "answer", "references", "consulted", "sections", "missing"
+        "title", "status", "partial", "stopped", "error", "answer", "references", "consulted", "sections", "missing",
+        "confirmed",
     }  # fmt: skip
     assert (data["status"], data["error"], data["answer"], data["stopped"]) == (
         "FAILED",

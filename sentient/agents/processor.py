@@ -30,7 +30,7 @@ from sentient.agents.registry import Profile
 from sentient.agents.runner import AgentCall, AgentRunner
 from sentient.agents.schemas import AggregationOutput, AnswerOutput, AtomizerOutput, ExecutionOutput, PlanReply
 from sentient.context.builder import AgentContext, ContextBuilder
-from sentient.context.citations import cited_numbers, renumber
+from sentient.context.citations import renumber
 from sentient.context.grounding import (
     Grounded,
     carry_citations,
@@ -41,6 +41,7 @@ from sentient.context.grounding import (
     ground,
     marker_as_answer,
     normalize,
+    opens_cited,
     own_words,
     questions,
     sentences,
@@ -547,8 +548,7 @@ class AgentProcessor:
 
 def _opens_confirmed(answer: Grounded) -> bool:
     """Whether the first sentence of ``answer`` (the direct answer) cites a verified source."""
-    opening = next(iter(sentences(answer.text)), "")
-    return any(1 <= n <= len(answer.sources) and answer.sources[n - 1].verified for n in cited_numbers(opening))
+    return opens_cited(answer.text, {n for n, source in enumerate(answer.sources, start=1) if source.verified})
 
 
 def _distinct(subtasks: Sequence[SubTask]) -> list[SubTask]:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -510,6 +510,12 @@ def questions(text: str) -> list[str]:
 def sentences(text: str) -> list[str]:
     """``text``'s sentences, each with the citations that follow its full stop."""
     return [part for part in _SENTENCE_BREAK.split(text)[::2] if part.strip()]
+
+
+def opens_cited(text: str, numbers: Collection[int]) -> bool:
+    """Whether the first sentence of ``text``, the direct answer, cites one of ``numbers``."""
+    opening = next(iter(sentences(text)), "")
+    return any(n in numbers for n in cited_numbers(opening))
 
 
 def drop_unfinished(answer: str) -> tuple[str, str | None]:

@@ -15,7 +15,7 @@ UNCONFIRMED = (
 
 def to_markdown(report: Report) -> str:
     """The report as Markdown: the answer (or the finished sections), References, and what is not
-    covered. An answer that cites no verified source says so under it (:attr:`Report.confirmed`)."""
+    covered. An answer that is not confirmed by a source says so under it (:attr:`Report.confirmed`)."""
     if report.partial:
         text = _partial(report)
     else:

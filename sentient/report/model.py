@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, computed_field
 
+from sentient.context.grounding import opens_cited
 from sentient.graph.status import TaskStatus
 
 SourceKind = Literal["url", "path"]
@@ -100,14 +101,22 @@ class Report(BaseModel):
     sections: list[Section] = []
     missing: list[Missing] = []
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def confirmed(self) -> bool:
-        """Whether the answer cites a source that was found to state what it is cited for.
+        """Whether the answer rests on a source found to state what it is cited for.
 
-        An answer that cites none rests on the model alone (the small model answers from memory
-        when its sources do not say): the renderers say so under it.
+        An answer of one paragraph is confirmed when its first sentence, the direct answer,
+        cites such a source: a supporting fact cited below an uncited answer does not confirm
+        it. An answer written as a report (more than one line) is confirmed when any of its
+        references is. One that is not rests on the model alone (the small model answers from
+        memory when its sources do not say): the renderers and the dashboard say so under it.
         """
-        return any(reference.verified for reference in self.references)
+        verified = {reference.n for reference in self.references if reference.verified}
+        text = (self.answer or "").strip()
+        if "\n" in text or not text:
+            return bool(verified)
+        return opens_cited(text, verified)
 
 
 def source_kind(ref: str) -> SourceKind:
