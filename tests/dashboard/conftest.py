@@ -63,6 +63,8 @@ def scripted_answer(request: FakeRequest) -> Any:
         return ExecutionOutput(answer=answer, citations=cite_sources(request.prompt, 1))
     if request.role == "aggregator":
         text = XSS_PAYLOAD if xss else f"Summary of {request.task_id}, drawing on the evidence [1]."
+        if "HALF-SOURCED" in request.goal:  # the direct answer cites nothing; a fact below it does
+            text = f"Summary of {request.task_id}, from memory. The findings agree [1]."
         return AggregationOutput(answer=f"Summary of {request.task_id}, from memory." if unsourced else text)
     return default_response(request)
 

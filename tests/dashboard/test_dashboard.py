@@ -216,6 +216,22 @@ def test_an_answer_no_source_confirms_is_marked_in_the_report(page: Any, live_se
     assert problems.errors == []
 
 
+def test_a_cited_fact_below_an_uncited_answer_does_not_confirm_it_in_the_report(
+    page: Any, live_server: Any, problems: Any
+) -> None:
+    page.goto(live_server.url)
+    create_project(page, "HALF-SOURCED guess about qubit vendors")
+    wait_completed(page)
+
+    page.get_by_test_id("report-tab").click()
+    report = page.get_by_test_id("report-body")
+    expect(report).to_contain_text("The findings agree")
+    expect(report.locator("#ref-1")).to_have_attribute("data-verified", "true")
+    # What the server says (Report.confirmed), not what any verified reference would suggest.
+    expect(report.get_by_test_id("report-unconfirmed")).to_contain_text("Not confirmed by the sources")
+    assert problems.errors == []
+
+
 def test_partial_report_shows_its_finished_section_what_is_missing_and_why(
     page: Any, live_server: Any, problems: Any, screenshot: Any
 ) -> None:

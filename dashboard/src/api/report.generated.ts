@@ -55,6 +55,16 @@ export interface ReportResponse {
   missing: Missing[];
   /** The report as Markdown, exactly as `format=md` serves it. */
   markdown: string;
+  /**
+   * Whether the answer rests on a source found to state what it is cited for.
+   *
+   * An answer of one paragraph is confirmed when its first sentence, the direct answer,
+   * cites such a source: a supporting fact cited below an uncited answer does not confirm
+   * it. An answer written as a report (more than one line) is confirmed when any of its
+   * references is. One that is not rests on the model alone (the small model answers from
+   * memory when its sources do not say): the renderers and the dashboard say so under it.
+   */
+  confirmed: boolean;
 }
 
 /** A finished subtask's result, reported on its own because the root did not finish. */

@@ -94,7 +94,7 @@ function ReportBody({ report }: { report: ReportResponse }) {
           references={report.references}
           consulted={report.consulted}
           prefix=""
-          unconfirmed={!report.references.some((r) => r.verified)}
+          unconfirmed={!report.confirmed}
         />
       )}
       {report.missing.length > 0 && <NotCovered missing={report.missing} />}
@@ -103,7 +103,7 @@ function ReportBody({ report }: { report: ReportResponse }) {
 }
 
 /** A text and the sources it rests on: its "[n]" jump to the numbered references listed below it.
- * An answer that cites no verified source says so under it, as the Markdown report does. */
+ * An answer that is not confirmed (`Report.confirmed`) says so under it, as the Markdown report does. */
 function Cited({
   text,
   references,
