@@ -55,9 +55,10 @@ from sentient.settings import Settings  # noqa: E402
 
 GOAL = "How do Python lists differ from tuples, and when should each be used?"
 # tree -> (profile, the atomizer's verdict, agent calls on the critical path). The chaos plans have
-# no dependencies, so the critical path is one branch: deep = root plan -> atomize -> plan ->
-# execute -> aggregate -> root aggregate; flat = root plan -> execute -> root aggregate.
-TREES = {"deep": ("deep_research_agent", False, 6), "flat": ("general_agent", True, 3)}
+# no dependencies, so the critical path is one branch: deep = root atomize -> root plan -> atomize
+# -> plan -> execute -> aggregate -> root aggregate -> second look (the chaos report cites nothing);
+# flat = root atomize -> root plan -> execute -> root aggregate -> second look.
+TREES = {"deep": ("deep_research_agent", False, 8), "flat": ("general_agent", True, 5)}
 
 
 class BenchError(RuntimeError):

@@ -156,14 +156,14 @@ def test_a_run_with_a_failed_subtask_exits_3_lists_it_and_resume_completes_it(
 ) -> None:
     def first_executor(body: dict[str, Any]) -> bool:
         task = body["messages"][-1]["content"].split("## Your task", 1)[-1]
-        return schema(body) == "ExecutionOutput" and "Synthetic goal 1:" in task
+        return schema(body) == "ExecutionOutput" and "Synthetic goal 1 (" in task
 
     server.fail_when(first_executor, Fault.SCHEMA)  # all three of its answers break the schema
     proc = sandbox.run("run", GOAL, "--docs", str(sandbox.docs), "--model", server.model())
     assert proc.returncode == 3, proc.stderr
     assert "completed with failures" in proc.stderr and "Traceback" not in proc.stderr
     not_covered = proc.stdout.split("## Not covered", 1)[1]
-    assert "- root.0: Synthetic goal 1:" in not_covered
+    assert "- root.0: Synthetic goal 1 (" in not_covered
     [project] = stored(sandbox)
     assert project.status is ProjectStatus.COMPLETED and project.failed_nodes == 1
     listed = sandbox.run("projects", "list", COLUMNS="200")

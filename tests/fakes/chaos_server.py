@@ -20,6 +20,7 @@ HTTP 200 with an empty ``choices`` list, and a choice without its ``message``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import socket
@@ -174,14 +175,18 @@ class ChaosServer:
         # tree; the subtasks' atomizer calls answer ``atomic``.
         prompt = str(body.get("messages", [{}])[-1].get("content", ""))
         atomic = self.atomic and "## The plan this subtask belongs to" in prompt
-        return _Instance(schema, rng, self.width, atomic).of(schema)
+        # Texts name the prompt they answer: a subtask's plan must not list the subtask's own goal
+        # (the engine would execute it instead of planning it, and every tree would be one level).
+        tag = hashlib.sha256(prompt.encode()).hexdigest()[:6]
+        return _Instance(schema, rng, self.width, atomic, tag).of(schema)
 
 
 class _Instance:
     """Builds a JSON value that validates against a (pydantic-generated) JSON schema."""
 
-    def __init__(self, root: dict[str, Any], rng: random.Random, width: int, atomic: bool) -> None:
+    def __init__(self, root: dict[str, Any], rng: random.Random, width: int, atomic: bool, tag: str) -> None:
         self._defs = root.get("$defs", {})
+        self._tag = tag
         self._rng = rng
         self._width = width
         self._atomic = atomic
@@ -206,7 +211,7 @@ class _Instance:
             return [self.of(schema.get("items", {}), name) for _ in range(count)]
         if kind == "string":
             self._strings += 1
-            text = f"Synthetic {name} {self._strings}: a short, self-contained statement about the topic."
+            text = f"Synthetic {name} {self._strings} ({self._tag}): a short, self-contained statement about the topic."
             return text.ljust(schema.get("minLength", 0), ".")
         if kind == "integer":
             return int(schema.get("minimum", 0))
