@@ -155,12 +155,7 @@ def test_plan_review_edit_shows_invalid_edits_and_sends_a_valid_one(
 def test_report_renders_with_clickable_references_and_downloads(
     page: Any, live_server: Any, problems: Any, screenshot: Any
 ) -> None:
-    page.goto(live_server.url)
-    create_project(page, "Summarise quantum drug discovery")
-    wait_completed(page)
-
-    page.get_by_test_id("report-tab").click()
-    report = page.get_by_test_id("report-body")
+    report = finished_report(page, live_server.url, "Summarise quantum drug discovery")
     expect(report).to_contain_text("Summary of root")
     expect(page.get_by_test_id("report-partial")).to_have_count(0)
     citation = report.locator("a.citation").first
@@ -203,13 +198,17 @@ def test_report_renders_with_clickable_references_and_downloads(
     assert problems.errors == []
 
 
-def test_an_answer_no_source_confirms_is_marked_in_the_report(page: Any, live_server: Any, problems: Any) -> None:
-    page.goto(live_server.url)
-    create_project(page, "UNSOURCED guess about qubit vendors")
+def finished_report(page: Any, url: str, goal: str) -> Any:
+    """The report tab's body of a new project on ``goal``, once it has completed."""
+    page.goto(url)
+    create_project(page, goal)
     wait_completed(page)
-
     page.get_by_test_id("report-tab").click()
-    report = page.get_by_test_id("report-body")
+    return page.get_by_test_id("report-body")
+
+
+def test_an_answer_no_source_confirms_is_marked_in_the_report(page: Any, live_server: Any, problems: Any) -> None:
+    report = finished_report(page, live_server.url, "UNSOURCED guess about qubit vendors")
     expect(report).to_contain_text("Summary of root, from memory.")
     expect(report.get_by_test_id("report-references")).to_have_count(0)
     expect(report.get_by_test_id("report-unconfirmed")).to_contain_text("Not confirmed by the sources")
@@ -219,12 +218,7 @@ def test_an_answer_no_source_confirms_is_marked_in_the_report(page: Any, live_se
 def test_a_cited_fact_below_an_uncited_answer_does_not_confirm_it_in_the_report(
     page: Any, live_server: Any, problems: Any
 ) -> None:
-    page.goto(live_server.url)
-    create_project(page, "HALF-SOURCED guess about qubit vendors")
-    wait_completed(page)
-
-    page.get_by_test_id("report-tab").click()
-    report = page.get_by_test_id("report-body")
+    report = finished_report(page, live_server.url, "HALF-SOURCED guess about qubit vendors")
     expect(report).to_contain_text("The findings agree")
     expect(report.locator("#ref-1")).to_have_attribute("data-verified", "true")
     # What the server says (Report.confirmed), not what any verified reference would suggest.
