@@ -139,7 +139,8 @@ class AgentProcessor:
         root.node_type = await self._node_type_for(root, root.goal, root.task_type, [], layer=0)
 
     async def plan(self, node: TaskNode) -> None:
-        """PLANNING -> (review) -> ATOMIZATION -> PLAN_DONE, or FAILED."""
+        """PLANNING -> (review) -> ATOMIZATION -> PLAN_DONE, or FAILED; a root whose planner
+        fails is executed instead (:meth:`execute`)."""
         self.move(node, _S.PLANNING)
         try:
             agent = self._profile.planner_for(node.parent_id is None)
@@ -166,7 +167,14 @@ class AgentProcessor:
             if approved is not None:
                 await self._adopt_plan(node, approved.subtasks)
         except AgentError as exc:
-            self.fail(node, f"planning failed: {exc}")
+            if node.parent_id is not None:
+                self.fail(node, f"planning failed: {exc}")
+                return
+            # The root has no parent to replan it: an answer without a plan beats a failed run (a
+            # weak model that cannot write a valid plan can often still answer).
+            node.warnings.append(f"planning failed, the goal was executed directly: {exc}")
+            node.node_type = NodeType.EXECUTE
+            await self.execute(node)
 
     async def replan(self, node: TaskNode, feedback: str) -> None:
         """NEEDS_REPLAN -> PLAN_MODIFICATION -> ATOMIZATION -> PLAN_DONE, rebuilding unfinished work."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sentient.agents.models.fake import FakeRequest, ScriptedModel
 from sentient.events import AgentCallFinished
-from sentient.graph.node import TaskType
+from sentient.graph.node import NodeType, TaskType
 from sentient.graph.plan import PlanOutput, SubTask
 from sentient.graph.status import TaskStatus
 
@@ -52,21 +52,29 @@ async def test_a_wrong_schema_is_retried_with_the_validation_error(make_agent, r
     assert planner_call.error is None
 
 
-async def test_an_always_invalid_plan_fails_the_node_after_every_retry(make_agent, recorder) -> None:
+async def test_an_always_invalid_root_plan_is_retried_then_the_goal_is_executed_directly(make_agent, recorder) -> None:
     model = ScriptedModel(script={"planner": WRONG_SCHEMA})
     agent = make_agent(model, max_depth=1, max_validation_retries=2)
     result = await agent.arun(GOAL, write_files=False, subscribers=[recorder])
 
     assert [c.request.attempt for c in model.calls_for(role="planner")] == [1, 2, 3]
-    assert result.status == "failed"
-    root = result.graph.root
-    assert root.status is TaskStatus.FAILED
-    assert root.error.startswith("planning failed: output did not match PlanOutput after 3 attempt(s):")
-    assert "task_type: Field required" in root.error
-    assert root.result is None
-    assert len(result.graph) == 1
     (event,) = [e for e in recorder.of(AgentCallFinished) if e.role == "planner"]
     assert event.attempts == 3 and event.error is not None
+    # The root has no parent to replan it: an answer without a plan, said so on the node.
+    assert result.status == "completed"
+    root = result.graph.root
+    assert root.node_type is NodeType.EXECUTE and root.result and len(result.graph) == 1
+    (warning,) = [w for w in root.warnings if w.startswith("planning failed")]
+    assert warning.startswith(
+        "planning failed, the goal was executed directly: output did not match PlanOutput after 3 attempt(s):"
+    )
+    assert "task_type: Field required" in warning
+
+    # When the direct answer fails too, the run fails with that error.
+    model = ScriptedModel(script={"planner": WRONG_SCHEMA, "executor": ConnectionError("provider returned 503")})
+    result = await make_agent(model, max_depth=1, max_validation_retries=0).arun(GOAL, write_files=False)
+    assert result.status == "failed" and "provider returned 503" in (result.error or "")
+    assert any(w.startswith("planning failed") for w in result.graph.root.warnings)
 
 
 async def test_an_always_invalid_answer_never_becomes_a_string_result(make_agent) -> None:
@@ -91,7 +99,7 @@ async def test_no_validation_retries_means_a_single_attempt(make_agent) -> None:
     result = await make_agent(model, max_depth=1, max_validation_retries=0).arun(GOAL, write_files=False)
 
     assert len(model.calls_for(role="planner")) == 1
-    assert "after 1 attempt(s)" in result.error
+    assert any("after 1 attempt(s)" in w for w in result.graph.root.warnings)
 
 
 async def test_a_model_exception_fails_the_node_with_its_message_and_is_not_retried(make_agent) -> None:
