@@ -41,11 +41,12 @@ from sentient.context.grounding import (
     ground,
     marker_as_answer,
     normalize,
+    opening,
     opens_cited,
     own_words,
     questions,
-    sentences,
     state_markers,
+    written_as_report,
 )
 from sentient.events import (
     EventBus,
@@ -324,7 +325,8 @@ class AgentProcessor:
         not rests on the model: the executor may answer from memory when its sources do not hold
         the answer, and a plan can go astray. The second look asks the SEARCH executor once more,
         shown only the goal and passages (``found``, searched for the goal itself, and what a
-        search with the answer's words adds: :meth:`_to_confirm`), to answer from them alone; its answer is kept if it is confirmed, else the research's answer stays
+        search with the answer's words adds: :meth:`_to_confirm`), to answer from them alone;
+        its answer is kept if it is confirmed, else the research's answer stays
         (bench/README.md, "a second look"). The replaced answer stays in the node's trace. Only
         the answer to a question, in one paragraph, gets one: a report that was asked for ("Write
         an overview of …") or that was written as one (headings, paragraphs, lists) is not
@@ -333,7 +335,7 @@ class AgentProcessor:
         """
         if not self._settings.second_look or not found or not questions(node.goal):
             return answer
-        if "\n" in answer.text.strip():  # a report, not an answer
+        if written_as_report(answer.text):
             return answer
         if _opens_confirmed(answer):
             return answer
@@ -370,9 +372,8 @@ class AgentProcessor:
         re-cut by a wrong answer's words ("Mersenne Twister"), the random module's notes lost the
         sentence saying why random() is threadsafe to it.
         """
-        opening = next(iter(sentences(answer.text)), "")
         asked = set(own_words(node.goal))
-        added = [w for w in own_words(renumber(opening, {})) if w not in asked]
+        added = [w for w in own_words(renumber(opening(answer.text), {})) if w not in asked]
         if tools is None or not tools.retrieval_tools() or not added:
             return list(found)
         guided = await tools.retrieve(f"{self._context.search_query(node)} {' '.join(added)}", RETRIEVED_SOURCES)

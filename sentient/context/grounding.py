@@ -512,10 +512,20 @@ def sentences(text: str) -> list[str]:
     return [part for part in _SENTENCE_BREAK.split(text)[::2] if part.strip()]
 
 
+def opening(text: str) -> str:
+    """The first sentence of ``text``: an answer's direct answer ("" for an empty text)."""
+    return next(iter(sentences(text)), "")
+
+
+def written_as_report(text: str) -> bool:
+    """Whether ``text`` is more than one line: a report (headings, paragraphs, lists), not an
+    answer of one paragraph whose first sentence is the direct answer."""
+    return "\n" in text.strip()
+
+
 def opens_cited(text: str, numbers: Collection[int]) -> bool:
     """Whether the first sentence of ``text``, the direct answer, cites one of ``numbers``."""
-    opening = next(iter(sentences(text)), "")
-    return any(n in numbers for n in cited_numbers(opening))
+    return any(n in numbers for n in cited_numbers(opening(text)))
 
 
 def drop_unfinished(answer: str) -> tuple[str, str | None]:

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
-from sentient.context.grounding import opens_cited
+from sentient.context.grounding import opens_cited, written_as_report
 from sentient.graph.status import TaskStatus
 
 SourceKind = Literal["url", "path"]
@@ -113,8 +113,8 @@ class Report(BaseModel):
         memory when its sources do not say): the renderers and the dashboard say so under it.
         """
         verified = {reference.n for reference in self.references if reference.verified}
-        text = (self.answer or "").strip()
-        if "\n" in text or not text:
+        text = self.answer or ""
+        if written_as_report(text) or not text.strip():
             return bool(verified)
         return opens_cited(text, verified)
 
