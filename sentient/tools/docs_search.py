@@ -77,6 +77,8 @@ _PAST_WORDS = frozenset(
 _IDENTIFIER = re.compile(r"\b[A-Za-z]+-?\d+\b")
 # A code of dash-joined parts that starts with a letter ("INC-2024-031", "utf-8"); it names one thing.
 _CODE = re.compile(r"\b[A-Za-z]\w*(?:-\w+)+\b")
+# Code quoted in Markdown backticks ("`except E as N:`").
+_QUOTED_CODE = re.compile(r"`([^`\n]+)`")
 _SCHEMA = """
 CREATE VIRTUAL TABLE IF NOT EXISTS passages
     USING fts5(source UNINDEXED, title, body, tokenize = 'porter unicode61');
@@ -825,15 +827,18 @@ def _query_tokens(query: str) -> list[str]:
 
 
 def _code_phrases(query: str) -> list[str]:
-    """The codes with a digit in `query` as phrases of their words ("INC-2024-031" gives
-    "inc 2024 031").
+    """The codes with a digit in `query`, and the code it quotes in backticks, as phrases of
+    their words ("INC-2024-031" gives "inc 2024 031", "`except E as N:`" gives "except e as n").
 
     The index splits a code into words, and each of them is common: "INC-2024-031" was ranked
     below two other postmortems that share "inc", "2024" and "031" but not the code. As a phrase
-    it matches only where the parts stand together, and weighs as the rare thing it is.
+    it matches only where the parts stand together, and weighs as the rare thing it is. Quoted
+    code is what the passage shows verbatim; its words alone are mostly too short or too common
+    to be searched ("e", "as", "n"), and the passage on ``except E as N:`` ranked seventh.
     """
-    codes = (code.lower() for code in _CODE.findall(query) if any(ch.isdigit() for ch in code))
-    return list(dict.fromkeys(" ".join(_WORD.findall(code)) for code in codes))
+    codes = [code for code in _CODE.findall(query) if any(ch.isdigit() for ch in code)]
+    phrases = (" ".join(_WORD.findall(code.lower())) for code in [*codes, *_QUOTED_CODE.findall(query)])
+    return list(dict.fromkeys(phrase for phrase in phrases if " " in phrase))  # one word is searched anyway
 
 
 def _try_load(loader: EmbedderLoader | None) -> Embedder | None:

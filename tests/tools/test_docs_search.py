@@ -229,6 +229,25 @@ def test_a_code_in_the_query_finds_the_document_that_names_it_over_look_alikes()
     assert index.search(question, 1)[0].source == "/docs/c.md"
 
 
+def test_code_quoted_in_backticks_finds_the_passage_that_shows_it() -> None:
+    # Quoted alone, its words are too short or too common to be searched ("e", "as", "n"), and
+    # the look-alike holds more of the question's words.
+    index = DocsIndex()
+    for n in range(8):  # the question's other words are common ones
+        index.add_document(
+            f"/docs/other{n}.md", "other", f"In Python {n}, a name bound in a clause is deleted when it finishes."
+        )
+    index.add_document(
+        "/docs/names.md", "names", "A name bound by an except clause is deleted when the clause finishes."
+    )
+    index.add_document(
+        "/docs/handlers.md", "handlers", "A handler written except E as N: clears N at its end: a reference cycle."
+    )
+    question = "Why does Python delete the name bound by `except E as N:` when the except clause finishes?"
+    assert index.search(question, 1)[0].source == "/docs/handlers.md"
+    assert index.search(question.replace("`", ""), 1)[0].source == "/docs/names.md"
+
+
 def test_stemming_matches_other_forms_of_a_word() -> None:
     index = DocsIndex()
     index.add_document("/docs/cal.txt", "cal", "Keep a schedule for the week.")
