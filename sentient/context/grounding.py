@@ -82,10 +82,12 @@ _ATTRIBUTION = (
 )
 _STOP_WORDS = frozenset((_COMMON + " " + _ATTRIBUTION).split())  # words that state nothing an answer adds
 # A phrase that says where a statement comes from ("as per Python's documentation", "according to
-# the asyncio docs"): its words are not part of what the sentence states.
+# the asyncio docs", "as stated in the postmortem_INC-2025-012.md source"): its words are not part of
+# what the sentence states (the file's name would be stated by every sentence of that file).
 _SAYS_WHERE = re.compile(
-    r"\b(?:as\s+)?(?:per|according\s+to|based\s+on|in|from)\s+(?:the\s+)?(?:[\w.]+(?:'s|’s)?\s+){0,2}?"
-    r"(?:documentation|docs|docstrings?|sources?|passages?|reference)\b",
+    r"\b(?:as\s+)?(?:per|according\s+to|based\s+on|in|from)\s+(?:the\s+)?"
+    r"(?:(?:[\w.-]+(?:'s|’s)?\s+){0,2}?(?:documentation|docs|docstrings?|sources?|passages?|reference)\b"
+    r"|[\w-]+\.(?:md|txt|rst|html?)\b)",
     re.IGNORECASE,
 )
 # The words before a citation that only point at it ("…, as stated in [2]", "This can be found

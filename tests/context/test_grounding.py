@@ -361,6 +361,21 @@ def test_a_phrase_that_says_where_a_fact_is_from_does_not_stop_the_source_statin
         assert grounded.sources[0].verified is True
 
 
+def test_the_file_an_answer_names_as_its_source_is_not_part_of_what_it_claims():
+    # The file's name is said by each of its sentences; counted as claimed, it outvoted the words
+    # no sentence states ("took", "role"), and the postmortem's date line verified the answer.
+    postmortem = Source(
+        ref="/docs/postmortem_INC-2025-012.md",
+        title="postmortem_INC-2025-012.md - Postmortem INC-2025-012",
+        snippet="Date: 21 February 2025. Incident commander: Ilse Merrick.",
+    )
+    task = "When was Ilse Merrick named on-call lead?"
+    answer = "Ilse Merrick took the on-call lead role on 21 February 2025, as stated in postmortem_INC-2025-012.md [1]."
+    grounded = cite_by_evidence(answer, task, [postmortem])
+    assert grounded.text == answer.replace(" [1]", "")
+    assert grounded.sources[0].verified is None
+
+
 def test_citations_after_a_full_stop_belong_to_the_sentence_before_them():
     results = ["The loop wraps coroutines in futures. It schedules them in the event loop. [2]"]
     answer = "It schedules them in the event loop."
