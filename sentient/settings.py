@@ -37,6 +37,10 @@ class EngineSettings(BaseModel):
 
     max_depth: int = Field(2, ge=0, le=8, description="Nodes at this layer are always executed, never planned.")
     force_root_planning: bool = Field(True, description="Always plan the root instead of asking the atomizer.")
+    answer_first: bool = Field(
+        True,
+        description="Answer a question the atomizer would plan directly; plan it only if no source confirms that answer.",
+    )
     second_look: bool = Field(
         True,
         description="When no source confirms the final answer, answer the goal once more from its best passages alone.",

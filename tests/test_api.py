@@ -71,8 +71,9 @@ def test_readme_python_example_runs_and_prints_completed(
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[0] == "completed"
     project_id, nodes, calls, elapsed = lines[-1].split()
-    # The root atomizer, a plan, 2 steps, aggregation, and a second look at the canned report (it cites nothing).
-    assert int(nodes) == 3 and int(calls) == 6 and float(elapsed) > 0
+    # The root atomizer, a direct answer and its second look (the canned answer cites nothing, so the
+    # question is planned), a plan, 2 steps, aggregation, and a second look at the canned report.
+    assert int(nodes) == 3 and int(calls) == 8 and float(elapsed) > 0
     report = (tmp_path / "results" / project_id / "report.md").read_text()
     assert report.strip() in "\n".join(lines)
 
@@ -84,8 +85,9 @@ async def test_arun_returns_a_result_consistent_with_the_graph_and_the_files(
     api_settings: Settings, api_docs: Path
 ) -> None:
     model = citing_model()
+    # Planned at once (its cited direct answer would otherwise be the whole run): a tree to check.
     agent = ProfiledSentientAgent.create_with_profile(
-        "general_agent", settings=api_settings, model=model, docs=api_docs
+        "general_agent", settings=api_settings, model=model, docs=api_docs, answer_first=False
     )
     result = await agent.arun(goal=GOAL)
     assert isinstance(result, RunResult)

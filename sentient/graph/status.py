@@ -35,7 +35,8 @@ TRANSITIONS: dict[TaskStatus, frozenset[TaskStatus]] = {
     _S.PLAN_MODIFICATION: frozenset({_S.ATOMIZATION, _S.FAILED, _S.CANCELLED}),
     _S.ATOMIZATION: frozenset({_S.PLAN_DONE, _S.FAILED, _S.CANCELLED}),
     _S.PLAN_DONE: frozenset({_S.AGGREGATING, _S.NEEDS_REPLAN, _S.FAILED, _S.CANCELLED}),
-    _S.EXECUTING: frozenset({_S.DONE, _S.FAILED, _S.CANCELLED}),
+    # EXECUTING -> PLANNING: a question answered first (``answer_first``) that no source confirms is planned.
+    _S.EXECUTING: frozenset({_S.DONE, _S.PLANNING, _S.FAILED, _S.CANCELLED}),
     _S.AGGREGATING: frozenset({_S.DONE, _S.FAILED, _S.CANCELLED}),
     _S.NEEDS_REPLAN: frozenset({_S.PLAN_MODIFICATION, _S.FAILED, _S.CANCELLED}),
     _S.DONE: frozenset(),

@@ -1,5 +1,8 @@
 """How the pipeline keeps answers: simple goals skip planning, searches keep the question's
-words, reasoning steps see the research, and citations are checked against their sources."""
+words, reasoning steps see the research, and citations are checked against their sources.
+
+Tests of what a plan does turn ``answer_first`` off: otherwise their question would be answered
+before it is planned."""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from sentient.tools.docs_search import DocsIndex
 
 GOAL = "How does the asyncio event loop run coroutines?"  # one passage of the docs holds all its words
 COMPOUND = "Which component runs coroutines, and what does it share with threads?"  # two passages do
+REPORT = "Explain which component runs coroutines and what it shares with threads."  # asked for, not a question
 
 
 def grounded_executor(request: FakeRequest) -> ExecutionOutput:
@@ -101,15 +105,94 @@ async def test_a_lookups_executor_reads_only_the_first_passages(settings: Settin
 
 
 async def test_a_goal_no_passage_holds_is_left_to_the_atomizer(make_agent) -> None:
-    model = ScriptedModel(script={"atomizer": AtomizerOutput(is_atomic=False)})
-    result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
-    assert result.graph.root.node_type is NodeType.PLAN
-    assert [c.request.role for c in model.calls][:2] == ["atomizer", "planner"]
-
     model = ScriptedModel(script={"atomizer": AtomizerOutput(is_atomic=True)})
     result = await make_agent(model, profile="general_agent", second_look=False).arun(COMPOUND, write_files=False)
     assert result.graph.root.node_type is NodeType.EXECUTE
     assert [c.request.role for c in model.calls] == ["atomizer", "executor"]
+
+    # A goal that is not a question is planned as the atomizer says.
+    model = ScriptedModel(script={"atomizer": AtomizerOutput(is_atomic=False)})
+    result = await make_agent(model, profile="general_agent").arun(REPORT, write_files=False)
+    assert result.graph.root.node_type is NodeType.PLAN
+    assert [c.request.role for c in model.calls][:2] == ["atomizer", "planner"]
+
+
+def answers_first(request: FakeRequest) -> ExecutionOutput:
+    """An executor whose direct answer to the root cites nothing; the subtasks' answers cite their source."""
+    if request.task_id == "root":
+        return ExecutionOutput(answer="A scheduler thread runs them.", citations=[])
+    return grounded_executor(request)
+
+
+async def test_a_question_the_atomizer_would_plan_is_answered_first_and_planned_only_if_no_source_confirms_it(
+    make_agent,
+) -> None:
+    # Confirmed: the direct answer is the answer, no plan.
+    model = ScriptedModel(script={"atomizer": AtomizerOutput(is_atomic=False), "executor": grounded_executor})
+    result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
+    root = result.graph.root
+    assert [c.request.role for c in model.calls] == ["atomizer", "executor"]
+    assert root.node_type is NodeType.EXECUTE and len(result.graph) == 1
+    assert root.result == "It runs them as tasks [1]." and root.sources[0].verified
+
+    # Unconfirmed after the second look: planned, and the plan's report is the answer.
+    model = ScriptedModel(
+        script={
+            "atomizer": AtomizerOutput(is_atomic=False),
+            "planner": TWO_SEARCHES,
+            "executor": answers_first,
+            "aggregator": AggregationOutput(answer="The event loop runs them [1]."),
+        }
+    )
+    result = await make_agent(model, profile="general_agent", second_look=True).arun(COMPOUND, write_files=False)
+    root = result.graph.root
+    roles = [c.request.role for c in model.calls]
+    assert roles[:4] == ["atomizer", "executor", "executor", "planner"]  # the answer, its second look, the plan
+    assert roles[4:7] == ["executor", "executor", "aggregator"]
+    assert root.node_type is NodeType.PLAN and len(result.graph) == 3
+    statuses = [s.status for s in root.history]
+    assert statuses[statuses.index(TaskStatus.EXECUTING) + 1] is TaskStatus.PLANNING
+    assert "no source confirms the direct answer: the question is planned" in root.warnings
+    assert root.result == "The event loop runs them [1]."
+
+    # Not answered first when turned off: planned at once.
+    model = ScriptedModel(script={"atomizer": AtomizerOutput(is_atomic=False)})
+    result = await make_agent(model, profile="general_agent", answer_first=False).arun(COMPOUND, write_files=False)
+    assert [c.request.role for c in model.calls][:2] == ["atomizer", "planner"]
+
+
+async def test_an_unconfirmed_direct_answer_stands_when_the_plan_comes_to_nothing(make_agent) -> None:
+    # A plan that splits nothing (it lists the question itself): the question is not answered a third time.
+    splits_nothing = PlanOutput(
+        subtasks=[
+            SubTask(goal=COMPOUND, task_type=TaskType.SEARCH),
+            SubTask(goal="What do threads share?", task_type=TaskType.SEARCH),
+        ]
+    )
+    model = ScriptedModel(
+        script={"atomizer": AtomizerOutput(is_atomic=False), "planner": splits_nothing, "executor": answers_first}
+    )
+    result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
+    root = result.graph.root
+    assert [c.request.role for c in model.calls] == ["atomizer", "executor", "executor", "planner"]
+    assert result.status == "completed" and len(result.graph) == 1
+    assert root.result == "A scheduler thread runs them."
+    assert any(w.endswith("the unconfirmed direct answer stands") for w in root.warnings)
+
+    # Every subtask failed: the direct answer, not a failed run.
+    def subtasks_fail(request: FakeRequest) -> ExecutionOutput:
+        if request.task_id != "root":
+            raise RuntimeError("disk on fire")
+        return answers_first(request)
+
+    model = ScriptedModel(
+        script={"atomizer": AtomizerOutput(is_atomic=False), "planner": TWO_SEARCHES, "executor": subtasks_fail}
+    )
+    result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
+    root = result.graph.root
+    assert result.status == "completed_with_failures" and root.result == "A scheduler thread runs them."
+    assert [c.status for c in result.graph.children("root")] == [TaskStatus.FAILED, TaskStatus.FAILED]
+    assert any(w.startswith("all 2 subtasks failed") and "direct answer stands" in w for w in root.warnings)
 
 
 async def test_a_plan_that_repeats_its_goal_is_dropped_and_the_goal_executed(make_agent) -> None:
@@ -123,7 +206,7 @@ async def test_a_plan_that_repeats_its_goal_is_dropped_and_the_goal_executed(mak
     model = ScriptedModel(
         script={"atomizer": AtomizerOutput(is_atomic=False), "planner": repeating, "executor": grounded_executor}
     )
-    result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
+    result = await make_agent(model, profile="general_agent", answer_first=False).arun(COMPOUND, write_files=False)
 
     assert result.status == "completed"
     assert len(result.graph) == 1
@@ -138,7 +221,7 @@ async def test_a_plan_that_repeats_its_goal_is_dropped_and_the_goal_executed(mak
         subtasks=[*repeating.subtasks[1:], SubTask(goal="What do threads share?", task_type=TaskType.SEARCH)]
     )
     model = ScriptedModel(script={"atomizer": AtomizerOutput(is_atomic=False), "planner": splitting})
-    result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
+    result = await make_agent(model, profile="general_agent", answer_first=False).arun(COMPOUND, write_files=False)
     assert result.graph.root.node_type is NodeType.PLAN and len(result.graph) == 3
 
 
@@ -159,7 +242,7 @@ async def test_the_embedded_planner_stops_writing_once_its_plan_lists_the_goal(m
             "executor": AnswerOutput(answer="The event loop runs coroutines [1]."),
         },
     )
-    result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
+    result = await make_agent(model, profile="general_agent", answer_first=False).arun(COMPOUND, write_files=False)
 
     assert result.status == "completed" and len(result.graph) == 1
     root = result.graph.root
@@ -174,7 +257,7 @@ async def test_the_embedded_planner_stops_writing_once_its_plan_lists_the_goal(m
         subtasks=[*repeating.subtasks[1:], SubTask(goal="What do threads share?", task_type=TaskType.SEARCH)]
     )
     model = ScriptedModel(grammar=True, script={"atomizer": AtomizerOutput(is_atomic=False), "planner": splitting})
-    result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
+    result = await make_agent(model, profile="general_agent", answer_first=False).arun(COMPOUND, write_files=False)
     assert model.calls_for(role="planner")[0].output == splitting.model_dump_json()
     assert result.graph.root.node_type is NodeType.PLAN and len(result.graph) == 3
 
@@ -249,7 +332,7 @@ async def test_a_report_that_gives_a_source_number_for_the_answer_states_the_res
             "aggregator": AggregationOutput(answer="The component that runs coroutines is [1]. It is fast."),
         }
     )
-    result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
+    result = await make_agent(model, profile="general_agent", answer_first=False).arun(COMPOUND, write_files=False)
 
     # Asked once: the subtask's result that cites the same source says what it states.
     assert len(model.calls_for(role="aggregator")) == 1
@@ -308,7 +391,9 @@ async def test_a_second_hop_searches_with_the_first_hops_result_and_skips_its_pa
     try:
         model = ScriptedModel(script={"planner": plan, "executor": grounded_executor})
         # No second look at the report (its search would be one more here).
-        result = await make_agent(model, max_depth=1, second_look=False).arun(COMPOUND, write_files=False)
+        result = await make_agent(model, max_depth=1, second_look=False, answer_first=False).arun(
+            COMPOUND, write_files=False
+        )
     finally:
         del docs_index.search
     assert result.status == "completed"
@@ -502,7 +587,7 @@ async def test_a_planned_goals_second_look_reads_the_passages_not_the_results(ma
             "aggregator": AggregationOutput(answer="A scheduler thread runs them late."),
         },
     )
-    result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
+    result = await make_agent(model, profile="general_agent", answer_first=False).arun(COMPOUND, write_files=False)
 
     (look,) = model.calls_for(role="executor", task_id="root")
     assert STRICT in look.request.prompt

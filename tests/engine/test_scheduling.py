@@ -15,7 +15,7 @@ from sentient.graph.node import TaskType
 from sentient.graph.plan import PlanOutput, SubTask
 from sentient.graph.status import TaskStatus
 
-GOAL = "How does asyncio schedule coroutines?"
+GOAL = "Explain how asyncio schedules coroutines."  # a report asked for: planned (no direct answer first)
 
 
 def plan(*deps: list[int], of: str = "") -> PlanOutput:

@@ -36,15 +36,21 @@ def rag_answer(request: FakeRequest) -> str:
     return "The sources do not say."
 
 
+def team_executor(request: FakeRequest) -> ExecutionOutput:
+    """The subtasks find the answer, quoting their first source; the root's direct answer, from
+    memory, cites nothing, so the question is planned (the atomizer would plan it)."""
+    if request.task_id == "root":
+        return ExecutionOutput(answer="The beacon is a lighthouse.", citations=[])
+    return ExecutionOutput(answer="The Zorblax beacon is teal [1].", citations=cite_sources(request.prompt, 1))
+
+
 def losing_team() -> ScriptedModel:
-    """Executors find the answer (quoting their first source); the root aggregator loses it; closed-book declines."""
+    """Executors find the answer; the root aggregator loses it; closed-book declines."""
     return ScriptedModel(
         script={
             "closed-book": "I do not know.",
             "rag": rag_answer,
-            "executor": lambda r: ExecutionOutput(
-                answer="The Zorblax beacon is teal [1].", citations=cite_sources(r.prompt, 1)
-            ),
+            "executor": team_executor,
             "aggregator": AggregationOutput(answer="The beacon stands on a pier [1]."),
         }
     )
@@ -76,8 +82,8 @@ async def test_each_system_records_grade_cost_and_where_the_answer_was_lost(
     assert profile["answer"] == "The beacon stands on a pier [1]."
     assert (profile["in_sources"], profile["in_leaf"], profile["in_final"]) == (True, True, False)
     assert profile["lost_in_aggregation"] is True and profile["correct"] is False
-    # The root's atomizer, its plan, two steps, the root's aggregation.
-    assert profile["agent_calls"] == profile["model_calls"] == 5
+    # The root's atomizer, its direct answer and second look (unconfirmed), its plan, two steps, the aggregation.
+    assert profile["agent_calls"] == profile["model_calls"] == 7
     assert (profile["citations"], profile["verified_citations"]) == (1, 1)
     assert profile["error"] is None and profile["system"] == "profile:general_agent"
     # The profile's run files go under the eval folder, not project_results/<id>.

@@ -170,7 +170,7 @@ def test_two_workers_on_one_hosted_key_keep_its_requests_per_minute_together(
             for name in ("w1", "w2")
         ]
         built.wait_listening(3)  # the web process and both workers
-        goals = [f"How does asyncio schedule tasks? ({n})" for n in range(2)]
+        goals = [f"Explain how asyncio schedules tasks ({n})." for n in range(2)]  # planned at once: five requests
         projects = [built.submit(goal, max_subtasks=2, second_look=False) for goal in goals]
         wait_for(lambda: len(provider.spans) >= rpm, 30, "the key's saved requests to be spent")
         # Each worker alone would have six of its own, and both projects would be done within moments.
