@@ -98,8 +98,10 @@ async def one_run(seed: int, args: argparse.Namespace, base: Path) -> RunRow:
             user_config=base / "none.yaml",
             offline=True,
         )
+        # Planned at once: a question is otherwise answered before it is planned, and the chaos
+        # provider's answer, confirmed by no source, would add that answer and its second look.
         agent = ProfiledSentientAgent.create_with_profile(
-            profile, settings=settings, docs=base / "docs", agent_timeout_s=args.call_timeout
+            profile, settings=settings, docs=base / "docs", agent_timeout_s=args.call_timeout, answer_first=False
         )
         started = time.perf_counter()
         result = await agent.arun(GOAL, project_id=f"chaos-{seed}", subscribers=[keep], write_files=False)
