@@ -144,7 +144,7 @@ async def test_a_question_the_atomizer_would_plan_is_answered_first_and_planned_
             "aggregator": AggregationOutput(answer="The event loop runs them [1]."),
         }
     )
-    result = await make_agent(model, profile="general_agent", second_look=True).arun(COMPOUND, write_files=False)
+    result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
     root = result.graph.root
     roles = [c.request.role for c in model.calls]
     assert roles[:4] == ["atomizer", "executor", "executor", "planner"]  # the answer, its second look, the plan
