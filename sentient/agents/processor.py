@@ -165,7 +165,7 @@ class AgentProcessor:
         """
         if not self._settings.answer_first or self._settings.skip_atomization or not questions(root.goal):
             return False
-        tools = self._toolboxes.get(self._profile.executor_for(root.task_type).name)
+        tools = self._executor_tools(root.task_type)
         return tools is not None and bool(tools.retrieval_tools())
 
     async def plan(self, node: TaskNode) -> None:
@@ -554,11 +554,15 @@ class AgentProcessor:
         Only the local documents are searched (no web request for a decision); without them the
         atomizer decides alone.
         """
-        tools = self._toolboxes.get(self._profile.executor_for(task_type).name)
+        tools = self._executor_tools(task_type)
         docs = tools.docs() if tools is not None else None
         if docs is None:
             return False
         return await _one_holds(goal, await docs.retrieve(goal, RETRIEVED_SOURCES), docs)
+
+    def _executor_tools(self, task_type: TaskType) -> ToolBox | None:
+        """The tools of the profile's executor for ``task_type`` (None when it has none)."""
+        return self._toolboxes.get(self._profile.executor_for(task_type).name)
 
     async def _retrieve(self, node: TaskNode, tools: ToolBox | None) -> list[Source]:
         """Search with the executor's retrieval tools (documents, the web) before it is called.
@@ -595,8 +599,7 @@ class AgentProcessor:
         hours behind real time" (bench/README.md, "the report reads the question's own
         search").
         """
-        tools = self._toolboxes.get(self._profile.executor_for(node.task_type).name)
-        return await self._retrieve(node, tools)
+        return await self._retrieve(node, self._executor_tools(node.task_type))
 
     @staticmethod
     def _whole(node: TaskNode, answer: str) -> str:
