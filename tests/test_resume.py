@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from sentient import ProfiledSentientAgent
-from sentient.agents.models.fake import ScriptedModel
+from sentient.agents.models.fake import FakeRequest, ScriptedModel
+from sentient.agents.schemas import AtomizerOutput, ExecutionOutput
 from sentient.events import Event, NodeStatusChanged
 from sentient.exceptions import RunError
 from sentient.graph.node import TaskType
@@ -127,6 +128,55 @@ async def test_a_budget_stop_writes_a_partial_report_and_can_be_resumed(
     resumed = await agent(settings, second).aresume("p-budget", store=store, max_llm_calls=100)
     assert resumed.status == "completed"
     assert not {c.request.task_id for c in second.calls} & done_ids_before(stopped)
+
+
+def answered_first(subtasks_fail: bool = False) -> ScriptedModel:
+    """A question whose direct answer no source confirms, so it is planned (the wide plan)."""
+
+    def executor(request: FakeRequest) -> ExecutionOutput:
+        if request.task_id == "root":
+            return ExecutionOutput(answer="Trio calls it the run loop.", citations=[])
+        if subtasks_fail:
+            raise RuntimeError("search backend down")
+        return ExecutionOutput(answer="A fact.", citations=[])
+
+    model = wide_plan()
+    model.script.update(atomizer=AtomizerOutput(is_atomic=False), executor=executor)
+    return model
+
+
+@pytest.mark.parametrize("interrupted", ["after the plan", "while planning"])
+async def test_an_unconfirmed_direct_answer_survives_the_interruption_of_its_plan(
+    settings: Settings, store: ProjectStore, interrupted: str
+) -> None:
+    question = "Which loop runs coroutines in trio, and how does it differ from asyncio's?"
+    first = answered_first()
+    # The atomizer, the direct answer (no budget for a second look) and the plan, then stopped.
+    run = agent(settings, first, skip_atomization=False, max_llm_calls=3).arun(
+        question, project_id="p-first", store=store
+    )
+    if interrupted == "after the plan":
+        assert (await run).status == "stopped"
+        assert len(store.load_graph("p-first")) == 8
+    else:  # cancelled during the planner's call: no subtask exists yet
+        first.latency = lambda request: 5.0 if request.role == "planner" else 0.0
+        task = asyncio.create_task(run)
+        while not first.calls_for(role="planner"):
+            await asyncio.sleep(0.005)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert len(store.load_graph("p-first")) == 1
+    assert [c.request.role for c in first.calls] == ["atomizer", "executor", "planner"]
+    assert store.load_graph("p-first").root.result == "Trio calls it the run loop."
+
+    # Resumed: the question is not answered again, and the answer stands when the plan fails.
+    second = answered_first(subtasks_fail=True)
+    resumed = await agent(settings, second, skip_atomization=False).aresume("p-first", store=store, max_llm_calls=100)
+    assert not second.calls_for(task_id="root", role="executor") and not second.calls_for(role="atomizer")
+    assert resumed.status == "completed_with_failures"
+    assert resumed.graph.root.result == "Trio calls it the run loop."
+    assert store.get_report("p-first").startswith("Trio calls it the run loop.")
 
 
 def done_ids_before(result: object) -> set[str]:

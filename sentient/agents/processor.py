@@ -90,7 +90,7 @@ LOOKUP_COVERAGE = 0.85
 
 class AgentProcessor:
     """Runs the phases of nodes of one graph with agents. Keeps nothing between calls but the
-    graph and, for a question answered before it is planned, that answer."""
+    graph and which roots are being answered first."""
 
     def __init__(
         self,
@@ -111,10 +111,9 @@ class AgentProcessor:
         self._reviewer = reviewer
         self._bus = bus
         self._toolboxes = toolboxes or {}
-        # Roots answered directly first (:meth:`decide_root_type`), and the unconfirmed direct
-        # answers of those then planned, which stand if the plan comes to nothing.
+        # Roots answered directly first (:meth:`decide_root_type`). The unconfirmed direct answer
+        # of one then planned is kept on the node itself (:meth:`_plan_instead`).
         self._answering_first: set[str] = set()
-        self._unconfirmed: dict[str, Grounded] = {}
 
     # -- status --------------------------------------------------------------------------
 
@@ -142,6 +141,8 @@ class AgentProcessor:
         answered directly first (:meth:`_answers_first`).
         """
         if self._settings.force_root_planning:
+            return
+        if _unconfirmed(root) is not None:  # resumed: answered first in an earlier run, and planned
             return
         node_type = await self._node_type_for(root, root.goal, root.task_type, [], layer=0)
         if node_type is NodeType.PLAN and self._answers_first(root):
@@ -205,15 +206,21 @@ class AgentProcessor:
     async def _execute_instead(self, node: TaskNode, why: str) -> None:
         """Execute ``node`` instead of planning it (``why`` noted), or, when it was answered
         before it was planned, let that unconfirmed direct answer stand."""
-        node.node_type = NodeType.EXECUTE
-        direct = self._unconfirmed.pop(node.task_id, None)
-        if direct is None:
-            node.warnings.append(f"{why}: it was executed directly")
-            await self.execute(node)
+        if _unconfirmed(node) is not None:
+            self._stand(node, why)
             return
-        node.warnings.append(f"{why}: the unconfirmed direct answer stands")
-        self.move(node, _S.EXECUTING)
-        self._finish(node, direct.text, direct.sources)
+        node.node_type = NodeType.EXECUTE
+        node.warnings.append(f"{why}: it was executed directly")
+        await self.execute(node)
+
+    def _stand(self, node: TaskNode, why: str) -> None:
+        """Finish ``node`` with its unconfirmed direct answer, because its plan came to nothing (``why``)."""
+        node.warnings.append(f"{why}; the unconfirmed direct answer stands")
+        if not node.children:
+            node.node_type = NodeType.EXECUTE  # a leaf after all
+        # Its subtasks all failed (PLAN_DONE), or its plan was dropped or rejected.
+        self.move(node, _S.AGGREGATING if node.status is _S.PLAN_DONE else _S.EXECUTING)
+        self._finish(node, node.result or "", node.sources)
 
     async def replan(self, node: TaskNode, feedback: str) -> None:
         """NEEDS_REPLAN -> PLAN_MODIFICATION -> ATOMIZATION -> PLAN_DONE, rebuilding unfinished work."""
@@ -264,7 +271,8 @@ class AgentProcessor:
         self._answering_first.discard(node.task_id)
         node.warnings.append(f"{why}: the question is planned")
         if direct is not None:
-            self._unconfirmed[node.task_id] = direct
+            # On the node, so in the store with its next status: a resumed run keeps it too.
+            node.result, node.sources = direct.text, list(direct.sources)
         node.node_type = NodeType.PLAN
         await self.plan(node)
 
@@ -272,17 +280,14 @@ class AgentProcessor:
         """PLAN_DONE -> AGGREGATING -> DONE; fails without a call if no child succeeded."""
         children = self.graph.children(node.task_id)
         done = [c for c in children if c.status is _S.DONE]
-        direct = self._unconfirmed.pop(node.task_id, None)
         if not done:
             first = next((c for c in children if c.error), None)
             reason = f"all {len(children)} subtasks failed or were cancelled"
             reason += f": {first.task_id}: {first.error}" if first else ""
-            if direct is None:
+            if _unconfirmed(node) is None:
                 self.fail(node, reason)
-                return
-            node.warnings.append(f"{reason}; the unconfirmed direct answer stands")
-            self.move(node, _S.AGGREGATING)
-            self._finish(node, direct.text, direct.sources)
+            else:
+                self._stand(node, reason)
             return
         self.move(node, _S.AGGREGATING)
         is_root = node.parent_id is None
@@ -451,7 +456,9 @@ class AgentProcessor:
         return [*shown, *(source for source in guided.sources if source.ref not in listed)][:RETRIEVED_SOURCES]
 
     async def _review(self, node: TaskNode, plan: PlanOutput) -> PlanOutput | None:
-        """Ask the reviewer until the plan is approved; None if it was rejected (node failed)."""
+        """Ask the reviewer until the plan is approved; None if it was rejected: the node failed,
+        or, a question answered first, finished with its unconfirmed direct answer (the reviewer
+        refused more research, not the answer already given)."""
         mode = self._settings.review
         if mode is ReviewMode.NONE or (mode is ReviewMode.ROOT and node.parent_id is not None):
             return plan
@@ -467,7 +474,10 @@ class AgentProcessor:
                 return plan
             if isinstance(decision, Reject):
                 self._bus.publish(ReviewAnswered(node.task_id, "reject", decision.reason))
-                self.fail(node, f"plan rejected by reviewer: {decision.reason}")
+                if _unconfirmed(node) is None:
+                    self.fail(node, f"plan rejected by reviewer: {decision.reason}")
+                else:
+                    self._stand(node, f"plan rejected by reviewer ({decision.reason})")
                 return None
             assert isinstance(decision, Modify)
             round_ += 1
@@ -618,6 +628,12 @@ class AgentProcessor:
         node.result = answer
         node.sources = list(sources)
         self.move(node, _S.DONE)
+
+
+def _unconfirmed(node: TaskNode) -> str | None:
+    """The unconfirmed direct answer a question answered first keeps while it is planned
+    (:meth:`AgentProcessor._plan_instead`); None for any other unfinished node."""
+    return node.result if node.status is not _S.DONE and node.node_type is NodeType.PLAN else None
 
 
 def _opens_confirmed(answer: Grounded) -> bool:

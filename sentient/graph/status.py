@@ -30,9 +30,10 @@ _S = TaskStatus
 TRANSITIONS: dict[TaskStatus, frozenset[TaskStatus]] = {
     _S.PENDING: frozenset({_S.READY, _S.CANCELLED, _S.FAILED}),
     _S.READY: frozenset({_S.PLANNING, _S.EXECUTING, _S.CANCELLED, _S.FAILED}),
-    # PLANNING -> EXECUTING: a plan that only restates its task is dropped, and the task executed.
+    # PLANNING or PLAN_MODIFICATION -> EXECUTING: a plan that only restates its task is dropped, and
+    # the task executed; a question answered first whose plan is rejected keeps its direct answer.
     _S.PLANNING: frozenset({_S.PLAN_MODIFICATION, _S.ATOMIZATION, _S.EXECUTING, _S.FAILED, _S.CANCELLED}),
-    _S.PLAN_MODIFICATION: frozenset({_S.ATOMIZATION, _S.FAILED, _S.CANCELLED}),
+    _S.PLAN_MODIFICATION: frozenset({_S.ATOMIZATION, _S.EXECUTING, _S.FAILED, _S.CANCELLED}),
     _S.ATOMIZATION: frozenset({_S.PLAN_DONE, _S.FAILED, _S.CANCELLED}),
     _S.PLAN_DONE: frozenset({_S.AGGREGATING, _S.NEEDS_REPLAN, _S.FAILED, _S.CANCELLED}),
     # EXECUTING -> PLANNING: a question answered first (``answer_first``) that no source confirms is planned.

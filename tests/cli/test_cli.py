@@ -18,6 +18,9 @@ from sentient.resources import agent_configs_dir
 _SCRIPT = Path(sys.executable).with_name("sentient")
 COMMAND = [str(_SCRIPT)] if _SCRIPT.is_file() else [sys.executable, "-m", "sentient.cli.main"]
 GOAL = "How do Python lists differ from tuples?"
+# Asked for a report, not a question: planned at once, so its plan is reviewed. (A question is
+# answered first, and a rejected plan then leaves that answer standing.)
+REPORT_GOAL = "Compare Python lists and tuples."
 
 
 @dataclass(frozen=True)
@@ -234,7 +237,7 @@ def test_missing_goal_argument_is_a_usage_error(sandbox: Sandbox) -> None:
 
 
 def test_review_answered_approve_completes_the_run(sandbox: Sandbox) -> None:
-    proc = sandbox.run("run", GOAL, "--docs", str(sandbox.docs), "--review", stdin="a\n")
+    proc = sandbox.run("run", REPORT_GOAL, "--docs", str(sandbox.docs), "--review", stdin="a\n")
     assert proc.returncode == 0, proc.stderr
     assert "Plan for root (round 1)" in proc.stderr
     assert "[a]pprove" in proc.stderr
@@ -243,7 +246,7 @@ def test_review_answered_approve_completes_the_run(sandbox: Sandbox) -> None:
 
 
 def test_review_answered_reject_fails_the_run_with_the_reason(sandbox: Sandbox) -> None:
-    proc = sandbox.run("run", GOAL, "--docs", str(sandbox.docs), "--review", stdin="r\ntoo vague\n")
+    proc = sandbox.run("run", REPORT_GOAL, "--docs", str(sandbox.docs), "--review", stdin="r\ntoo vague\n")
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == "run failed: plan rejected by reviewer: too vague"
@@ -255,7 +258,7 @@ def test_review_answered_reject_fails_the_run_with_the_reason(sandbox: Sandbox) 
 
 
 def test_review_with_json_keeps_stdout_to_the_one_object(sandbox: Sandbox) -> None:
-    proc = sandbox.run("run", GOAL, "--docs", str(sandbox.docs), "--review", "--json", stdin="r\nout of scope\n")
+    proc = sandbox.run("run", REPORT_GOAL, "--docs", str(sandbox.docs), "--review", "--json", stdin="r\nout of scope\n")
     assert proc.returncode == 1
     payload = only_json_object(proc.stdout)
     assert payload["status"] == "failed"
@@ -266,7 +269,7 @@ def test_review_with_json_keeps_stdout_to_the_one_object(sandbox: Sandbox) -> No
 
 
 def test_review_without_any_input_rejects_instead_of_hanging(sandbox: Sandbox) -> None:
-    proc = sandbox.run("run", GOAL, "--docs", str(sandbox.docs), "--review", "--json")
+    proc = sandbox.run("run", REPORT_GOAL, "--docs", str(sandbox.docs), "--review", "--json")
     assert proc.returncode == 1
     assert "no reviewer input" in only_json_object(proc.stdout)["error"]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from sentient.agents.models.fake import ScriptedModel
+from sentient.agents.schemas import AtomizerOutput, ExecutionOutput
 from sentient.events import ReviewAnswered
 from sentient.graph.node import NodeType, TaskType
 from sentient.graph.plan import PlanOutput, SubTask
@@ -119,6 +120,31 @@ async def test_reject_fails_the_node_with_the_reason(make_agent) -> None:
     assert result.error == "plan rejected by reviewer: too shallow"
     assert len(result.graph) == 1  # no children were created
     assert model.calls_for(role="executor") == []
+
+
+async def test_a_rejected_plan_for_a_question_answered_first_keeps_its_direct_answer(make_agent) -> None:
+    # The question was answered first and planned because no source confirmed the answer: the
+    # reviewer refuses more research, not the answer already given (after a modify round too).
+    question = "Why does the GIL exist, and what would replace it?"
+    for decisions in ([Reject("not worth it")], [Modify(instructions="shorter"), Reject("still not worth it")]):
+        model = ScriptedModel(
+            script={
+                "atomizer": AtomizerOutput(is_atomic=False),
+                "planner": PLANNED,
+                "plan_modifier": PLANNED,
+                "executor": ExecutionOutput(answer="It protects reference counts.", citations=[]),
+            }
+        )
+        reviewer = ScriptedReviewer(decisions)
+        result = await make_agent(model, reviewer=reviewer, review="all").arun(question, write_files=False)
+
+        root = result.graph.root
+        assert len(reviewer.requests) == len(decisions)
+        assert result.status == "completed" and len(result.graph) == 1
+        assert (root.status, root.node_type) == (TaskStatus.DONE, NodeType.EXECUTE)
+        assert root.result == "It protects reference counts."
+        reason = decisions[-1].reason
+        assert root.warnings[-1] == f"plan rejected by reviewer ({reason}); the unconfirmed direct answer stands"
 
 
 async def test_review_all_reviews_every_plan(make_agent) -> None:

@@ -28,8 +28,8 @@ def api(
     return httpx.request(method, server.url + path, headers=headers, timeout=10, **kwargs)
 
 
-def create(server: Any, **config: Any) -> str:
-    response = api(server, "POST", "/api/projects", json={"goal": GOAL, "profile": "general_agent", "config": config})
+def create(server: Any, goal: str = GOAL, **config: Any) -> str:
+    response = api(server, "POST", "/api/projects", json={"goal": goal, "profile": "general_agent", "config": config})
     assert response.status_code == 201, response.text
     return str(response.json()["project_id"])
 
@@ -196,7 +196,8 @@ def test_review_modified_by_instructions_then_rejected_fails_the_node(
 ) -> None:
     model = ScriptedModel(latency=0.005)
     server = live(replace(server_settings, model=model))
-    project_id = create(server, review="root")
+    # A report asked for: its plan is the work (a question's rejected plan leaves its direct answer).
+    project_id = create(server, "Explain how asyncio schedules tasks.", review="root")
     api(server, "POST", f"/api/projects/{project_id}/execute")
     first = _pending_review(server, project_id)
     api(
