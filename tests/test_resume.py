@@ -156,8 +156,14 @@ async def test_an_unconfirmed_direct_answer_survives_the_interruption_of_its_pla
         question, project_id="p-first", store=store
     )
     if interrupted == "after the plan":
-        assert (await run).status == "stopped"
+        stopped = await run
+        assert stopped.status == "stopped"
         assert len(store.load_graph("p-first")) == 8
+        # The partial report has the direct answer, marked as such.
+        assert (
+            "## Direct answer, before the research was planned\n\nTrio calls it the run loop.\n\n> **Not confirmed"
+            in (stopped.report_markdown)
+        )
     else:  # cancelled during the planner's call: no subtask exists yet
         first.latency = lambda request: 5.0 if request.role == "planner" else 0.0
         task = asyncio.create_task(run)

@@ -142,7 +142,7 @@ class AgentProcessor:
         """
         if self._settings.force_root_planning:
             return
-        if _unconfirmed(root) is not None:  # resumed: answered first in an earlier run, and planned
+        if root.unconfirmed_answer is not None:  # resumed: answered first in an earlier run, and planned
             return
         node_type = await self._node_type_for(root, root.goal, root.task_type, [], layer=0)
         if node_type is NodeType.PLAN and self._answers_first(root):
@@ -206,7 +206,7 @@ class AgentProcessor:
     async def _execute_instead(self, node: TaskNode, why: str) -> None:
         """Execute ``node`` instead of planning it (``why`` noted), or, when it was answered
         before it was planned, let that unconfirmed direct answer stand."""
-        if _unconfirmed(node) is not None:
+        if node.unconfirmed_answer is not None:
             self._stand(node, why)
             return
         node.node_type = NodeType.EXECUTE
@@ -284,7 +284,7 @@ class AgentProcessor:
             first = next((c for c in children if c.error), None)
             reason = f"all {len(children)} subtasks failed or were cancelled"
             reason += f": {first.task_id}: {first.error}" if first else ""
-            if _unconfirmed(node) is None:
+            if node.unconfirmed_answer is None:
                 self.fail(node, reason)
             else:
                 self._stand(node, reason)
@@ -474,7 +474,7 @@ class AgentProcessor:
                 return plan
             if isinstance(decision, Reject):
                 self._bus.publish(ReviewAnswered(node.task_id, "reject", decision.reason))
-                if _unconfirmed(node) is None:
+                if node.unconfirmed_answer is None:
                     self.fail(node, f"plan rejected by reviewer: {decision.reason}")
                 else:
                     self._stand(node, f"plan rejected by reviewer ({decision.reason})")
@@ -628,12 +628,6 @@ class AgentProcessor:
         node.result = answer
         node.sources = list(sources)
         self.move(node, _S.DONE)
-
-
-def _unconfirmed(node: TaskNode) -> str | None:
-    """The unconfirmed direct answer a question answered first keeps while it is planned
-    (:meth:`AgentProcessor._plan_instead`); None for any other unfinished node."""
-    return node.result if node.status is not _S.DONE and node.node_type is NodeType.PLAN else None
 
 
 def _opens_confirmed(answer: Grounded) -> bool:

@@ -72,6 +72,13 @@ class TaskNode(BaseModel):
     def is_terminal(self) -> bool:
         return self.status in TERMINAL
 
+    @property
+    def unconfirmed_answer(self) -> str | None:
+        """The direct answer of a question answered first that no source confirmed, while the
+        question is planned after all: it stands if the plan comes to nothing. A planned node
+        has no result of its own until it is DONE, so this is its result before then."""
+        return self.result if self.node_type is NodeType.PLAN and self.status is not TaskStatus.DONE else None
+
     def move_to(self, target: TaskStatus) -> TaskStatus:
         """Change status through the transition table; returns the previous status."""
         previous = self.status

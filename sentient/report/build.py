@@ -31,6 +31,8 @@ def build_report(graph: TaskGraph, stopped: str | None = None) -> Report:
             consulted=uncited,
             missing=missing,
         )
+    # A question answered first and planned after all has an answer already, unconfirmed.
+    answer, references, uncited = _cited(root.unconfirmed_answer or "", root.sources, [])
     sections = []
     for node in _topmost_done(graph, root):
         text, references, uncited = _cited(node.result or "", node.sources, [])
@@ -43,6 +45,9 @@ def build_report(graph: TaskGraph, stopped: str | None = None) -> Report:
         partial=True,
         stopped=stopped,
         error=root.error,
+        answer=answer or None,
+        references=references if answer else [],
+        consulted=list(uncited) if answer else [],
         sections=sections,
         missing=missing,
     )

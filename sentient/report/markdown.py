@@ -16,14 +16,16 @@ UNCONFIRMED = (
 def to_markdown(report: Report) -> str:
     """The report as Markdown: the answer (or the finished sections), References, and what is not
     covered. An answer that is not confirmed by a source says so under it (:attr:`Report.confirmed`)."""
-    if report.partial:
-        text = _partial(report)
-    else:
-        answer = report.answer or ""
-        if not report.confirmed:
-            answer += "\n\n" + UNCONFIRMED
-        text = _cited(answer, report.references, report.consulted) + "\n"
+    text = _partial(report) if report.partial else _answer(report) + "\n"
     return text + _not_covered(report.missing)
+
+
+def _answer(report: Report) -> str:
+    """The answer, its References and the other sources consulted; an unconfirmed answer says so."""
+    answer = report.answer or ""
+    if not report.confirmed:
+        answer += "\n\n" + UNCONFIRMED
+    return _cited(answer, report.references, report.consulted)
 
 
 def markdown_report(graph: TaskGraph, stopped: str | None = None) -> str:
@@ -56,11 +58,18 @@ def _partial(report: Report) -> str:
     """Why the report is partial, then each finished top-level result under its goal."""
     if report.stopped:
         lines = [f"# {report.title}", "", f"> **Partial report** — the run was stopped early: {report.stopped}."]
-        lines.append("> Only the subtasks that finished are included. Resume the project to complete it.")
+        included = (
+            "the direct answer and the subtasks that finished are"
+            if report.answer
+            else "the subtasks that finished are"
+        )
+        lines.append(f"> Only {included} included. Resume the project to complete it.")
     else:
         lines = [f"# {report.title}", "", f"> **Incomplete run** — the root task ended {report.status.value}."]
         if report.error:
             lines.append(f"> Reason: {report.error}")
+    if report.answer:
+        lines += ["", "## Direct answer, before the research was planned", "", _answer(report)]
     for section in report.sections:
         lines += ["", f"## {section.goal}", "", _cited(section.text, section.references, section.consulted).strip()]
     if not report.sections:

@@ -76,10 +76,11 @@ class Report(BaseModel):
     """A run's report.
 
     A complete report (``partial`` false) has the root's ``answer`` with ``references`` and
-    ``consulted``. A partial one (the root did not finish) has no answer; its ``sections`` are
-    the finished subtasks nearest the root, each with its own numbered references, and
-    ``stopped`` (a budget ended the run) or ``error`` (the root's) says why. ``missing`` lists
-    the failed subtasks in both cases.
+    ``consulted``. A partial one (the root did not finish) has ``sections``: the finished
+    subtasks nearest the root, each with its own numbered references, and ``stopped`` (a budget
+    ended the run) or ``error`` (the root's) says why; its ``answer`` is the unconfirmed direct
+    answer of a question planned after it was answered first (with its references), if there
+    is one. ``missing`` lists the failed subtasks in both cases.
     """
 
     model_config = _CONFIG
@@ -89,13 +90,13 @@ class Report(BaseModel):
     status: TaskStatus
     """The root's status when the report was built."""
     partial: bool
-    """True when the root did not finish: there is no answer, only the finished sections."""
+    """True when the root did not finish: only the finished sections (and an unconfirmed answer) are there."""
     stopped: str | None = None
     """Why a budget stopped the run early (partial reports only)."""
     error: str | None = None
     """The root's error (partial reports only)."""
     answer: str | None = None
-    """The root's answer (complete reports only)."""
+    """The root's answer; in a partial report, the unconfirmed direct answer of a question that was being planned, if any."""
     references: list[Reference] = []
     consulted: list[Consulted] = []
     sections: list[Section] = []

@@ -253,6 +253,26 @@ def test_partial_report_shows_its_finished_section_what_is_missing_and_why(
     assert problems.errors == []
 
 
+def test_a_partial_report_shows_the_unconfirmed_direct_answer_of_a_question(
+    page: Any, live_server: Any, problems: Any
+) -> None:
+    # Answered first from memory, then planned: one subtask and the aggregator fail.
+    goal = "Which qubit vendors lead? UNFINISHED and UNSOURCED"
+    body = {"goal": goal, "config": {"max_depth": 1, "failure_policy": "continue"}}
+    project_id = post_json(f"{live_server.url}/api/projects", body)["project_id"]
+    post_json(f"{live_server.url}/api/projects/{project_id}/execute", {})
+    page.goto(f"{live_server.url}/?project={project_id}")
+    expect(page.get_by_test_id("project-status")).to_have_text("failed", timeout=DONE_TIMEOUT)
+
+    page.get_by_test_id("report-tab").click()
+    report = page.get_by_test_id("report-body")
+    answer = report.get_by_test_id("report-direct-answer")
+    expect(answer).to_contain_text("Finding for root, from memory.")
+    expect(answer.get_by_test_id("report-unconfirmed")).to_contain_text("Not confirmed by the sources")
+    expect(report.get_by_test_id("report-section")).to_contain_text("Finding for root.0, from memory.")
+    assert problems.errors == []
+
+
 def post_json(url: str, body: dict[str, Any]) -> dict[str, Any]:
     request = urllib.request.Request(
         url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}, method="POST"

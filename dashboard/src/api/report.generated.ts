@@ -41,13 +41,13 @@ export interface ReportResponse {
   title: string;
   /** The root's status when the report was built. */
   status: TaskStatus;
-  /** True when the root did not finish: there is no answer, only the finished sections. */
+  /** True when the root did not finish: only the finished sections (and an unconfirmed answer) are there. */
   partial: boolean;
   /** Why a budget stopped the run early (partial reports only). */
   stopped: string | null;
   /** The root's error (partial reports only). */
   error: string | null;
-  /** The root's answer (complete reports only). */
+  /** The root's answer; in a partial report, the unconfirmed direct answer of a question that was being planned, if any. */
   answer: string | null;
   references: Reference[];
   consulted: Consulted[];

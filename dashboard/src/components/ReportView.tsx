@@ -75,6 +75,18 @@ function ReportBody({ report }: { report: ReportResponse }) {
       {report.partial ? (
         <>
           <h1 className="report-title">{report.title}</h1>
+          {report.answer && (
+            <section className="report-section" data-testid="report-direct-answer">
+              <h2>Direct answer, before the research was planned</h2>
+              <Cited
+                text={report.answer}
+                references={report.references}
+                consulted={report.consulted}
+                prefix=""
+                unconfirmed={!report.confirmed}
+              />
+            </section>
+          )}
           {report.sections.map((section) => (
             <section key={section.task_id} className="report-section" data-testid="report-section">
               <h2>{section.goal}</h2>
