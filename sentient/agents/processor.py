@@ -29,25 +29,19 @@ from sentient.agents.prompts import (
 from sentient.agents.registry import Profile
 from sentient.agents.runner import AgentCall, AgentRunner
 from sentient.agents.schemas import AggregationOutput, AnswerOutput, AtomizerOutput, ExecutionOutput, PlanReply
-from sentient.context.builder import AgentContext, ContextBuilder
-from sentient.context.citations import renumber
-from sentient.context.grounding import (
-    Grounded,
-    carry_citations,
-    cite_by_evidence,
-    coverage,
+from sentient.context.answer_text import (
     drop_disclaimers,
     drop_unfinished,
-    ground,
     marker_as_answer,
-    normalize,
-    opening,
     opens_cited,
-    own_words,
-    questions,
     state_markers,
     written_as_report,
 )
+from sentient.context.builder import AgentContext, ContextBuilder
+from sentient.context.citations import renumber
+from sentient.context.evidence import carry_citations, cite_by_evidence, coverage
+from sentient.context.grounding import Grounded, ground
+from sentient.context.wording import normalize, opening, own_words, questions
 from sentient.events import (
     EventBus,
     NodeCreated,
@@ -700,7 +694,7 @@ def _is_goal(goal: str, subtask: SubTask) -> bool:
 
 async def _one_holds(goal: str, sources: Sequence[Source], docs: DocsSearch) -> bool:
     """Whether one of ``sources`` holds ``LOOKUP_COVERAGE`` of ``goal``'s words, each weighed by
-    its rarity in the documents (:func:`grounding.coverage`): the lookup rule."""
+    its rarity in the documents (:func:`evidence.coverage`): the lookup rule."""
     rarity = cache(docs.rarity)
     covered = await asyncio.to_thread(lambda: max((coverage(goal, s, rarity) for s in sources), default=0.0))
     return covered >= LOOKUP_COVERAGE

@@ -37,6 +37,9 @@ class ExecutionOutput(BaseModel):
     answer: str = Field(min_length=1)
 
 
+# This docstring is the model's JSON-schema description, which is part of every response-cache
+# key: it is kept as it was when cite_by_evidence moved to sentient.context.evidence, so cached
+# answers (and eval replays) stay valid.
 class AnswerOutput(BaseModel):
     """An executor's answer on a model decoded under a grammar (the embedded one): the answer
     alone, citing sources with [n]. Small models answer better from a plain "answer from these

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sentient.context.citations import SourceList, renumber
-from sentient.context.grounding import own_words, questions
 from sentient.context.knowledge import KnowledgeStore
+from sentient.context.wording import own_words, questions
 from sentient.graph.node import Source, TaskNode
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph

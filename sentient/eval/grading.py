@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from sentient.context.grounding import normalize
+from sentient.context.wording import normalize
 
 _REFERENCES = re.compile(
     r"^#{1,6}\s*(References|Other sources consulted)\b.*", re.IGNORECASE | re.MULTILINE | re.DOTALL

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
-from sentient.context.grounding import opens_cited, written_as_report
+from sentient.context.answer_text import opens_cited, written_as_report
 from sentient.graph.status import TaskStatus
 
 SourceKind = Literal["url", "path"]

@@ -2,21 +2,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from sentient.context.grounding import (
-    carry_citations,
-    cite_by_evidence,
-    cite_statements,
-    coverage,
-    drop_disclaimers,
-    drop_unfinished,
-    evidence,
-    ground,
-    marker_as_answer,
-    quotable,
-    quote_occurs,
-    state_markers,
-    stem,
-)
+from sentient.context.answer_text import drop_disclaimers, drop_unfinished, marker_as_answer, state_markers
+from sentient.context.evidence import carry_citations, cite_by_evidence, cite_statements, coverage, evidence
+from sentient.context.grounding import ground, quotable, quote_occurs
+from sentient.context.wording import stem
 from sentient.graph.node import Source
 
 LISTS = Source(ref="/docs/lists.md", title="Lists", snippet="A list is a mutable sequence: lists grow with append().")
