@@ -26,7 +26,7 @@ import httpx
 from sentient.exceptions import ToolError
 from sentient.graph.node import Source
 from sentient.tools.base import ToolOutput, ToolSettings
-from sentient.tools.docs_search import _html_to_text
+from sentient.tools.documents import html_to_text
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _TEXT_TYPES = _HTML_TYPES | {"text/plain"}
@@ -233,7 +233,7 @@ def _extract_html(document: str) -> tuple[str, str]:
 
     text = trafilatura.extract(document, include_comments=False, include_tables=True)
     if not text:  # trafilatura finds no main content in some pages (tiny, odd markup)
-        text = _BLANK_RUNS.sub("\n\n", _html_to_text(document)).strip()
+        text = _BLANK_RUNS.sub("\n\n", html_to_text(document)).strip()
     return title, text
 
 

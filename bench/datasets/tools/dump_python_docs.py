@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sys
 
-from sentient.tools.docs_search import _passages, _python_documents
+from sentient.tools.documents import python_documents, split_passages
 
 
 def evidence_key(title: str) -> str:
@@ -26,8 +26,8 @@ def evidence_key(title: str) -> str:
 
 def main(out: str) -> None:
     with open(out, "w", encoding="utf-8") as fh:
-        for _source, title, text in _python_documents():
-            for body in _passages(text):
+        for _source, title, text in python_documents():
+            for body in split_passages(text):
                 fh.write(json.dumps({"evidence": evidence_key(title), "title": title, "body": body}) + "\n")
 
 
