@@ -264,6 +264,13 @@ def test_a_partial_report_shows_the_unconfirmed_direct_answer_of_a_question(
     page.goto(f"{live_server.url}/?project={project_id}")
     expect(page.get_by_test_id("project-status")).to_have_text("failed", timeout=DONE_TIMEOUT)
 
+    page.locator("[data-task-id='root']").click()
+    inspector = page.get_by_test_id("inspector")
+    expect(inspector.get_by_test_id("inspector-result-heading")).to_have_text(
+        "Unconfirmed direct answer (the question was then planned)"
+    )
+    expect(inspector.get_by_test_id("inspector-result")).to_contain_text("Finding for root, from memory.")
+
     page.get_by_test_id("report-tab").click()
     report = page.get_by_test_id("report-body")
     answer = report.get_by_test_id("report-direct-answer")

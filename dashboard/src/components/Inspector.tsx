@@ -136,7 +136,13 @@ export function Inspector() {
       </section>
       {node.result && (
         <section>
-          <h4>Result</h4>
+          {/* A planned node has no result until it is DONE: before then, this is the direct answer of a
+              question answered first that no source confirmed (TaskNode.unconfirmed_answer). */}
+          <h4 data-testid="inspector-result-heading">
+            {node.node_type === "PLAN" && node.status !== "DONE"
+              ? "Unconfirmed direct answer (the question was then planned)"
+              : "Result"}
+          </h4>
           <Markdown text={node.result} testId="inspector-result" />
         </section>
       )}
