@@ -14,10 +14,10 @@ from functools import cache, partial
 from typing import TypeVar
 
 from loguru import logger
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from sentient.agents.config import AgentConfig, Role
-from sentient.agents.json_repair import extract_json
+from sentient.agents.plans import distinct_subtasks, lists_goal, splits_nothing
 from sentient.agents.prompts import (
     aggregate_task,
     atomize_task,
@@ -41,7 +41,7 @@ from sentient.context.builder import AgentContext, ContextBuilder
 from sentient.context.citations import renumber
 from sentient.context.evidence import carry_citations, cite_by_evidence, coverage
 from sentient.context.grounding import Grounded, ground
-from sentient.context.wording import normalize, opening, own_words, questions
+from sentient.context.wording import opening, own_words, questions
 from sentient.events import (
     EventBus,
     NodeCreated,
@@ -176,13 +176,13 @@ class AgentProcessor:
                 plan_task(node, self._settings.max_subtasks),
                 self._context.for_planning(node),
                 PlanReply,
-                enough=partial(_lists_goal, node.goal),
+                enough=partial(lists_goal, node.goal),
             )
             self._bus.publish(PlanProposed(node.task_id, reply, by="planner"))
-            subtasks = _distinct(reply.subtasks)
-            splits_nothing = _splits_nothing(node.goal, subtasks)
-            if splits_nothing is not None:
-                await self._execute_instead(node, splits_nothing)
+            subtasks = distinct_subtasks(reply.subtasks)
+            why_not = splits_nothing(node.goal, subtasks)
+            if why_not is not None:
+                await self._execute_instead(node, why_not)
                 return
             if len(subtasks) < len(reply.subtasks):
                 node.warnings.append(f"{len(reply.subtasks) - len(subtasks)} repeated subtask(s) dropped from the plan")
@@ -627,69 +627,6 @@ class AgentProcessor:
 def _opens_confirmed(answer: Grounded) -> bool:
     """Whether the first sentence of ``answer`` (the direct answer) cites a verified source."""
     return opens_cited(answer.text, {n for n, source in enumerate(answer.sources, start=1) if source.verified})
-
-
-def _distinct(subtasks: Sequence[SubTask]) -> list[SubTask]:
-    """``subtasks`` without those that ask what an earlier one asks (case, punctuation and
-    spacing aside); a dependency on a dropped repeat points at the subtask it repeats. An index
-    out of range stays as it is: :meth:`TaskGraph.add_children` drops it with a warning.
-
-    The small planner sometimes lists its plan twice; run twice, each repeat costs a search and
-    an answer that the aggregator then reads twice.
-    """
-    first: dict[str, int] = {}
-    kept_at: list[int] = []  # old index -> new index
-    kept: list[SubTask] = []
-    for subtask in subtasks:
-        key = normalize(subtask.goal)
-        if key not in first:
-            first[key] = len(kept)
-            kept.append(subtask)
-        kept_at.append(first[key])
-    if len(kept) == len(subtasks):
-        return list(subtasks)
-
-    def moved(d: int) -> int:
-        return kept_at[d] if 0 <= d < len(kept_at) else d
-
-    return [s.model_copy(update={"depends_on_indices": [moved(d) for d in s.depends_on_indices]}) for s in kept]
-
-
-def _splits_nothing(goal: str, subtasks: Sequence[SubTask]) -> str | None:
-    """Why a plan of ``subtasks`` splits nothing, or None when it does split ``goal``.
-
-    A plan whose subtasks include the goal itself (case, punctuation and spacing aside) leaves
-    that subtask all of the work, and what the small planner adds beside it mostly guesses at
-    the answer or depends on the wrong index. On the dev splits, 10 of the 16 questions whose
-    plan repeated the goal were answered wrong, against 3 of the 22 whose plan did not
-    (bench/README.md, "plans that repeat the goal"). A plan of one distinct subtask is the goal
-    in other words.
-    """
-    if any(_is_goal(goal, subtask) for subtask in subtasks):
-        return "the plan's subtasks include the task itself"
-    if len(subtasks) < 2:
-        return "the plan's subtasks all ask one thing"
-    return None
-
-
-def _lists_goal(goal: str, reply: str) -> bool:
-    """Whether a planner's reply so far lists ``goal`` itself as a subtask.
-
-    Such a plan splits nothing (:func:`_splits_nothing`), so the embedded model stops writing
-    it there: on the dev splits, 19 of 43 plans listed their goal, always first, and the
-    subtasks written after it were most of the planner's output (bench/README.md, "a plan that
-    lists its goal stops there").
-    """
-    try:
-        plan = PlanReply.model_validate_json(extract_json(reply)[0])
-    except ValidationError:
-        return False
-    return any(_is_goal(goal, subtask) for subtask in plan.subtasks)
-
-
-def _is_goal(goal: str, subtask: SubTask) -> bool:
-    """Whether ``subtask`` asks ``goal`` itself (case, punctuation and spacing aside)."""
-    return normalize(subtask.goal) == normalize(goal)
 
 
 async def _one_holds(goal: str, sources: Sequence[Source], docs: DocsSearch) -> bool:

@@ -58,7 +58,7 @@ class AggregationOutput(BaseModel):
 # A planner's reply. Its schema is PlanOutput's, so a model is asked for two or more subtasks (the
 # embedded model's grammar enforces it) and cached replies still match; a reply of one subtask is
 # accepted too: one stopped as soon as it listed the goal itself, which splits nothing (the goal is
-# executed directly: sentient.agents.processor._lists_goal).
+# executed directly: sentient.agents.plans.lists_goal).
 class PlanReply(PlanOutput):
     """A plan: the subtasks that together achieve the parent goal."""
 

@@ -1,0 +1,81 @@
+"""What a planner's subtasks say, checked before a plan is adopted.
+
+The small planner repeats itself: it lists a subtask twice (:func:`distinct_subtasks` keeps
+one), lists the goal itself among its subtasks, or splits it into one subtask in other words.
+Such a plan splits nothing (:func:`splits_nothing`), and the task is executed instead; the
+embedded model stops writing one as soon as it lists the goal (:func:`lists_goal`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import ValidationError
+
+from sentient.agents.json_repair import extract_json
+from sentient.agents.schemas import PlanReply
+from sentient.context.wording import normalize
+from sentient.graph.plan import SubTask
+
+
+def distinct_subtasks(subtasks: Sequence[SubTask]) -> list[SubTask]:
+    """``subtasks`` without those that ask what an earlier one asks (case, punctuation and
+    spacing aside); a dependency on a dropped repeat points at the subtask it repeats. An index
+    out of range stays as it is: :meth:`TaskGraph.add_children` drops it with a warning.
+
+    The small planner sometimes lists its plan twice; run twice, each repeat costs a search and
+    an answer that the aggregator then reads twice.
+    """
+    first: dict[str, int] = {}
+    kept_at: list[int] = []  # old index -> new index
+    kept: list[SubTask] = []
+    for subtask in subtasks:
+        key = normalize(subtask.goal)
+        if key not in first:
+            first[key] = len(kept)
+            kept.append(subtask)
+        kept_at.append(first[key])
+    if len(kept) == len(subtasks):
+        return list(subtasks)
+
+    def moved(d: int) -> int:
+        return kept_at[d] if 0 <= d < len(kept_at) else d
+
+    return [s.model_copy(update={"depends_on_indices": [moved(d) for d in s.depends_on_indices]}) for s in kept]
+
+
+def splits_nothing(goal: str, subtasks: Sequence[SubTask]) -> str | None:
+    """Why a plan of ``subtasks`` splits nothing, or None when it does split ``goal``.
+
+    A plan whose subtasks include the goal itself (case, punctuation and spacing aside) leaves
+    that subtask all of the work, and what the small planner adds beside it mostly guesses at
+    the answer or depends on the wrong index. On the dev splits, 10 of the 16 questions whose
+    plan repeated the goal were answered wrong, against 3 of the 22 whose plan did not
+    (bench/README.md, "plans that repeat the goal"). A plan of one distinct subtask is the goal
+    in other words.
+    """
+    if any(is_goal(goal, subtask) for subtask in subtasks):
+        return "the plan's subtasks include the task itself"
+    if len(subtasks) < 2:
+        return "the plan's subtasks all ask one thing"
+    return None
+
+
+def lists_goal(goal: str, reply: str) -> bool:
+    """Whether a planner's reply so far lists ``goal`` itself as a subtask.
+
+    Such a plan splits nothing (:func:`splits_nothing`), so the embedded model stops writing
+    it there: on the dev splits, 19 of 43 plans listed their goal, always first, and the
+    subtasks written after it were most of the planner's output (bench/README.md, "a plan that
+    lists its goal stops there").
+    """
+    try:
+        plan = PlanReply.model_validate_json(extract_json(reply)[0])
+    except ValidationError:
+        return False
+    return any(is_goal(goal, subtask) for subtask in plan.subtasks)
+
+
+def is_goal(goal: str, subtask: SubTask) -> bool:
+    """Whether ``subtask`` asks ``goal`` itself (case, punctuation and spacing aside)."""
+    return normalize(subtask.goal) == normalize(goal)
