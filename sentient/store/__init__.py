@@ -13,13 +13,13 @@ from sentient.store.errors import (
     StoreError,
 )
 from sentient.store.lease import DEFAULT_LEASE_S, Heartbeat, Owner, owner_alive
-from sentient.store.project_store import (
+from sentient.store.project_store import ProjectStore
+from sentient.store.records import (
     PROJECT_ACTIVE,
     PROJECT_FINISHED,
     PROJECT_RESUMABLE,
     ProjectRecord,
     ProjectStatus,
-    ProjectStore,
     check_project_id,
 )
 from sentient.store.writer import StoreWriter, StoreWriterError

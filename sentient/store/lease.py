@@ -31,7 +31,8 @@ from loguru import logger
 from sentient.store.errors import LeaseLostError, StoreError
 
 if TYPE_CHECKING:
-    from sentient.store.project_store import ProjectRecord, ProjectStore
+    from sentient.store.project_store import ProjectStore
+    from sentient.store.records import ProjectRecord
 
 DEFAULT_LEASE_S = 30.0
 

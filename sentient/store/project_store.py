@@ -2,7 +2,8 @@
 
 Or in PostgreSQL, shared by several processes (on several machines), when ``SENTIENT_DATABASE_URL``
 is set: the same SQL runs on either (:mod:`sentient.store.database`, :mod:`sentient.store.postgres`).
-A running project is held by one owner under a lease (:mod:`sentient.store.lease`).
+A running project is held by one owner under a lease (:mod:`sentient.store.lease`). What it
+returns (project records and statuses, nodes and reviews read back) is in :mod:`sentient.store.records`.
 
 Threading: one connection guarded by one re-entrant lock. The engine's thread, the
 :class:`~sentient.store.writer.StoreWriter` thread and Flask request threads all go through
@@ -17,24 +18,20 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import threading
 import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
-from sentient.graph.node import NodeType, Source, StatusChange, TaskNode, TaskType
+from sentient.graph.node import StatusChange, TaskNode
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
-from sentient.store.database import Database, Row, SQLiteDatabase
+from sentient.store.database import Database, SQLiteDatabase
 from sentient.store.errors import (
-    InvalidProjectIdError,
     LeaseLostError,
     NodeNotFoundError,
     ProjectBusyError,
@@ -45,123 +42,19 @@ from sentient.store.errors import (
     StoreError,
 )
 from sentient.store.lease import DEFAULT_LEASE_S, Owner, owner_alive
+from sentient.store.records import (
+    NewReview,
+    ProjectRecord,
+    ProjectStatus,
+    check_project_id,
+    node_from_row,
+    project_status,
+    record_from_row,
+    review_from_row,
+)
 
 DB_NAME = "sentient.db"
 _IN_MEMORY = ":memory:"  # SQLite's name for a database without a file
-_PROJECT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
-
-
-# -- records -------------------------------------------------------------------------------
-
-
-class ProjectStatus(StrEnum):
-    CREATED = "created"  # stored, never started
-    RUNNING = "running"  # a process (the owner) is running it now, under a lease
-    COMPLETED = "completed"  # the root finished with a result
-    FAILED = "failed"  # the root failed
-    CANCELLED = "cancelled"  # a user cancelled it
-    STOPPED = "stopped"  # a budget ended it; the report is partial
-    INTERRUPTED = "interrupted"  # its process died while it ran; it can be resumed
-
-
-PROJECT_FINISHED: frozenset[ProjectStatus] = frozenset(
-    {ProjectStatus.COMPLETED, ProjectStatus.FAILED, ProjectStatus.CANCELLED, ProjectStatus.STOPPED}
-)
-PROJECT_RESUMABLE: frozenset[ProjectStatus] = frozenset({ProjectStatus.CREATED, ProjectStatus.INTERRUPTED})
-PROJECT_ACTIVE: frozenset[ProjectStatus] = frozenset({ProjectStatus.RUNNING})
-
-
-@dataclass(frozen=True)
-class ProjectRecord:
-    """A stored project. ``nodes`` … ``cost_usd`` are live totals over its stored nodes."""
-
-    project_id: str
-    goal: str
-    profile: str
-    status: ProjectStatus
-    error: str | None
-    settings: dict[str, Any]
-    stats: dict[str, Any]
-    owner_pid: int | None
-    created_at: float
-    updated_at: float
-    pending_reviews: int = 0
-    has_report: bool = False
-    nodes: int = 0
-    agent_calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-    failed_nodes: int = 0
-    owner_start: str | None = field(default=None, repr=False)
-    owner_host: str | None = None  # with owner_pid: who runs it (or ran it last)
-    owner_space: str | None = field(default=None, repr=False)
-    owner_token: str | None = field(default=None, repr=False)  # set while a claim holds it
-    lease_expires_at: float | None = None  # the database's clock; None: not held, or claimed before leases
-    read_at: float = field(
-        default=0.0, compare=False, repr=False
-    )  # the database's clock when this record was read (to judge the lease)
-    options: dict[str, Any] = field(default_factory=dict)  # model, offline, docs; "overrides" on resume
-    spent: dict[str, Any] = field(default_factory=dict)  # what the runs spent: cost_usd, requests, elapsed_s
-
-    @property
-    def owner(self) -> str | None:
-        """Who runs the project (or ran it last), as ``host:pid``, or None."""
-        if self.owner_pid is None:
-            return None
-        return f"{self.owner_host}:{self.owner_pid}" if self.owner_host else str(self.owner_pid)
-
-    def live_stats(self) -> dict[str, Any]:
-        """Totals over the stored nodes, overridden by the stats the run stored when it ended."""
-        live: dict[str, Any] = {
-            "nodes": self.nodes,
-            "agent_calls": self.agent_calls,
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "cost_usd": self.cost_usd,
-            "failed_nodes": self.failed_nodes,
-        }
-        return {**live, **self.stats}
-
-    def to_dict(self) -> dict[str, Any]:
-        """The Project JSON shape of ``docs/server-protocol.md``."""
-        return {
-            "project_id": self.project_id,
-            "goal": self.goal,
-            "profile": self.profile,
-            "status": self.status.value,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "error": self.error,
-            "settings": dict(self.settings),
-            "stats": self.live_stats(),
-            "pending_reviews": self.pending_reviews,
-        }
-
-
-class _NewReview(BaseModel):
-    """What :meth:`ProjectStore.add_review` accepts (a typo in a key fails loudly)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    review_id: str
-    project_id: str
-    task_id: str
-    round: int
-    goal: str
-    layer: int
-    plan: dict[str, Any]
-    context: str = ""
-    created_at: float | None = None
-    deadline: float | None = None
-    status: Literal["pending"] = "pending"
-
-
-def check_project_id(project_id: object) -> str:
-    """Return ``project_id`` if it is a valid id (and so a safe folder name); raise otherwise."""
-    if not isinstance(project_id, str) or not _PROJECT_ID.fullmatch(project_id):
-        raise InvalidProjectIdError(project_id)
-    return project_id
 
 
 # -- the store -----------------------------------------------------------------------------
@@ -423,7 +316,7 @@ class ProjectStore:
         """
         owner = owner or self.owner
         sql = "UPDATE projects SET status = ?, error = ?, owner_token = NULL, lease_expires_at = NULL, updated_at = ?"
-        params: list[Any] = [_project_status(status).value, error, time.time()]
+        params: list[Any] = [project_status(status).value, error, time.time()]
         if stats is not None:
             sql, params = sql + ", stats = ?", [*params, _dumps(dict(stats))]
         if report is not None:
@@ -464,13 +357,13 @@ class ProjectStore:
             row = conn.execute(self._project_select + " WHERE p.project_id = ?", (project_id,)).fetchone()
         if row is None:
             raise ProjectNotFoundError(project_id)
-        return _record(row)
+        return record_from_row(row)
 
     def list_projects(self) -> list[ProjectRecord]:
         """Every project, newest first."""
         with self._reading() as conn:
             rows = conn.execute(self._project_select + " ORDER BY p.created_at DESC, p.rowid DESC").fetchall()
-        return [_record(row) for row in rows]
+        return [record_from_row(row) for row in rows]
 
     def set_status(
         self, project_id: str, status: ProjectStatus | str, error: str | None = None, *, owner: Owner | None = None
@@ -481,7 +374,7 @@ class ProjectStore:
         none): a worker recording how its run was stopped never overwrites the worker that took the
         project over. A run ends with :meth:`release`; ``running`` is set by :meth:`claim` only.
         """
-        value = _project_status(status).value
+        value = project_status(status).value
         if value == ProjectStatus.RUNNING.value:
             raise StoreError(f"project '{project_id}': a project is marked running by claiming it")
         sql = "UPDATE projects SET status = ?, error = ?, owner_token = NULL, lease_expires_at = NULL, updated_at = ?"
@@ -551,7 +444,7 @@ class ProjectStore:
             rows = conn.execute(
                 self._project_select + " WHERE p.status = ? ORDER BY p.created_at", (ProjectStatus.RUNNING.value,)
             ).fetchall()
-        return [record for record in map(_record, rows) if not owner_alive(record)]
+        return [record for record in map(record_from_row, rows) if not owner_alive(record)]
 
     def _update(self, project_id: str, sql: str, params: list[Any]) -> None:
         check_project_id(project_id)
@@ -576,7 +469,7 @@ class ProjectStore:
         history: dict[str, list[StatusChange]] = {}
         for task_id, status, at in changes:
             history.setdefault(task_id, []).append(StatusChange(status=TaskStatus(status), at=at))
-        return TaskGraph.from_nodes([_node(row, history.get(row["task_id"], [])) for row in rows])
+        return TaskGraph.from_nodes([node_from_row(row, history.get(row["task_id"], [])) for row in rows])
 
     def node(self, project_id: str, task_id: str) -> TaskNode:
         """One stored node, with its history and children."""
@@ -598,7 +491,7 @@ class ProjectStore:
             children = conn.execute(
                 "SELECT task_id FROM nodes WHERE project_id = ? AND parent_id = ? ORDER BY seq", (project_id, task_id)
             ).fetchall()
-        node = _node(row, [StatusChange(status=TaskStatus(s), at=at) for s, at in changes])
+        node = node_from_row(row, [StatusChange(status=TaskStatus(s), at=at) for s, at in changes])
         node.children = [c[0] for c in children]
         return node
 
@@ -657,7 +550,7 @@ class ProjectStore:
     def add_review(self, review: Mapping[str, Any]) -> None:
         """Store a pending review (the Review shape; ``created_at`` defaults to now)."""
         try:
-            new = _NewReview.model_validate(dict(review))
+            new = NewReview.model_validate(dict(review))
         except ValidationError as exc:
             error = exc.errors()[0]
             where = ".".join(str(p) for p in error["loc"])
@@ -691,7 +584,7 @@ class ProjectStore:
             row = conn.execute(f"SELECT {_REVIEW_COLUMNS} FROM reviews WHERE review_id = ?", (review_id,)).fetchone()
         if row is None:
             raise ReviewNotFoundError(review_id)
-        return _review(row)
+        return review_from_row(row)
 
     def find_review(self, project_id: str, task_id: str, round: int) -> dict[str, Any] | None:
         """The latest review of a node's plan round (to pick a pending one up again after a restart)."""
@@ -701,7 +594,7 @@ class ProjectStore:
                 " ORDER BY created_at DESC, rowid DESC LIMIT 1",
                 (project_id, task_id, round),
             ).fetchone()
-        return None if row is None else _review(row)
+        return None if row is None else review_from_row(row)
 
     def pending_reviews(self, project_id: str | None = None) -> list[dict[str, Any]]:
         """Reviews waiting for an answer, oldest first (of one project, or of all)."""
@@ -710,7 +603,7 @@ class ProjectStore:
             sql, params = sql + " AND project_id = ?", [project_id]
         with self._reading() as conn:
             rows = conn.execute(sql + " ORDER BY created_at, rowid", params).fetchall()
-        return [_review(row) for row in rows]
+        return [review_from_row(row) for row in rows]
 
     def reviews(self, project_id: str, task_id: str | None = None) -> list[dict[str, Any]]:
         """Every review of a project (or of one node), answered ones included, oldest first."""
@@ -719,7 +612,7 @@ class ProjectStore:
             sql, params = sql + " AND task_id = ?", [*params, task_id]
         with self._reading() as conn:
             rows = conn.execute(sql + " ORDER BY created_at, rowid", params).fetchall()
-        return [_review(row) for row in rows]
+        return [review_from_row(row) for row in rows]
 
     def answer_review(self, review_id: str, decision: Mapping[str, Any]) -> dict[str, Any]:
         """Record the decision of a pending review; returns the answered review.
@@ -741,20 +634,11 @@ class ProjectStore:
         return self.get_review(review_id)
 
 
-# -- rows ----------------------------------------------------------------------------------
+# -- helpers -------------------------------------------------------------------------------
 
 
 def _exists(conn: Database, project_id: str) -> bool:
     return conn.execute("SELECT 1 FROM projects WHERE project_id = ?", (project_id,)).fetchone() is not None
-
-
-def _project_status(status: ProjectStatus | str) -> ProjectStatus:
-    try:
-        return ProjectStatus(status)
-    except ValueError:
-        raise StoreError(
-            f"unknown project status {status!r}: use one of {', '.join(s.value for s in ProjectStatus)}"
-        ) from None
 
 
 def _dumps(value: Any) -> str:
@@ -763,66 +647,3 @@ def _dumps(value: Any) -> str:
 
 def _json_or_null(value: Mapping[str, Any] | None) -> str | None:
     return None if value is None else _dumps(dict(value))
-
-
-def _record(row: Row) -> ProjectRecord:
-    nodes, calls, tokens_in, tokens_out, cost, failed = json.loads(row["live"])  # Dialect.live_totals
-    return ProjectRecord(
-        project_id=row["project_id"],
-        goal=row["goal"],
-        profile=row["profile"],
-        status=ProjectStatus(row["status"]),
-        error=row["error"],
-        settings=json.loads(row["settings"]),
-        stats=json.loads(row["stats"]),
-        owner_pid=row["owner_pid"],
-        owner_start=row["owner_start"],
-        owner_host=row["owner_host"],
-        owner_space=row["owner_space"],
-        owner_token=row["owner_token"],
-        lease_expires_at=row["lease_expires_at"],
-        read_at=row["read_at"],
-        options=json.loads(row["options"]),
-        spent=json.loads(row["spent"]),
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        pending_reviews=row["pending_reviews"],
-        has_report=bool(row["has_report"]),
-        nodes=nodes,
-        agent_calls=int(calls),
-        input_tokens=int(tokens_in),
-        output_tokens=int(tokens_out),
-        cost_usd=float(cost),
-        failed_nodes=int(failed),
-    )
-
-
-def _node(row: Row, history: list[StatusChange]) -> TaskNode:
-    return TaskNode(
-        task_id=row["task_id"],
-        goal=row["goal"],
-        task_type=TaskType(row["task_type"]),
-        node_type=NodeType(row["node_type"]),
-        layer=row["layer"],
-        parent_id=row["parent_id"],
-        depends_on=json.loads(row["depends_on"]),
-        status=TaskStatus(row["status"]),
-        history=history,
-        result=row["result"],
-        error=row["error"],
-        sources=[Source(**s) for s in json.loads(row["sources"])],
-        warnings=json.loads(row["warnings"]),
-        replans=row["replans"],
-        agent_calls=row["agent_calls"],
-        input_tokens=row["input_tokens"],
-        output_tokens=row["output_tokens"],
-        cost_usd=row["cost_usd"],
-        created_at=row["created_at"],
-    )
-
-
-def _review(row: Row) -> dict[str, Any]:
-    review = dict(row)
-    review["plan"] = json.loads(review["plan"])
-    review["decision"] = json.loads(review["decision"]) if review["decision"] is not None else None
-    return review

@@ -30,7 +30,8 @@ from sentient.graph.status import TaskStatus
 from sentient.store.database import Database
 from sentient.store.errors import LeaseLostError, StoreError
 from sentient.store.lease import Owner
-from sentient.store.project_store import ProjectStore, check_project_id
+from sentient.store.project_store import ProjectStore
+from sentient.store.records import check_project_id
 
 _CREATED, _STATUS, _REMOVED, _CALL, _FLUSH, _STOP = range(6)
 _KIND_NAMES = ("NodeCreated", "NodeStatusChanged", "NodesRemoved", "AgentCallFinished", "flush", "stop")
