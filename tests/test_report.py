@@ -140,3 +140,20 @@ def test_partial_report_says_so_when_no_subtask_finished() -> None:
     assert "the root task ended CANCELLED" in report
     assert "No subtask finished." in report
     assert "Reason:" not in report
+
+
+def test_partial_report_keeps_the_unconfirmed_direct_answer_with_its_own_sources() -> None:
+    # The question was answered first from C (uncited), then planned; one subtask finished, citing B.
+    graph = graph_with_children(("Tuples never change [1].", [B], TaskStatus.DONE))
+    root = graph.root
+    root.status, root.error = TaskStatus.FAILED, "aggregation failed: model crashed"
+    root.result, root.sources = "Lists and tuples differ in mutability.", [C]
+    report = build(graph)
+    assert report.answer == "Lists and tuples differ in mutability."
+    assert report.references == [] and [c.ref for c in report.consulted] == ["/docs/hash.md"]
+    [section] = report.sections
+    assert [r.ref for r in section.references] == ["/docs/tuple.md"]
+    markdown = to_markdown(report)
+    direct = markdown.split("## Direct answer, before the research was planned\n\n", 1)[1].split("## Subtask 0")[0]
+    assert direct.startswith("Lists and tuples differ in mutability.\n\n" + UNCONFIRMED)
+    assert "/docs/hash.md" in direct and "/docs/tuple.md" not in direct

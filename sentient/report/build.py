@@ -31,26 +31,23 @@ def build_report(graph: TaskGraph, stopped: str | None = None) -> Report:
             consulted=uncited,
             missing=missing,
         )
-    # A question answered first and planned after all has an answer already, unconfirmed.
-    answer, references, uncited = _cited(root.unconfirmed_answer or "", root.sources, [])
     sections = []
     for node in _topmost_done(graph, root):
-        text, references, uncited = _cited(node.result or "", node.sources, [])
-        sections.append(
-            Section(task_id=node.task_id, goal=node.goal, text=text, references=references, consulted=uncited)
-        )
-    return Report(
+        text, cited, uncited = _cited(node.result or "", node.sources, [])
+        sections.append(Section(task_id=node.task_id, goal=node.goal, text=text, references=cited, consulted=uncited))
+    report = Report(
         title=root.goal,
         status=root.status,
         partial=True,
         stopped=stopped,
         error=root.error,
-        answer=answer or None,
-        references=references if answer else [],
-        consulted=list(uncited) if answer else [],
         sections=sections,
         missing=missing,
     )
+    if root.unconfirmed_answer:  # a question answered first and planned after all has an answer already
+        answer, references, uncited = _cited(root.unconfirmed_answer, root.sources, [])
+        report = report.model_copy(update={"answer": answer, "references": references, "consulted": uncited})
+    return report
 
 
 def _cited(
