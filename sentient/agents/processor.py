@@ -40,7 +40,7 @@ from sentient.context.answer_text import (
 from sentient.context.builder import AgentContext, ContextBuilder
 from sentient.context.citations import renumber
 from sentient.context.evidence import carry_citations, cite_by_evidence, coverage
-from sentient.context.grounding import Grounded, ground
+from sentient.context.grounding import Grounded, confirmed_by_quote, ground
 from sentient.context.wording import opening, own_words, questions
 from sentient.events import (
     EventBus,
@@ -364,11 +364,13 @@ class AgentProcessor:
         tools: ToolBox | None,
         *,
         strict: bool = False,
+        quote_first: bool = False,
     ) -> Grounded:
         """An executor's answer from ``context``'s sources, its citations checked (``strict``: see
-        :func:`execute_task`)."""
+        :func:`execute_task`). ``quote_first``: the embedded model too copies its supporting
+        sentences before it answers, as hosted models always do."""
         sink = SourceSink(context.sources)
-        if context.sources and self._runner.decodes_under_grammar(agent):
+        if context.sources and self._runner.decodes_under_grammar(agent) and not quote_first:
             # The embedded model answers from its sources more often when asked for the answer
             # alone (bench/README.md, answer quality); its [n] are checked against the sources here.
             task = execute_task(node, has_sources=True, quoting=False, strict=strict)
@@ -386,9 +388,11 @@ class AgentProcessor:
         not rests on the model: the executor may answer from memory when its sources do not hold
         the answer, and a plan can go astray. The second look asks the SEARCH executor once more,
         shown only the goal and passages (``found``, searched for the goal itself, and what a
-        search with the answer's words adds: :meth:`_to_confirm`), to answer from them alone;
-        its answer is kept if it is confirmed, else the research's answer stays
-        (bench/README.md, "a second look"). The replaced answer stays in the node's trace. Only
+        search with the answer's words adds: :meth:`_to_confirm`), to answer from them alone,
+        copying the sentences that support it first (quote-first: the embedded model, which
+        answers plainly elsewhere, then answers from the sentence it found, not from memory);
+        its answer is kept if a quote confirms it (:func:`confirmed_by_quote`), else the
+        research's answer stays (bench/README.md, "a second look"). The replaced answer stays in the node's trace. Only
         the answer to a question, in one paragraph, gets one: a report that was asked for ("Write
         an overview of …") or that was written as one (headings, paragraphs, lists) is not
         replaced by a short answer. It is optional work: it runs only where the budget has room
@@ -407,16 +411,19 @@ class AgentProcessor:
             node.warnings.append("no second look at the unconfirmed answer: the budget has no room left for it")
             return answer
         try:
-            second = await self._sourced_answer(node, agent, context, tools, strict=True)
+            second = await self._sourced_answer(node, agent, context, tools, strict=True, quote_first=True)
         except AgentError as exc:
             node.warnings.append(f"second look failed, the unconfirmed answer is kept: {exc}")
             return answer
-        if not _opens_confirmed(second):
+        confirmed = confirmed_by_quote(second, node.goal)
+        if confirmed is None:
             node.warnings.append("second look: no source states its answer either; the first answer is kept")
             return answer
         node.warnings.append("no source confirmed the answer: replaced by a second look's, which a source states")
         node.warnings.extend(second.notes)
-        return second
+        if renumber(opening(confirmed.text), {}) != renumber(opening(second.text), {}):
+            node.warnings.append("second look: its answer only restated the question; the sentence it quoted answers")
+        return confirmed
 
     async def _to_confirm(
         self, node: TaskNode, answer: Grounded, found: Sequence[Source], tools: ToolBox | None

@@ -13,7 +13,8 @@ ignoring case, accents, punctuation and spacing:
 A citation that passes none of these is dropped from the answer and noted on the node; a
 verified one marks its source ``verified`` with the quote, so the report can show the
 evidence behind every reference. An answer that comes without quotes is checked against what
-its sources state instead (:mod:`sentient.context.evidence`).
+its sources state instead (:mod:`sentient.context.evidence`). Whether a verified quote also
+confirms what an answer says is :func:`confirmed_by_quote`'s question (a second look's).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from sentient.context.citations import cited_numbers, renumber
-from sentient.context.wording import normalize, sentences
+from sentient.context.wording import normalize, opening, own_words, sentences, stem
 from sentient.graph.node import Source
 
 _ELLIPSIS = re.compile(r"\.\.\.|…")
@@ -33,6 +34,9 @@ MIN_OVERLAP = 0.8  # share of a loosely matched quote's words found together in 
 MIN_LOOSE_WORDS = 4  # a loose match needs a quote of at least this many words
 MAX_QUOTE_WORDS = 30  # a longer sentence is offered as quotes of QUOTE_PIECE_WORDS words
 QUOTE_PIECE_WORDS = 25
+# A quote that answers on its own holds at least this share of the question's own words.
+ANSWERING_SHARE = 0.5
+_TRAILING_MARKERS = re.compile(r"(?:\s*\[\d+\])+\s*$")
 
 
 class Quoted(Protocol):
@@ -125,6 +129,43 @@ def ground(answer: str, citations: Sequence[Quoted], sources: Sequence[Source]) 
     return Grounded(text, grounded, list(dict.fromkeys(notes)))
 
 
+def confirmed_by_quote(answer: Grounded, goal: str) -> Grounded | None:
+    """``answer``, given quote-first to ``goal`` and grounded, if a verified quote states its
+    direct answer (the first sentence); the quote itself, cited, if the answer only restated the
+    question and the quote answers it; else None.
+
+    A verified quote proves that a sentence is in a source, not that it says what the answer
+    does: the answer's first sentence is confirmed when a word it adds to the goal's own words
+    is in the quote of a source it cites (of any quoted source, if it cites none: the markers
+    :func:`ground` appended at the end then move to it). An answer that adds no word ("Which
+    kind of expression is a SyntaxError in a coroutine?" answered "A SyntaxError [2]") says
+    nothing, but the sentence the model copied first may say it all ("It is a SyntaxError to
+    use a yield from expression inside the body of a coroutine function."): the quote that
+    holds most of the goal's words answers, if it holds ``ANSWERING_SHARE`` of them and adds one.
+    """
+    asked = _stems(goal)
+    text = answer.text.strip()
+    first = opening(text)
+    added = _stems(renumber(first, {})) - asked
+    cited = cited_numbers(first)
+    quotes = {n: source.quote for n, source in enumerate(answer.sources, start=1) if source.verified and source.quote}
+    if added:
+        support = [n for n in (cited or quotes) if n in quotes and added & _stems(quotes[n])]
+        if not support or not text.startswith(first):
+            return None
+        if cited:
+            return answer
+        marks = "".join(f"[{n}]" for n in support)
+        return Grounded(f"{first} {marks}{_TRAILING_MARKERS.sub('', text[len(first) :])}", answer.sources, answer.notes)
+    best = max(quotes, key=lambda n: len(asked & _stems(quotes[n])), default=None)
+    if best is None:
+        return None
+    words = _stems(quotes[best])
+    if not words - asked or len(asked & words) < ANSWERING_SHARE * len(asked):
+        return None
+    return Grounded(f"{quotes[best].strip()} [{best}]", answer.sources, answer.notes)
+
+
 def quotable(sources: Sequence[Source], longest: int = MAX_QUOTE_WORDS) -> tuple[str, ...]:
     """The sentences of the sources' snippets, as quotes an executor may copy (in order, once each).
 
@@ -159,3 +200,8 @@ def _locate(quote: str, cited: int, sources: Sequence[Source]) -> tuple[int, str
         if share >= MIN_OVERLAP:
             return n, f"{share:.0%} of the quote's words"
     return None
+
+
+def _stems(text: str) -> set[str]:
+    """The stems of ``text``'s own words (:func:`~sentient.context.wording.own_words`)."""
+    return {stem(w) for w in own_words(text)}

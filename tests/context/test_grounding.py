@@ -4,7 +4,7 @@ import pytest
 
 from sentient.context.answer_text import drop_disclaimers, drop_unfinished, marker_as_answer, state_markers
 from sentient.context.evidence import carry_citations, cite_by_evidence, cite_statements, coverage, evidence
-from sentient.context.grounding import ground, quotable, quote_occurs
+from sentient.context.grounding import Grounded, confirmed_by_quote, ground, quotable, quote_occurs
 from sentient.context.wording import stem
 from sentient.graph.node import Source
 
@@ -67,6 +67,43 @@ def test_a_source_verified_upstream_may_be_cited_without_a_new_quote():
 def test_a_quoted_but_unmarked_source_is_cited_at_the_end():
     grounded = ground("Lists grow with append.", [Cite(1, "lists grow with append")], [LISTS, TUPLES])
     assert grounded.text == "Lists grow with append. [1]"
+
+
+CORO = Source(
+    ref="/docs/coro.md",
+    title="Coroutines",
+    snippet="Coroutines may be suspended. It is a SyntaxError to use a yield from expression inside a coroutine.",
+)
+CORO_GOAL = "Which kind of expression is a SyntaxError inside a coroutine?"
+
+
+def second_look(answer: str, quote: str) -> Grounded:
+    return ground(answer, [Cite(1, quote)], [CORO, LISTS])
+
+
+def test_a_quote_confirms_an_answer_when_it_states_a_word_the_answer_adds_to_the_question():
+    stated = second_look("A yield from expression [1].", "It is a SyntaxError to use a yield from expression")
+    assert confirmed_by_quote(stated, CORO_GOAL) is stated
+    # The quote is in the source, but says nothing of what the answer adds ("await").
+    unrelated = second_look("An await expression [1].", "Coroutines may be suspended")
+    assert unrelated.sources[0].verified and confirmed_by_quote(unrelated, CORO_GOAL) is None
+    assert confirmed_by_quote(second_look("An await expression.", "not in the source at all"), CORO_GOAL) is None
+
+
+def test_an_answer_that_cites_nothing_takes_the_citation_of_the_quote_that_states_it_on_its_first_sentence():
+    grounded = second_look("A yield from expression. It is rejected when compiled.", "to use a yield from expression")
+    assert grounded.text.endswith("compiled. [1]")
+    confirmed = confirmed_by_quote(grounded, CORO_GOAL)
+    assert confirmed is not None and confirmed.text == "A yield from expression. [1] It is rejected when compiled."
+
+
+def test_an_answer_that_only_restates_the_question_gives_way_to_the_quote_that_answers_it():
+    quote = "It is a SyntaxError to use a yield from expression inside a coroutine."
+    confirmed = confirmed_by_quote(second_look("A SyntaxError [1].", quote), CORO_GOAL)
+    assert confirmed is not None and confirmed.text == f"{quote} [1]"
+    # A quote that holds too little of the question does not answer it, nor one that adds nothing.
+    assert confirmed_by_quote(second_look("A SyntaxError [1].", "Coroutines may be suspended."), CORO_GOAL) is None
+    assert confirmed_by_quote(second_look("A SyntaxError [1].", "a SyntaxError to use"), CORO_GOAL) is None
 
 
 def test_a_quote_from_another_source_moves_the_citation_there():

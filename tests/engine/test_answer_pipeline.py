@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sentient.agents.models.fake import FakeRequest, Responder, ScriptedModel, cite_sources
-from sentient.agents.schemas import AggregationOutput, AnswerOutput, AtomizerOutput, ExecutionOutput
+from sentient.agents.schemas import AggregationOutput, AnswerOutput, AtomizerOutput, Citation, ExecutionOutput
 from sentient.api import ProfiledSentientAgent
 from sentient.graph.node import NodeType, TaskType
 from sentient.graph.plan import PlanOutput, SubTask
@@ -448,15 +448,13 @@ STRICT = "If the sources do not state the answer, say so."  # a second look's in
 
 @pytest.mark.parametrize("grammar", [True, False], ids=["embedded", "hosted"])
 async def test_an_answer_no_source_confirms_is_replaced_by_a_second_look_that_one_does(make_agent, grammar) -> None:
-    # The executor answers from memory; asked once more, from the passages alone, it answers from
-    # them (the embedded model's citations are checked against the sources, a hosted one's quotes).
+    # The executor answers from memory; asked once more, from the passages alone, it copies the
+    # sentence that supports its answer first (the embedded model too, which otherwise answers
+    # plainly), and the quote confirms the answer.
     def executor(request: FakeRequest) -> AnswerOutput | ExecutionOutput:
         if STRICT in request.prompt:
-            answer = "The event loop runs coroutines and tasks [1]."
-            return (
-                AnswerOutput(answer=answer)
-                if grammar
-                else ExecutionOutput(answer=answer, citations=cite_sources(request.prompt))
+            return ExecutionOutput(
+                answer="The event loop runs coroutines and tasks [1].", citations=cite_sources(request.prompt)
             )
         answer = "Coroutines are run by a scheduler thread. The sources do not confirm it."
         return AnswerOutput(answer=answer) if grammar else ExecutionOutput(answer=answer, citations=[])
@@ -466,6 +464,7 @@ async def test_an_answer_no_source_confirms_is_replaced_by_a_second_look_that_on
 
     first, second = model.calls_for(role="executor")
     assert STRICT not in first.request.prompt and "give the best answer you know" in first.request.prompt
+    assert ('"citations"' in first.request.prompt) is not grammar and '"citations"' in second.request.prompt
     # The same goal and passages, then what a search with the answer's words ("thread") adds.
     shown = first.request.prompt.split("## Your task")[0].rstrip()
     assert second.request.prompt.startswith(shown) and "threads.md" not in shown
@@ -475,6 +474,23 @@ async def test_an_answer_no_source_confirms_is_replaced_by_a_second_look_that_on
     assert root.sources[0].verified is True
     assert any("replaced by a second look" in w for w in root.warnings)
     assert "Not confirmed" not in result.report_markdown
+
+
+async def test_a_second_look_that_only_restates_the_question_is_answered_by_the_sentence_it_quoted(make_agent) -> None:
+    quote = "The event loop runs coroutines and tasks."
+
+    def executor(request: FakeRequest) -> AnswerOutput | ExecutionOutput:
+        if STRICT in request.prompt:
+            return ExecutionOutput(
+                answer="The asyncio event loop runs coroutines [1].", citations=[Citation(source=1, quote=quote)]
+            )
+        return AnswerOutput(answer="Coroutines are run by a scheduler thread.")
+
+    result = await make_agent(embedded(executor), profile="general_agent").arun(GOAL, write_files=False)
+
+    root = result.graph.root
+    assert root.result == f"{quote} [1]" and root.sources[0].verified
+    assert any("only restated the question" in w for w in root.warnings)
 
 
 FILLER = " ".join(f"Float comparison of NaN values is described here, part {i}." for i in range(14))
@@ -501,11 +517,14 @@ async def test_a_second_look_also_searches_with_the_words_the_unconfirmed_answer
         (folder / f"{name}.md").write_text(f"# {name}\n\n{text}\n")
     goal = "Which standard does the float comparison of NaN values follow?"
 
-    def executor(request: FakeRequest) -> AnswerOutput:
+    def executor(request: FakeRequest) -> AnswerOutput | ExecutionOutput:
         if STRICT not in request.prompt:
             return AnswerOutput(answer="NaN comparison follows the IEEE 754 standard.")  # from memory
         shown = re.search(rf"\[(\d)\] notes\.md[^\n]*{IEEE}", request.prompt)
-        return AnswerOutput(answer=f"It follows IEEE 754 [{shown[1]}]." if shown else "The sources do not say.")
+        if not shown:
+            return ExecutionOutput(answer="The sources do not say.", citations=[])
+        quote = Citation(source=int(shown[1]), quote=IEEE)
+        return ExecutionOutput(answer=f"It follows IEEE 754 [{shown[1]}].", citations=[quote])
 
     model = embedded(executor)
     with DocsIndex.from_folder(folder) as docs:
@@ -573,9 +592,10 @@ async def test_a_planned_goals_second_look_reads_the_passages_not_the_results(ma
     # The plan went astray and the report states what no source does: the second look is shown the
     # goal's own passages and none of the subtasks' results.
 
-    def executor(request: FakeRequest) -> AnswerOutput:
+    def executor(request: FakeRequest) -> AnswerOutput | ExecutionOutput:
         if STRICT in request.prompt:
-            return AnswerOutput(answer="The event loop runs coroutines and tasks [1].")
+            quote = Citation(source=1, quote="The event loop runs coroutines and tasks.")
+            return ExecutionOutput(answer="The event loop runs coroutines and tasks [1].", citations=[quote])
         return AnswerOutput(answer="It is late.")
 
     model = ScriptedModel(
@@ -593,7 +613,7 @@ async def test_a_planned_goals_second_look_reads_the_passages_not_the_results(ma
     assert STRICT in look.request.prompt
     assert "It is late." not in look.request.prompt and "Result of" not in look.request.prompt
     assert "The event loop runs coroutines and tasks." in look.request.prompt
-    # Its [1] moves to the passage that states it, as an executor's does.
+    # Its [1] moves to the passage its quote is from, as an executor's does.
     root = result.graph.root
     (cited,) = re.findall(r"\[(\d)\]", root.result)
     assert root.result.startswith("The event loop runs coroutines and tasks [")
