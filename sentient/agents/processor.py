@@ -28,7 +28,14 @@ from sentient.agents.prompts import (
 )
 from sentient.agents.registry import Profile
 from sentient.agents.runner import AgentCall, AgentRunner
-from sentient.agents.schemas import AggregationOutput, AnswerOutput, AtomizerOutput, ExecutionOutput, PlanReply
+from sentient.agents.schemas import (
+    AggregationOutput,
+    AnswerOutput,
+    AtomizerOutput,
+    ExecutionOutput,
+    PlanReply,
+    quoting_schema,
+)
 from sentient.context.answer_text import (
     drop_disclaimers,
     drop_unfinished,
@@ -40,7 +47,7 @@ from sentient.context.answer_text import (
 from sentient.context.builder import AgentContext, ContextBuilder
 from sentient.context.citations import renumber
 from sentient.context.evidence import carry_citations, cite_by_evidence, coverage
-from sentient.context.grounding import Grounded, confirmed_by_quote, ground
+from sentient.context.grounding import Grounded, added_words, confirmed_by_quote, ground, quotable
 from sentient.context.wording import opening, own_words, questions
 from sentient.events import (
     EventBus,
@@ -368,16 +375,19 @@ class AgentProcessor:
     ) -> Grounded:
         """An executor's answer from ``context``'s sources, its citations checked (``strict``: see
         :func:`execute_task`). ``quote_first``: the embedded model too copies its supporting
-        sentences before it answers, as hosted models always do."""
+        sentences before it answers, as hosted models always do, held to those it was shown."""
         sink = SourceSink(context.sources)
-        if context.sources and self._runner.decodes_under_grammar(agent) and not quote_first:
+        grammar = bool(context.sources) and self._runner.decodes_under_grammar(agent)
+        if grammar and not quote_first:
             # The embedded model answers from its sources more often when asked for the answer
             # alone (bench/README.md, answer quality); its [n] are checked against the sources here.
             task = execute_task(node, has_sources=True, quoting=False, strict=strict)
             plain = await self._answer(node, agent, task, context, AnswerOutput, tools, sink)
             return cite_by_evidence(self._whole(node, plain.answer), node.goal, sink.sources)
         task = execute_task(node, has_sources=bool(context.sources), strict=strict)
-        output = await self._answer(node, agent, task, context, ExecutionOutput, tools, sink)
+        # Under a grammar, the embedded model may only quote a sentence it was shown.
+        schema = quoting_schema(quotable(context.sources)) if grammar else ExecutionOutput
+        output = await self._answer(node, agent, task, context, schema, tools, sink)
         return ground(self._whole(node, output.answer), output.citations, sink.sources)
 
     async def _second_look(self, node: TaskNode, answer: Grounded, found: Sequence[Source]) -> Grounded:
@@ -415,7 +425,7 @@ class AgentProcessor:
         except AgentError as exc:
             node.warnings.append(f"second look failed, the unconfirmed answer is kept: {exc}")
             return answer
-        confirmed = confirmed_by_quote(second, node.goal)
+        confirmed = confirmed_by_quote(second, node.goal) or _stated(second, node.goal)
         if confirmed is None:
             node.warnings.append("second look: no source states its answer either; the first answer is kept")
             return answer
@@ -629,6 +639,21 @@ class AgentProcessor:
         node.result = answer
         node.sources = list(sources)
         self.move(node, _S.DONE)
+
+
+def _stated(answer: Grounded, goal: str) -> Grounded | None:
+    """``answer``, a second look's that its quotes do not confirm, cited where its sources state
+    it (:func:`cite_by_evidence`), if they state its first sentence and that adds to the goal.
+
+    Under a grammar the embedded model must copy a sentence before it answers, and may copy one
+    that does not state its answer: "switched off on December 17, 2025" came after a sentence
+    about paging the owning team, while the planning notes shown say "17 December 2025".
+    """
+    if not added_words(answer.text, goal):
+        return None
+    unchecked = [source.model_copy(update={"verified": None, "quote": None}) for source in answer.sources]
+    stated = cite_by_evidence(renumber(answer.text, {}), goal, unchecked)
+    return stated if _opens_confirmed(stated) else None
 
 
 def _opens_confirmed(answer: Grounded) -> bool:

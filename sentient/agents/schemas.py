@@ -5,7 +5,10 @@ Planners and plan modifiers answer with a plan, whose vocabulary lives in :mod:`
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from sentient.graph.plan import PlanOutput, SubTask
 
@@ -35,6 +38,31 @@ class ExecutionOutput(BaseModel):
 
     citations: list[Citation] = Field(default_factory=list, max_length=4)
     answer: str = Field(min_length=1)
+
+
+def quoting_schema(quotes: Sequence[str]) -> type[ExecutionOutput]:
+    """``ExecutionOutput`` whose quotes must be one of ``quotes`` (the sentences of the sources shown).
+
+    Given to a model decoded under a grammar (the embedded one) when it is asked to quote first
+    (a second look), it can only copy a real sentence: small models otherwise "quote" their own
+    restatement of the answer, or a sentence they make up, which no source contains. Its answer
+    is then written after the evidence it picked. Its output validates as ``ExecutionOutput``.
+    """
+    # llama-cpp-python's grammar converter does not escape backslashes, so a value holding '"' or
+    # '\\' breaks the grammar (and llama.cpp then decodes unconstrained): such sentences are offered
+    # with single quotes, or not at all. Quotes are compared without punctuation, so they still verify.
+    offered = tuple(dict.fromkeys(q.replace('"', "'") for q in quotes if "\\" not in q))
+    if not offered:
+        return ExecutionOutput
+    quote: Any = Literal[offered]
+    citation = create_model(
+        "Citation", __base__=Citation, quote=(quote, Field(description="A sentence copied from that source."))
+    )
+    return create_model(
+        "ExecutionOutput",
+        __base__=ExecutionOutput,
+        citations=(list[citation], Field(default_factory=list, max_length=4)),
+    )
 
 
 # This docstring is the model's JSON-schema description, which is part of every response-cache

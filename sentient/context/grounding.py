@@ -146,7 +146,7 @@ def confirmed_by_quote(answer: Grounded, goal: str) -> Grounded | None:
     asked = _stems(goal)
     text = answer.text.strip()
     first = opening(text)
-    added = _stems(renumber(first, {})) - asked
+    added = added_words(text, goal)
     cited = cited_numbers(first)
     quotes = {n: source.quote for n, source in enumerate(answer.sources, start=1) if source.verified and source.quote}
     if added:
@@ -200,6 +200,12 @@ def _locate(quote: str, cited: int, sources: Sequence[Source]) -> tuple[int, str
         if share >= MIN_OVERLAP:
             return n, f"{share:.0%} of the quote's words"
     return None
+
+
+def added_words(answer: str, goal: str) -> set[str]:
+    """The stems of the words that ``answer``'s first sentence adds to ``goal``'s own words:
+    none, and it only restates the question."""
+    return _stems(renumber(opening(answer.strip()), {})) - _stems(goal)
 
 
 def _stems(text: str) -> set[str]:

@@ -40,7 +40,7 @@ from sentient.agents.models.weights import (
     resolve_model_path,
 )
 from sentient.agents.registry import AgentRegistry
-from sentient.agents.schemas import AnswerOutput, AtomizerOutput, PlanReply
+from sentient.agents.schemas import AnswerOutput, AtomizerOutput, ExecutionOutput, PlanReply, quoting_schema
 from sentient.exceptions import ModelError, ModelWeightsError
 from sentient.graph.plan import PlanOutput
 from sentient.settings import Settings
@@ -287,6 +287,28 @@ def test_sentient_model_threads_sets_the_embedded_models_threads(
     monkeypatch.setenv("SENTIENT_MODEL_THREADS", "0")
     with pytest.raises(ValidationError, match="model_threads"):
         Settings()
+
+
+@pytest.mark.embedded
+def test_under_the_quoting_grammar_every_quote_is_a_sentence_it_was_shown(assembled: Path):
+    shown = (
+        "Limit: Maximum message payload; Value: 18 KiB.",
+        "Limit: Maximum open connections per buoy; Value: 3.",
+        'Messages above the payload limit are rejected with error code "S-413".',
+    )
+    runtime = LlamaRuntime(assembled)
+    sources = "\n".join(f"[{n}] {text}" for n, text in enumerate(shown, start=1))
+    messages = [
+        {"role": "system", "content": "You answer from numbered sources and quote them exactly."},
+        {"role": "user", "content": f"{sources}\n\nTask: What is the maximum message payload? Answer with JSON."},
+    ]
+
+    schema = quoting_schema(shown).model_json_schema()
+    completion = runtime.complete(messages, schema, max_tokens=160)
+
+    output = ExecutionOutput.model_validate_json(completion.text)
+    assert output.citations
+    assert all(c.quote in schema["$defs"]["Citation"]["properties"]["quote"]["enum"] for c in output.citations)
 
 
 @pytest.mark.embedded

@@ -446,6 +446,16 @@ async def test_the_report_reads_the_best_passages_for_the_goal_beside_the_result
 STRICT = "If the sources do not state the answer, say so."  # a second look's instruction
 
 
+def quoting(request: FakeRequest, words: str, source: int = 1) -> Citation:
+    """A citation of ``source`` (:func:`ground` moves it to the source that holds the quote)
+    quoting ``words``; under a grammar, the sentence offered to the embedded model that holds them."""
+    schema = request.response_format["json_schema"]["schema"] if request.response_format else {}
+    offered = schema.get("$defs", {}).get("Citation", {}).get("properties", {}).get("quote", {}).get("enum")
+    if offered is None:
+        return Citation(source=source, quote=words)
+    return Citation(source=source, quote=next(sentence for sentence in offered if words in sentence))
+
+
 @pytest.mark.parametrize("grammar", [True, False], ids=["embedded", "hosted"])
 async def test_an_answer_no_source_confirms_is_replaced_by_a_second_look_that_one_does(make_agent, grammar) -> None:
     # The executor answers from memory; asked once more, from the passages alone, it copies the
@@ -454,7 +464,8 @@ async def test_an_answer_no_source_confirms_is_replaced_by_a_second_look_that_on
     def executor(request: FakeRequest) -> AnswerOutput | ExecutionOutput:
         if STRICT in request.prompt:
             return ExecutionOutput(
-                answer="The event loop runs coroutines and tasks [1].", citations=cite_sources(request.prompt)
+                answer="The event loop runs coroutines and tasks [1].",
+                citations=[quoting(request, "The event loop runs coroutines and tasks.")],
             )
         answer = "Coroutines are run by a scheduler thread. The sources do not confirm it."
         return AnswerOutput(answer=answer) if grammar else ExecutionOutput(answer=answer, citations=[])
@@ -465,6 +476,8 @@ async def test_an_answer_no_source_confirms_is_replaced_by_a_second_look_that_on
     first, second = model.calls_for(role="executor")
     assert STRICT not in first.request.prompt and "give the best answer you know" in first.request.prompt
     assert ('"citations"' in first.request.prompt) is not grammar and '"citations"' in second.request.prompt
+    # The embedded model may only quote the sentences it was shown.
+    assert (quoting(second.request, "runs coroutines").quote != "runs coroutines") is grammar
     # The same goal and passages, then what a search with the answer's words ("thread") adds.
     shown = first.request.prompt.split("## Your task")[0].rstrip()
     assert second.request.prompt.startswith(shown) and "threads.md" not in shown
@@ -477,20 +490,47 @@ async def test_an_answer_no_source_confirms_is_replaced_by_a_second_look_that_on
 
 
 async def test_a_second_look_that_only_restates_the_question_is_answered_by_the_sentence_it_quoted(make_agent) -> None:
-    quote = "The event loop runs coroutines and tasks."
+    quoted: list[str] = []
 
     def executor(request: FakeRequest) -> AnswerOutput | ExecutionOutput:
         if STRICT in request.prompt:
-            return ExecutionOutput(
-                answer="The asyncio event loop runs coroutines [1].", citations=[Citation(source=1, quote=quote)]
-            )
+            citation = quoting(request, "The event loop runs coroutines and tasks.")
+            quoted.append(citation.quote)
+            return ExecutionOutput(answer="The asyncio event loop runs coroutines [1].", citations=[citation])
         return AnswerOutput(answer="Coroutines are run by a scheduler thread.")
 
     result = await make_agent(embedded(executor), profile="general_agent").arun(GOAL, write_files=False)
 
     root = result.graph.root
-    assert root.result == f"{quote} [1]" and root.sources[0].verified
+    assert root.result == f"{quoted[0]} [1]" and root.sources[0].verified
     assert any("only restated the question" in w for w in root.warnings)
+
+
+@pytest.mark.parametrize(
+    ("answer", "replaced"),
+    [("The event loop runs coroutines and tasks [1].", True), ("The asyncio event loop runs coroutines [1].", False)],
+    ids=["an answer a source states", "a restatement of the question"],
+)
+async def test_a_second_look_whose_quote_does_not_state_its_answer_is_checked_against_the_sources(
+    make_agent, answer: str, replaced: bool
+) -> None:
+    # Held to the sentences shown, the embedded model copied one that does not state its answer;
+    # a source states the answer all the same. An answer that restates the question says nothing.
+    def executor(request: FakeRequest) -> AnswerOutput | ExecutionOutput:
+        if STRICT in request.prompt:
+            return ExecutionOutput(answer=answer, citations=[quoting(request, "Threads share memory")])
+        return AnswerOutput(answer="Coroutines are run by a scheduler thread.")
+
+    result = await make_agent(embedded(executor), profile="general_agent").arun(GOAL, write_files=False)
+
+    root = result.graph.root
+    if not replaced:
+        assert root.result == "Coroutines are run by a scheduler thread."
+        return
+    (cited,) = re.findall(r"\[(\d)\]", root.result)
+    assert root.result.startswith("The event loop runs coroutines and tasks [")
+    assert root.sources[int(cited) - 1].ref.endswith("asyncio.md") and root.sources[int(cited) - 1].verified
+    assert not any(s.verified for s in root.sources if s.ref.endswith("threads.md"))
 
 
 FILLER = " ".join(f"Float comparison of NaN values is described here, part {i}." for i in range(14))
@@ -523,8 +563,8 @@ async def test_a_second_look_also_searches_with_the_words_the_unconfirmed_answer
         shown = re.search(rf"\[(\d)\] notes\.md[^\n]*{IEEE}", request.prompt)
         if not shown:
             return ExecutionOutput(answer="The sources do not say.", citations=[])
-        quote = Citation(source=int(shown[1]), quote=IEEE)
-        return ExecutionOutput(answer=f"It follows IEEE 754 [{shown[1]}].", citations=[quote])
+        citation = quoting(request, IEEE, source=int(shown[1]))
+        return ExecutionOutput(answer=f"It follows IEEE 754 [{shown[1]}].", citations=[citation])
 
     model = embedded(executor)
     with DocsIndex.from_folder(folder) as docs:
@@ -594,8 +634,8 @@ async def test_a_planned_goals_second_look_reads_the_passages_not_the_results(ma
 
     def executor(request: FakeRequest) -> AnswerOutput | ExecutionOutput:
         if STRICT in request.prompt:
-            quote = Citation(source=1, quote="The event loop runs coroutines and tasks.")
-            return ExecutionOutput(answer="The event loop runs coroutines and tasks [1].", citations=[quote])
+            citation = quoting(request, "The event loop runs coroutines and tasks.")
+            return ExecutionOutput(answer="The event loop runs coroutines and tasks [1].", citations=[citation])
         return AnswerOutput(answer="It is late.")
 
     model = ScriptedModel(

@@ -41,6 +41,7 @@ class FakeRequest:
     attempt: int
     layer: int = 0  # of the task the call is about; an atomizer call decides for that layer
     enough: Enough | None = None  # the caller's stop condition (the runner's AgentCall.enough)
+    response_format: Any = None  # the structured output asked for (a JSON-schema request or a class)
 
 
 @dataclass
@@ -112,7 +113,7 @@ class ScriptedModel(Model):
     calls: list[FakeCall] = field(default_factory=list)
     grammar: bool = False  # asked as the embedded model is (decoded under the schema's grammar, stopped when enough)
 
-    def _request(self, messages: list[Message], run_response: Any) -> FakeRequest:
+    def _request(self, messages: list[Message], run_response: Any, response_format: Any = None) -> FakeRequest:
         meta = (getattr(run_response, "metadata", None) or {}) if run_response is not None else {}
         prompt = next((m.get_content_string() for m in reversed(messages) if m.role == "user"), "")
         return FakeRequest(
@@ -124,6 +125,7 @@ class ScriptedModel(Model):
             attempt=int(meta.get("attempt", 1)),
             layer=int(meta.get("layer", 0)),
             enough=meta.get(ENOUGH_KEY),
+            response_format=response_format,
         )
 
     def _answer(self, request: FakeRequest, call: FakeCall) -> ModelResponse:
@@ -151,7 +153,7 @@ class ScriptedModel(Model):
         return self.latency(request) if callable(self.latency) else self.latency
 
     async def ainvoke(self, messages: list[Message], *args: Any, **kwargs: Any) -> ModelResponse:
-        request = self._request(messages, kwargs.get("run_response"))
+        request = self._request(messages, kwargs.get("run_response"), kwargs.get("response_format"))
         call = FakeCall(request=request, started_at=time.monotonic())
         self.calls.append(call)
         delay = self._latency_for(request)
@@ -160,7 +162,7 @@ class ScriptedModel(Model):
         return self._answer(request, call)
 
     def invoke(self, messages: list[Message], *args: Any, **kwargs: Any) -> ModelResponse:
-        request = self._request(messages, kwargs.get("run_response"))
+        request = self._request(messages, kwargs.get("run_response"), kwargs.get("response_format"))
         call = FakeCall(request=request, started_at=time.monotonic())
         self.calls.append(call)
         delay = self._latency_for(request)
