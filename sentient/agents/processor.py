@@ -40,14 +40,13 @@ from sentient.context.answer_text import (
     drop_disclaimers,
     drop_unfinished,
     marker_as_answer,
-    opens_cited,
     state_markers,
     written_as_report,
 )
 from sentient.context.builder import AgentContext, ContextBuilder
 from sentient.context.citations import renumber
-from sentient.context.evidence import carry_citations, cite_by_evidence, coverage
-from sentient.context.grounding import Grounded, added_words, confirmed_by_quote, ground, quotable
+from sentient.context.evidence import carry_citations, cite_by_evidence, confirmed_by_evidence, coverage
+from sentient.context.grounding import Grounded, confirmed_by_quote, ground, opens_confirmed, quotable
 from sentient.context.wording import opening, own_words, questions
 from sentient.events import (
     EventBus,
@@ -271,7 +270,7 @@ class AgentProcessor:
         node.warnings.extend(grounded.notes)
         if node.parent_id is None:
             grounded = await self._second_look(node, grounded, found)
-        if node.task_id in self._answering_first and not _opens_confirmed(grounded):
+        if node.task_id in self._answering_first and not opens_confirmed(grounded):
             await self._plan_instead(node, "no source confirms the direct answer", grounded)
             return
         self._answering_first.discard(node.task_id)
@@ -420,7 +419,7 @@ class AgentProcessor:
             return answer
         if written_as_report(answer.text):
             return answer
-        if _opens_confirmed(answer):
+        if opens_confirmed(answer):
             return answer
         agent = self._profile.executor_for(TaskType.SEARCH)
         tools = self._toolboxes.get(agent.name)
@@ -433,7 +432,7 @@ class AgentProcessor:
         except AgentError as exc:
             node.warnings.append(f"second look failed, the unconfirmed answer is kept: {exc}")
             return answer
-        confirmed = confirmed_by_quote(second, node.goal) or _stated(second, node.goal)
+        confirmed = confirmed_by_quote(second, node.goal) or confirmed_by_evidence(second, node.goal)
         if confirmed is None:
             node.warnings.append("second look: no source states its answer either; the first answer is kept")
             return answer
@@ -644,26 +643,6 @@ class AgentProcessor:
         node.result = answer
         node.sources = list(sources)
         self.move(node, _S.DONE)
-
-
-def _stated(answer: Grounded, goal: str) -> Grounded | None:
-    """``answer``, a second look's that its quotes do not confirm, cited where its sources state
-    it (:func:`cite_by_evidence`), if they state its first sentence and that adds to the goal.
-
-    Under a grammar the embedded model must copy a sentence before it answers, and may copy one
-    that does not state its answer: "switched off on December 17, 2025" came after a sentence
-    about paging the owning team, while the planning notes shown say "17 December 2025".
-    """
-    if not added_words(answer.text, goal):
-        return None
-    unchecked = [source.model_copy(update={"verified": None, "quote": None}) for source in answer.sources]
-    stated = cite_by_evidence(renumber(answer.text, {}), goal, unchecked)
-    return stated if _opens_confirmed(stated) else None
-
-
-def _opens_confirmed(answer: Grounded) -> bool:
-    """Whether the first sentence of ``answer`` (the direct answer) cites a verified source."""
-    return opens_cited(answer.text, {n for n, source in enumerate(answer.sources, start=1) if source.verified})
 
 
 async def _one_holds(goal: str, sources: Sequence[Source], docs: DocsSearch) -> bool:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sentient.context.citations import cited_numbers, renumber
-from sentient.context.grounding import MIN_QUOTE_WORDS, Grounded, loose_overlap, quotable
+from sentient.context.grounding import MIN_QUOTE_WORDS, Grounded, added_words, loose_overlap, opens_confirmed, quotable
 from sentient.context.wording import (
     ATTRIBUTION_WORDS,
     NUMBER_WORDS,
@@ -391,3 +391,19 @@ def carry_citations(answer: str, cited_texts: Sequence[str]) -> tuple[str, int]:
             parts[i] = sentence[:at] + " " + "".join(f"[{n}]" for n in numbers) + sentence[at:]
             carried += 1
     return "".join(parts), carried
+
+
+def confirmed_by_evidence(answer: Grounded, goal: str) -> Grounded | None:
+    """``answer`` (a second look's, which its quotes do not confirm) cited where its sources
+    state it (:func:`cite_by_evidence`, its quotes' own citations not trusted), if they state its
+    first sentence and that adds to ``goal``; else None.
+
+    Under a grammar the embedded model must copy a sentence before it answers, and may copy one
+    that does not state its answer: "switched off on December 17, 2025" came after a sentence
+    about paging the owning team, while the planning notes shown say "17 December 2025".
+    """
+    if not added_words(answer.text, goal):
+        return None
+    unchecked = [source.model_copy(update={"verified": None, "quote": None}) for source in answer.sources]
+    stated = cite_by_evidence(renumber(answer.text, {}), goal, unchecked)
+    return stated if opens_confirmed(stated) else None

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from sentient.context.answer_text import opens_cited
 from sentient.context.citations import cited_numbers, renumber
 from sentient.context.wording import normalize, opening, own_words, sentences, stem
 from sentient.graph.node import Source
@@ -127,6 +128,11 @@ def ground(answer: str, citations: Sequence[Quoted], sources: Sequence[Source]) 
     if unmarked:
         text += " " + "".join(f"[{n}]" for n in sorted(unmarked))
     return Grounded(text, grounded, list(dict.fromkeys(notes)))
+
+
+def opens_confirmed(answer: Grounded) -> bool:
+    """Whether the first sentence of ``answer`` (the direct answer) cites a verified source."""
+    return opens_cited(answer.text, {n for n, source in enumerate(answer.sources, start=1) if source.verified})
 
 
 def confirmed_by_quote(answer: Grounded, goal: str) -> Grounded | None:

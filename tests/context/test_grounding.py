@@ -1,9 +1,17 @@
+import re
 from dataclasses import dataclass
 
 import pytest
 
 from sentient.context.answer_text import drop_disclaimers, drop_unfinished, marker_as_answer, state_markers
-from sentient.context.evidence import carry_citations, cite_by_evidence, cite_statements, coverage, evidence
+from sentient.context.evidence import (
+    carry_citations,
+    cite_by_evidence,
+    cite_statements,
+    confirmed_by_evidence,
+    coverage,
+    evidence,
+)
 from sentient.context.grounding import Grounded, confirmed_by_quote, ground, quotable, quote_occurs
 from sentient.context.wording import stem
 from sentient.graph.node import Source
@@ -104,6 +112,17 @@ def test_an_answer_that_only_restates_the_question_gives_way_to_the_quote_that_a
     # A quote that holds too little of the question does not answer it, nor one that adds nothing.
     assert confirmed_by_quote(second_look("A SyntaxError [1].", "Coroutines may be suspended."), CORO_GOAL) is None
     assert confirmed_by_quote(second_look("A SyntaxError [1].", "a SyntaxError to use"), CORO_GOAL) is None
+
+
+def test_an_answer_its_quote_does_not_state_is_confirmed_where_a_source_states_it() -> None:
+    # Held to the sentences shown, the model copied one about lists before answering.
+    grounded = second_look("A yield from expression [2].", "A list is a mutable sequence")
+    assert confirmed_by_quote(grounded, CORO_GOAL) is None
+    confirmed = confirmed_by_evidence(grounded, CORO_GOAL)
+    assert confirmed is not None and re.fullmatch(r"A yield from expression ?\[1\]\.?", confirmed.text)
+    assert [s.verified for s in confirmed.sources] == [True, None]
+    # Nothing states an answer that only restates the question, however a source repeats it.
+    assert confirmed_by_evidence(second_look("A SyntaxError [1].", "It is a SyntaxError"), CORO_GOAL) is None
 
 
 def test_a_quote_from_another_source_moves_the_citation_there():
