@@ -128,13 +128,6 @@ class AgentProcessor:
         self._bus.publish(NodeCreated(snapshot(node)))
 
     def fail(self, node: TaskNode, error: str) -> None:
-        """Move ``node`` to FAILED with ``error``; or, for a question answered first and then
-        planned, finish it with that unconfirmed direct answer: what failed (a subtask under the
-        ``fail_parent`` policy, the replanning, the aggregation, a rejected plan) is the research
-        beyond the answer, not the answer (:meth:`_stand`)."""
-        if node.unconfirmed_answer is not None:
-            self._stand(node, error)
-            return
         logger.debug("task {} failed: {}", node.task_id, error)
         self.move(node, _S.FAILED, error)
 
@@ -225,12 +218,8 @@ class AgentProcessor:
         node.warnings.append(f"{why}; the unconfirmed direct answer stands")
         if not node.children:
             node.node_type = NodeType.EXECUTE  # a leaf after all
-        # Its subtasks failed (PLAN_DONE), its aggregation failed (AGGREGATING), or its plan was
-        # dropped, rejected or could not be rebuilt (PLANNING, PLAN_MODIFICATION).
-        if node.status is _S.PLAN_DONE:
-            self.move(node, _S.AGGREGATING)
-        elif node.status is not _S.AGGREGATING:
-            self.move(node, _S.EXECUTING)
+        # Its subtasks all failed (PLAN_DONE), or its plan was dropped or rejected.
+        self.move(node, _S.AGGREGATING if node.status is _S.PLAN_DONE else _S.EXECUTING)
         self._finish(node, node.result or "", node.sources)
 
     async def replan(self, node: TaskNode, feedback: str) -> None:
@@ -295,7 +284,10 @@ class AgentProcessor:
             first = next((c for c in children if c.error), None)
             reason = f"all {len(children)} subtasks failed or were cancelled"
             reason += f": {first.task_id}: {first.error}" if first else ""
-            self.fail(node, reason)
+            if node.unconfirmed_answer is None:
+                self.fail(node, reason)
+            else:
+                self._stand(node, reason)
             return
         self.move(node, _S.AGGREGATING)
         is_root = node.parent_id is None
@@ -492,7 +484,10 @@ class AgentProcessor:
                 return plan
             if isinstance(decision, Reject):
                 self._bus.publish(ReviewAnswered(node.task_id, "reject", decision.reason))
-                self.fail(node, f"plan rejected by reviewer: {decision.reason}")
+                if node.unconfirmed_answer is None:
+                    self.fail(node, f"plan rejected by reviewer: {decision.reason}")
+                else:
+                    self._stand(node, f"plan rejected by reviewer ({decision.reason})")
                 return None
             assert isinstance(decision, Modify)
             round_ += 1

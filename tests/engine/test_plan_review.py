@@ -144,7 +144,7 @@ async def test_a_rejected_plan_for_a_question_answered_first_keeps_its_direct_an
         assert (root.status, root.node_type) == (TaskStatus.DONE, NodeType.EXECUTE)
         assert root.result == "It protects reference counts."
         reason = decisions[-1].reason
-        assert root.warnings[-1] == f"plan rejected by reviewer: {reason}; the unconfirmed direct answer stands"
+        assert root.warnings[-1] == f"plan rejected by reviewer ({reason}); the unconfirmed direct answer stands"
 
 
 async def test_review_all_reviews_every_plan(make_agent) -> None:
