@@ -40,7 +40,8 @@ _UNFINISHED = re.compile(
     r"between|is|are|was|were|be|been|its|their|his|her|this|these|those|which|whose|including)|[(\[{,:;])\s*$",
     re.IGNORECASE,
 )
-_TRAILING_MARKERS = re.compile(r"(?:[\s,;]*\[\d+(?:\s*,\s*\d+)*\])+\s*$")  # "… the file. [1], [2]"
+# The citations that end a text: "… the file. [1], [2]".
+TRAILING_MARKERS = re.compile(r"(?:[\s,;]*\[\d+(?:\s*,\s*\d+)*\])+\s*$")
 
 
 # A disclaimer's sequel, dropped with it: "They also do not confirm that …".
@@ -70,7 +71,7 @@ def drop_unfinished(answer: str) -> tuple[str, str | None]:
     stays: a short answer ("47 seconds") has no full stop and is whole.
     """
     parts = sentences(answer)
-    if len(parts) < 2 or not _UNFINISHED.search(_TRAILING_MARKERS.sub("", parts[-1])):
+    if len(parts) < 2 or not _UNFINISHED.search(TRAILING_MARKERS.sub("", parts[-1])):
         return answer, None
     last = parts[-1].strip()
     return answer[: answer.rindex(last)].rstrip(), last

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from sentient.context.answer_text import opens_cited
+from sentient.context.answer_text import TRAILING_MARKERS, opens_cited
 from sentient.context.citations import cited_numbers, renumber
 from sentient.context.wording import normalize, opening, own_words, sentences, stem
 from sentient.graph.node import Source
@@ -37,7 +37,6 @@ MAX_QUOTE_WORDS = 30  # a longer sentence is offered as quotes of QUOTE_PIECE_WO
 QUOTE_PIECE_WORDS = 25
 # A quote that answers on its own holds at least this share of the question's own words.
 ANSWERING_SHARE = 0.5
-_TRAILING_MARKERS = re.compile(r"(?:\s*\[\d+\])+\s*$")
 
 
 class Quoted(Protocol):
@@ -162,7 +161,7 @@ def confirmed_by_quote(answer: Grounded, goal: str) -> Grounded | None:
         if cited:
             return answer
         marks = "".join(f"[{n}]" for n in support)
-        return Grounded(f"{first} {marks}{_TRAILING_MARKERS.sub('', text[len(first) :])}", answer.sources, answer.notes)
+        return Grounded(f"{first} {marks}{TRAILING_MARKERS.sub('', text[len(first) :])}", answer.sources, answer.notes)
     best = max(quotes, key=lambda n: len(asked & _stems(quotes[n])), default=None)
     if best is None:
         return None
