@@ -3,8 +3,8 @@
     python bench/scale_bench.py                                  # the table: 1, 2, 4 workers
     python bench/scale_bench.py --workers 1 2 --projects 10 --clients 5 --json
 
-Each row starts a fresh real Redis and PostgreSQL (in temporary folders, as the tests do), one web
-process (``sentient serve`` with ``SENTIENT_QUEUE_URL``: it queues projects and runs none) and N
+Each row starts a fresh real Redis and PostgreSQL (in temporary folders, as the tests do), ``--webs``
+web processes (``sentient serve`` with ``SENTIENT_QUEUE_URL``: they queue projects and run none) and N
 ``sentient worker`` processes (the same entry point, with the scripted model of
 ``server_bench.py``: plans of ``--fanout`` subtasks, ``--depth`` layers). Two kinds of load:
 
@@ -12,7 +12,10 @@ process (``sentient serve`` with ``SENTIENT_QUEUE_URL``: it queues projects and 
   whole work: this is where more workers should add throughput, up to the machine's cores;
 - ``io``: ``--latency`` seconds per agent call, as when waiting on a provider.
 
-``--clients`` Socket.IO clients of the web process join every project before the projects start.
+``--clients`` Socket.IO clients join every project before the projects start; their processes
+(``--client-procs``) connect to the web processes in turn, and the projects are created and
+executed through the first, so with two web processes most clients see every update through
+the other one (Flask-SocketIO's Redis message queue).
 Reported per row: projects completed, projects per minute (first execute to last
 ``project_completed``), status latency p50 / p99 (the worker's change time to the client's
 receipt, same clock), lost events (a client whose graph, rebuilt from its snapshot and diffs,
@@ -100,7 +103,7 @@ class Process:
 
 
 class Cluster:
-    """One web process and N workers on a fresh Redis and PostgreSQL, torn down on close."""
+    """Web processes and workers on a fresh Redis and PostgreSQL, torn down on close."""
 
     def __init__(self, stack: ExitStack, workdir: Path, latency: float, jobs: int, lease_s: float) -> None:
         self.workdir = workdir
@@ -126,7 +129,7 @@ class Cluster:
             SENTIENT_REDIS_URL=redis.url,
             SENTIENT_QUEUE_URL=redis.url,
             SENTIENT_LEASE_S=str(lease_s),
-            PYTHONPATH=str(REPO),
+            PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
         )
         self.env = env
         self.docs = workdir / "docs"
@@ -134,7 +137,7 @@ class Cluster:
         (self.docs / "bench.md").write_text("# Bench\n\nThe event loop runs coroutines, tasks and callbacks.\n")
         self.processes: list[Process] = []
         stack.callback(self.close)
-        self.url = ""
+        self.urls: list[str] = []
 
     def _spawn(self, name: str, args: list[str]) -> Process:
         folder = self.workdir / name
@@ -146,15 +149,21 @@ class Cluster:
         self.processes.append(process)
         return process
 
+    @property
+    def url(self) -> str:
+        """The first web process: projects are created and executed through it."""
+        return self.urls[0]
+
     def web(self, threads: int) -> None:
         port = free_port()
-        self.url = f"http://127.0.0.1:{port}"
+        url = f"http://127.0.0.1:{port}"
         cli = [sys.executable, "-m", "sentient.cli.main", "serve", "--port", str(port), "--threads", str(threads)]
-        web = self._spawn("web", cli)
+        web = self._spawn(f"web{len(self.urls)}", cli)
         deadline = time.monotonic() + 60
         while True:
             try:
-                if httpx.get(f"{self.url}/api/health", timeout=2).status_code == 200:
+                if httpx.get(f"{url}/api/health", timeout=2).status_code == 200:
+                    self.urls.append(url)
                     return
             except httpx.HTTPError:
                 pass
@@ -184,7 +193,7 @@ class Cluster:
         table = _process_table()  # read once: every part at the same instant
         postgres = self.postgres.process.pid if self.postgres.process is not None else None
         return {
-            "web": _tree_cpu_s(next(p.proc.pid for p in self.processes if p.name == "web"), table),
+            "web": [_tree_cpu_s(p.proc.pid, table) for p in self.processes if p.name.startswith("web")],
             "workers": [_tree_cpu_s(p.proc.pid, table) for p in self.processes if p.name.startswith("worker")],
             "redis": _tree_cpu_s(self.redis.pid, table),
             "postgres": _tree_cpu_s(postgres, table) if postgres is not None else None,
@@ -254,12 +263,13 @@ def project_config(args: argparse.Namespace, docs: Path) -> dict[str, Any]:
 
 
 def throughput(args: argparse.Namespace, kind: str, workers: int) -> dict[str, Any]:
-    """One row: projects/min, status latency and lost events for ``workers`` workers."""
+    """One row: projects/min, status latency and lost events for ``workers`` workers (and ``--webs``)."""
     latency = 0.0 if kind == "cpu" else args.latency
     with ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sentient-scale-")))
         cluster = Cluster(stack, workdir, latency, args.jobs, args.lease)
-        cluster.web(threads=max(64, 2 * args.clients + 16))
+        for _ in range(args.webs):
+            cluster.web(threads=max(64, 2 * args.clients + 16))
         for i in range(workers):
             cluster.worker(f"worker{i}")
         cluster.wait_workers(workers)
@@ -269,7 +279,7 @@ def throughput(args: argparse.Namespace, kind: str, workers: int) -> dict[str, A
         project_ids = [
             create_project(http, f"Project {i} {_FANOUT_TAG}{args.fanout}", config) for i in range(args.projects)
         ]
-        watchers = spawn_clients(cluster.url, args.clients, args.client_procs, project_ids, args.timeout)
+        watchers = spawn_clients(cluster.urls, args.clients, args.client_procs, project_ids, args.timeout)
         before = cluster.cpu_seconds()
         start, reports = run_watched(http, watchers, project_ids)
         end = max(r["last_completed"] for r in reports)
@@ -280,6 +290,7 @@ def throughput(args: argparse.Namespace, kind: str, workers: int) -> dict[str, A
         row = {
             "kind": kind,
             "workers": workers,
+            "webs": args.webs,
             "projects": args.projects,
             "clients": args.clients,
             "completed": statuses.count("completed"),
@@ -372,16 +383,16 @@ def _percentile(values: list[float], q: float) -> float:
 
 def print_table(result: dict[str, Any]) -> None:
     print(
-        "| load | workers | projects x clients | completed | projects/min | status p50 ms | p99 ms | lost"
+        "| load | webs | workers | projects x clients | completed | projects/min | status p50 ms | p99 ms | lost"
         " | CPU s: web | workers | redis | postgres |"
     )
-    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---:|")
+    print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---:|")
     for row in result["rows"]:
         cpu = row["cpu_s"]
         print(
-            f"| {row['kind']} | {row['workers']} | {row['projects']} x {row['clients']} | {row['completed']} | "
+            f"| {row['kind']} | {row['webs']} | {row['workers']} | {row['projects']} x {row['clients']} | {row['completed']} | "
             f"{row['projects_per_min']} | {row['latency_p50_ms']} | {row['latency_p99_ms']} | {row['lost']} | "
-            f"{cpu['web']} | {' + '.join(map(str, cpu['workers']))} | {cpu['redis']} | {cpu['postgres']} |"
+            f"{' + '.join(map(str, cpu['web']))} | {' + '.join(map(str, cpu['workers']))} | {cpu['redis']} | {cpu['postgres']} |"
         )
     if "recovery" in result:
         r = result["recovery"]
@@ -396,6 +407,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--kinds", nargs="+", choices=("cpu", "io"), default=["cpu", "io"])
+    parser.add_argument("--webs", type=int, default=1, help="web processes; clients are spread over them")
     parser.add_argument("--projects", type=int, default=20)
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--client-procs", type=int, default=2, help="processes the clients are spread over")
@@ -412,6 +424,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.worker_child:
         return worker_main(args)
+    if args.client_procs < args.webs:
+        parser.error("--client-procs must be at least --webs: each web process needs clients of its own")
     result: dict[str, Any] = {"cores": os.cpu_count(), "fanout": args.fanout, "depth": args.depth, "rows": []}
     for kind in args.kinds:
         for workers in args.workers:

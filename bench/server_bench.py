@@ -221,15 +221,17 @@ def client_worker(url: str, count: int, project_ids: list[str], conn: Any, timeo
     conn.close()
 
 
-def spawn_clients(url: str, clients: int, procs: int, project_ids: list[str], timeout: float) -> list[Any]:
+def spawn_clients(urls: list[str], clients: int, procs: int, project_ids: list[str], timeout: float) -> list[Any]:
     """Start ``clients`` clients spread over ``procs`` processes (one Python process cannot decode
-    50 sockets' traffic); returns (process, pipe) pairs once every client is in every project's room."""
+    50 sockets' traffic), the processes connecting to ``urls`` in turn; returns (process, pipe)
+    pairs once every client is in every project's room."""
     procs = max(1, min(procs, clients))
     context = multiprocessing.get_context("fork")
     watchers = []
     for i in range(procs):
         count = clients // procs + (1 if i < clients % procs else 0)
         parent_end, child_end = context.Pipe()
+        url = urls[i % len(urls)]
         process = context.Process(target=client_worker, args=(url, count, project_ids, child_end, timeout), daemon=True)
         process.start()
         watchers.append((process, parent_end))
@@ -388,7 +390,7 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
         project_ids = [
             create_project(http, f"Project {i} {_FANOUT_TAG}{args.fanout}", config) for i in range(args.projects)
         ]
-        watchers = spawn_clients(url, args.clients, args.client_procs, project_ids, args.timeout)
+        watchers = spawn_clients([url], args.clients, args.client_procs, project_ids, args.timeout)
         server_cpu = cpu_s(child.pid)
         start, reports = run_watched(http, watchers, project_ids)
         server_cpu = cpu_s(child.pid) - server_cpu
