@@ -45,7 +45,7 @@ from sentient.context.answer_text import (
 )
 from sentient.context.builder import AgentContext, ContextBuilder
 from sentient.context.citations import renumber
-from sentient.context.evidence import carry_citations, cite_by_evidence, confirmed_by_evidence, coverage
+from sentient.context.evidence import carry_citations, cite_by_evidence, confirmed_by_evidence, confirmed_in, coverage
 from sentient.context.grounding import Grounded, confirmed_by_quote, ground, opens_confirmed, quotable
 from sentient.context.wording import opening, own_words, questions
 from sentient.events import (
@@ -401,7 +401,9 @@ class AgentProcessor:
         copying the sentences that support it first (quote-first: the embedded model, which
         answers plainly elsewhere, then answers from the sentence it found, not from memory);
         its answer is kept if a quote confirms it (:func:`confirmed_by_quote`), else the
-        research's answer stays (bench/README.md, "a second look"). The replaced answer stays in the node's trace. Only
+        research's answer stays (bench/README.md, "a second look"), cited where a passage the
+        second look read states it (:func:`confirmed_in`: the search with the answer's own words
+        may have found one). The replaced answer stays in the node's trace. Only
         the answer to a question, in one paragraph, gets one: a report that was asked for ("Write
         an overview of …") or that was written as one (headings, paragraphs, lists) is not
         replaced by a short answer. It is optional work: it runs only where the budget has room
@@ -426,6 +428,10 @@ class AgentProcessor:
             return answer
         confirmed = confirmed_by_quote(second, node.goal) or confirmed_by_evidence(second, node.goal)
         if confirmed is None:
+            kept = confirmed_in(answer, node.goal, context.sources)
+            if kept is not None:
+                node.warnings.append("second look: no source states its answer; one it read states the first answer")
+                return kept
             node.warnings.append("second look: no source states its answer either; the first answer is kept")
             return answer
         node.warnings.append("no source confirmed the answer: replaced by a second look's, which a source states")

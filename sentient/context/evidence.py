@@ -26,6 +26,7 @@ from sentient.context.wording import (
     cited_sentences,
     names,
     normalize,
+    opening,
     own_words,
     sentence_parts,
     stem,
@@ -407,3 +408,31 @@ def confirmed_by_evidence(answer: Grounded, goal: str) -> Grounded | None:
     unchecked = [source.model_copy(update={"verified": None, "quote": None}) for source in answer.sources]
     stated = cite_by_evidence(renumber(answer.text, {}), goal, unchecked)
     return stated if opens_confirmed(stated) else None
+
+
+def confirmed_in(answer: Grounded, goal: str, passages: Sequence[Source]) -> Grounded | None:
+    """``answer`` with its first sentence cited by the one of ``passages`` that states it best
+    (:func:`evidence`), if one does; else None. Its other sentences and citations stay as they are.
+
+    ``passages`` are more than the answer was checked against: those a search with the
+    answer's own words found (a second look's). A passage whose source the answer lists already
+    replaces it, its snippet being the one that holds the sentence.
+    """
+    first = opening(answer.text)
+    if not first or not answer.text.startswith(first):
+        return None
+    stated = evidence(renumber(first, {}), goal, passages)
+    if stated is None:
+        return None
+    passage = passages[stated.source - 1].model_copy(update={"verified": True, "quote": stated.sentence})
+    sources = list(answer.sources)
+    refs = [source.ref for source in sources]
+    if passage.ref in refs:
+        n = refs.index(passage.ref) + 1
+        sources[n - 1] = passage
+    else:
+        sources.append(passage)
+        n = len(sources)
+    tail = _TRAILING.search(first)
+    at = tail.start() if tail else len(first)
+    return Grounded(f"{first[:at]} [{n}]{answer.text[at:]}", sources, answer.notes)

@@ -9,6 +9,7 @@ from sentient.context.evidence import (
     cite_by_evidence,
     cite_statements,
     confirmed_by_evidence,
+    confirmed_in,
     coverage,
     evidence,
 )
@@ -123,6 +124,22 @@ def test_an_answer_its_quote_does_not_state_is_confirmed_where_a_source_states_i
     assert [s.verified for s in confirmed.sources] == [True, None]
     # Nothing states an answer that only restates the question, however a source repeats it.
     assert confirmed_by_evidence(second_look("A SyntaxError [1].", "It is a SyntaxError"), CORO_GOAL) is None
+
+
+def test_an_answer_is_cited_by_the_passage_that_states_its_first_sentence_if_one_does() -> None:
+    answer = Grounded("Tuples can be dictionary keys. Lists cannot.", [LISTS], [])
+    keys = "A tuple is an immutable sequence; tuples can be dictionary keys."
+    longer = TUPLES.model_copy(update={"snippet": keys})
+    confirmed = confirmed_in(answer, "What can tuples be?", [LISTS, longer])
+    assert confirmed is not None and confirmed.text == "Tuples can be dictionary keys [2]. Lists cannot."
+    assert confirmed.sources[0] == LISTS and confirmed.sources[1].verified and confirmed.sources[1].quote == keys
+    # A passage of a source the answer lists already takes its place there.
+    listed = confirmed_in(Grounded(answer.text, [TUPLES], []), "What can tuples be?", [longer])
+    assert listed is not None and listed.text.startswith("Tuples can be dictionary keys [1].")
+    assert listed.sources == [longer.model_copy(update={"verified": True, "quote": keys})]
+    # No passage states it: None, as for an answer that only restates the question.
+    assert confirmed_in(Grounded("Tuples are fast.", [], []), "What can tuples be?", [LISTS, TUPLES]) is None
+    assert confirmed_in(Grounded("Tuples can be.", [], []), "What can tuples be?", [longer]) is None
 
 
 def test_a_quote_from_another_source_moves_the_citation_there():

@@ -593,6 +593,40 @@ async def test_a_second_look_no_source_confirms_either_leaves_the_first_answer(m
     assert "Not confirmed by the sources" in result.report_markdown
 
 
+async def test_a_first_answer_a_second_look_fails_to_confirm_is_cited_where_its_passages_state_it(
+    settings: Settings, tmp_path: Path
+) -> None:
+    # The model answered from memory and, asked again, could not answer from the passages; but
+    # the search with the first answer's words ("IEEE 754") found the sentence that states it.
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name, text in [
+        ("a", "Float comparison of NaN values: a NaN value compares unequal to every value."),
+        ("notes", IEEE),
+    ]:
+        (folder / f"{name}.md").write_text(f"# {name}\n\n{text}\n")
+    goal = "Which standard does the float comparison of NaN values follow?"
+
+    def executor(request: FakeRequest) -> AnswerOutput | ExecutionOutput:
+        if STRICT in request.prompt:
+            return ExecutionOutput(answer="The sources do not say.", citations=[])
+        return AnswerOutput(answer="NaN comparison follows the IEEE 754 standard.")
+
+    with DocsIndex.from_folder(folder) as docs:
+        agent = ProfiledSentientAgent.create_with_profile(
+            "general_agent", settings=settings, model=embedded(executor), docs=docs
+        )
+        result = await agent.arun(goal, write_files=False)
+
+    root = result.graph.root
+    (cited,) = re.findall(r"\[(\d)\]", root.result)
+    assert root.result == f"NaN comparison follows the IEEE 754 standard [{cited}]."
+    source = root.sources[int(cited) - 1]
+    assert source.ref.endswith("notes.md") and source.verified and IEEE in (source.quote or "")
+    assert any("one it read states the first answer" in w for w in root.warnings)
+    assert "Not confirmed by the sources" not in result.report_markdown
+
+
 async def test_no_second_look_for_a_confirmed_answer_a_report_asked_for_or_when_turned_off(make_agent) -> None:
     async def executors(goal: str, answer: str, **engine: object) -> int:
         model = embedded(AnswerOutput(answer=answer))
