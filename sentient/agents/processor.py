@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
-from functools import cache, partial
+from functools import partial
 from typing import TypeVar
 
 from loguru import logger
 from pydantic import BaseModel
 
 from sentient.agents.config import AgentConfig, Role
+from sentient.agents.passages import Passages
 from sentient.agents.plans import distinct_subtasks, lists_goal, splits_nothing
 from sentient.agents.prompts import (
     aggregate_task,
@@ -45,9 +46,9 @@ from sentient.context.answer_text import (
 )
 from sentient.context.builder import AgentContext, ContextBuilder
 from sentient.context.citations import renumber
-from sentient.context.evidence import carry_citations, cite_by_evidence, confirmed_by_evidence, confirmed_in, coverage
+from sentient.context.evidence import carry_citations, cite_by_evidence, confirmed_by_evidence, confirmed_in
 from sentient.context.grounding import Grounded, confirmed_by_quote, ground, opens_confirmed, quotable
-from sentient.context.wording import opening, own_words, questions
+from sentient.context.wording import opening, questions
 from sentient.events import (
     EventBus,
     NodeCreated,
@@ -74,18 +75,12 @@ from sentient.hitl.protocol import (
     plan_problems,
 )
 from sentient.settings import EngineSettings, ReviewMode, ReviewTimeoutAction
-from sentient.tools.follow import KEEP
-from sentient.tools.snippets import joined
-from sentient.tools.toolbox import DocsSearch, SourceSink, ToolBox
+from sentient.tools.toolbox import SourceSink, ToolBox
 
 _S = TaskStatus
 T = TypeVar("T", bound=BaseModel)
 A = TypeVar("A", AnswerOutput, ExecutionOutput)  # an executor's output
-RETRIEVED_SOURCES = 5  # per retrieval tool, before each executor call
 REPORT_SOURCES = 3  # of the whole goal's search, shown to the root's aggregator
-# A task one document passage holds this share of the words of (by rarity) is a lookup: it is executed
-# without asking the atomizer (bench/README.md, "adaptive recursion").
-LOOKUP_COVERAGE = 0.85
 
 
 class AgentProcessor:
@@ -111,6 +106,7 @@ class AgentProcessor:
         self._reviewer = reviewer
         self._bus = bus
         self._toolboxes = toolboxes or {}
+        self._passages = Passages(graph, profile, context, self._toolboxes)
         # Roots answered directly first (:meth:`decide_root_type`). The unconfirmed direct answer
         # of one then planned is kept on the node itself (:meth:`_plan_instead`).
         self._answering_first: set[str] = set()
@@ -166,7 +162,7 @@ class AgentProcessor:
         """
         if not self._settings.answer_first or self._settings.skip_atomization or not questions(root.goal):
             return False
-        tools = self._executor_tools(root.task_type)
+        tools = self._passages.executor_tools(root.task_type)
         return tools is not None and bool(tools.retrieval_tools())
 
     async def plan(self, node: TaskNode) -> None:
@@ -247,7 +243,7 @@ class AgentProcessor:
         agent = self._profile.executor_for(node.task_type)
         tools = self._toolboxes.get(agent.name)
         try:
-            found = await self._retrieve(node, tools)
+            found = await self._passages.for_task(node, tools)
             context = self._context.for_execution(node, found)
             grounded = await self._sourced_answer(node, agent, context, tools)
         except AgentError as exc:
@@ -293,7 +289,7 @@ class AgentProcessor:
         is_root = node.parent_id is None
         agent = self._profile.aggregator_for(is_root)
         try:
-            found = await self._retrieve_for_report(node) if is_root else []
+            found = await self._passages.for_report(node) if is_root else []
             context = self._context.for_aggregation(node, found[:REPORT_SOURCES])
             task = aggregate_task(node, is_root=is_root, searched=bool(found))
             output = await self._ask(node, Role.AGGREGATOR, agent, task, context, AggregationOutput)
@@ -397,7 +393,7 @@ class AgentProcessor:
         not rests on the model: the executor may answer from memory when its sources do not hold
         the answer, and a plan can go astray. The second look asks the SEARCH executor once more,
         shown only the goal and passages (``found``, searched for the goal itself, and what a
-        search with the answer's words adds: :meth:`_to_confirm`), to answer from them alone,
+        search with the answer's words adds: :meth:`Passages.to_confirm`), to answer from them alone,
         copying the sentences that support it first (quote-first: the embedded model, which
         answers plainly elsewhere, then answers from the sentence it found, not from memory);
         its answer is kept if a quote confirms it (:func:`confirmed_by_quote`), else the
@@ -417,7 +413,8 @@ class AgentProcessor:
             return answer
         agent = self._profile.executor_for(TaskType.SEARCH)
         tools = self._toolboxes.get(agent.name)
-        context = self._context.for_second_look(node, await self._to_confirm(node, answer, found, tools))
+        passages = await self._passages.to_confirm(node, answer, found, tools)
+        context = self._context.for_second_look(node, passages)
         if not self._runner.has_room(agent, context.tokens):
             node.warnings.append("no second look at the unconfirmed answer: the budget has no room left for it")
             return answer
@@ -439,37 +436,6 @@ class AgentProcessor:
         if renumber(opening(confirmed.text), {}) != renumber(opening(second.text), {}):
             node.warnings.append("second look: its answer only restated the question; the sentence it quoted answers")
         return confirmed
-
-    async def _to_confirm(
-        self, node: TaskNode, answer: Grounded, found: Sequence[Source], tools: ToolBox | None
-    ) -> list[Source]:
-        """The passages a second look reads: ``found`` (the goal's), then those that a search for
-        the goal and the words its unconfirmed answer adds finds besides, ``RETRIEVED_SOURCES`` in all.
-
-        A sentence that would confirm the answer may be in a passage ranked below the goal's best,
-        or in one of them but outside its snippet, which the goal's words cut ("This behavior is
-        compliant with IEEE 754" after the NaN sentences of a long passage on comparisons). Such a
-        passage's snippet is followed by the second search's sentences that hold a word of the
-        answer's it lacks (:func:`~sentient.tools.snippets.joined`). The goal's passages keep their
-        places and their snippets otherwise: the small model reads whatever it is shown, and
-        re-cut by a wrong answer's words ("Mersenne Twister"), the random module's notes lost the
-        sentence saying why random() is threadsafe to it.
-        """
-        asked = set(own_words(node.goal))
-        added = [w for w in own_words(renumber(opening(answer.text), {})) if w not in asked]
-        if tools is None or not tools.retrieval_tools() or not added:
-            return list(found)
-        guided = await tools.retrieve(f"{self._context.search_query(node)} {' '.join(added)}", RETRIEVED_SOURCES)
-        node.warnings.extend(guided.warnings)
-        windows = {source.ref: source.snippet for source in guided.sources}
-        shown = [
-            source.model_copy(update={"snippet": joined(source.snippet, windows[source.ref], added)})
-            if source.ref in windows
-            else source
-            for source in found
-        ]
-        listed = {source.ref for source in found}
-        return [*shown, *(source for source in guided.sources if source.ref not in listed)][:RETRIEVED_SOURCES]
 
     async def _review(self, node: TaskNode, plan: PlanOutput) -> PlanOutput | None:
         """Ask the reviewer until the plan is approved; None if it was rejected: the node failed,
@@ -556,7 +522,7 @@ class AgentProcessor:
             return NodeType.EXECUTE
         if self._settings.skip_atomization:
             return NodeType.PLAN
-        if await self._is_lookup(goal, task_type):
+        if await self._passages.is_lookup(goal, task_type):
             logger.info("task '{}' is a lookup: one passage holds its words; executed directly", goal[:60])
             return NodeType.EXECUTE
         context = self._context.for_atomizing(node, goal, plan_goals)
@@ -569,63 +535,6 @@ class AgentProcessor:
             node.warnings.append(f"atomizer failed for '{goal[:60]}', executing it directly: {exc}")
             return NodeType.EXECUTE
         return NodeType.EXECUTE if verdict.is_atomic else NodeType.PLAN
-
-    async def _is_lookup(self, goal: str, task_type: TaskType) -> bool:
-        """Whether one passage of the local documents holds nearly every word of ``goal``.
-
-        The embedded model's atomizer cannot tell a lookup from a question that must find
-        something first (bench/README.md); the documents can: the words of "what is the payload
-        limit of KESTREL-ingest" meet in one passage, those of "the title of the on-call lead
-        of Team Cormorant" only across two. Each word counts by its rarity in the documents.
-        Only the local documents are searched (no web request for a decision); without them the
-        atomizer decides alone.
-        """
-        tools = self._executor_tools(task_type)
-        docs = tools.docs() if tools is not None else None
-        if docs is None:
-            return False
-        return await _one_holds(goal, await docs.retrieve(goal, RETRIEVED_SOURCES), docs)
-
-    def _executor_tools(self, task_type: TaskType) -> ToolBox | None:
-        """The tools of the profile's executor for ``task_type`` (None when it has none)."""
-        return self._toolboxes.get(self._profile.executor_for(task_type).name)
-
-    async def _retrieve(self, node: TaskNode, tools: ToolBox | None) -> list[Source]:
-        """Search with the executor's retrieval tools (documents, the web) before it is called.
-
-        The query keeps the words of the task, of the goals above it and of the results it
-        depends on (a second hop searches with what the first one found). Passages its
-        dependencies already cite are skipped: their results are in the context anyway.
-
-        When one of the docs search's best passages holds the task's words, as a lookup's does,
-        only the docs search's best passages and what following references found are shown (no
-        weaker hits, no web results): the embedded model reads every shown token, about 60 a
-        second on two cores, and a lookup's answer is in its best passages (bench/README.md,
-        "A lookup's executor is not shown the search's weaker hits").
-        """
-        if tools is None or not tools.retrieval_tools():
-            return []
-        seen = {s.ref for dep in self.graph.dependencies(node.task_id) for s in dep.sources if s.verified}
-        query, limit = self._context.search_query(node), RETRIEVED_SOURCES + len(seen)
-        found = await tools.retrieve(query, limit)
-        node.warnings.extend(found.warnings)
-        sources = [s for s in found.sources if s.ref not in seen][:RETRIEVED_SOURCES]
-        docs = tools.docs()
-        if docs is None or not await _one_holds(node.goal, sources[:KEEP], docs):
-            return sources
-        return [s for s in await docs.retrieve(query, limit, fill=False) if s.ref not in seen][:RETRIEVED_SOURCES]
-
-    async def _retrieve_for_report(self, node: TaskNode) -> list[Source]:
-        """The best passages for the whole goal: the first ``REPORT_SOURCES`` are shown to the
-        root's aggregator beside the results, all of them to a second look (:meth:`_second_look`).
-
-        A plan can go astray where one search for the question would not: the small planner
-        asked "what is the current time of the service" for "how far behind real time is the
-        data of the service", and one search for the question finds the page that says "72
-        hours behind real time" (bench/README.md, "the report reads the question's own
-        search").
-        """
-        return await self._retrieve(node, self._executor_tools(node.task_type))
 
     @staticmethod
     def _whole(node: TaskNode, answer: str) -> str:
@@ -644,14 +553,6 @@ class AgentProcessor:
         node.result = answer
         node.sources = list(sources)
         self.move(node, _S.DONE)
-
-
-async def _one_holds(goal: str, sources: Sequence[Source], docs: DocsSearch) -> bool:
-    """Whether one of ``sources`` holds ``LOOKUP_COVERAGE`` of ``goal``'s words, each weighed by
-    its rarity in the documents (:func:`evidence.coverage`): the lookup rule."""
-    rarity = cache(docs.rarity)
-    covered = await asyncio.to_thread(lambda: max((coverage(goal, s, rarity) for s in sources), default=0.0))
-    return covered >= LOOKUP_COVERAGE
 
 
 def _charge(node: TaskNode, input_tokens: int, output_tokens: int, cost_usd: float) -> NodeSnapshot:
