@@ -53,7 +53,8 @@ from sentient.tools.documents import (
 from sentient.tools.embeddings import Embedder
 from sentient.tools.follow import KEEP, bridge_terms, merge, subject
 from sentient.tools.snippets import best_window, word_patterns
-from sentient.tools.tables import holds_records, named_row
+from sentient.tools.superseded import shown_title, split_superseded
+from sentient.tools.tables import holds_records, named_first, named_row
 
 # Bump when the table layout or the passage rules change, so old caches get rebuilt.
 _SCHEMA_VERSION = 4
@@ -65,13 +66,6 @@ _STOPWORDS = frozenset(
     "where which who why will with you your".split()
 )
 _WORD = re.compile(r"\w+")
-# A document whose title says it no longer applies, and query words that ask for such documents.
-_SUPERSEDED = re.compile(r"\b(superseded|obsolete|outdated|withdrawn)\b", re.IGNORECASE)
-_PAST_WORDS = frozenset(
-    {"superseded", "obsolete", "outdated", "withdrawn", "old", "older", "previous", "former", "earlier", "history"}
-)
-# A document's identifier in its title: letters and digits joined, with an optional dash ("DRP-2").
-_IDENTIFIER = re.compile(r"\b[A-Za-z]+-?\d+\b")
 # A code of dash-joined parts that starts with a letter ("INC-2024-031", "utf-8"); it names one thing.
 _CODE = re.compile(r"\b[A-Za-z]\w*(?:-\w+)+\b")
 # Code quoted in Markdown backticks ("`except E as N:`").
@@ -420,7 +414,7 @@ class DocsIndex:
         else:
             ranked = fuse([(weight, [rowid for rowid, _ in ranking]) for weight, ranking in rankings], fusion.k)
         documents = self._document_titles({rows[rowid][0] for rowid, _ in ranked})
-        current, superseded = _split_superseded(ranked, lambda rowid: documents.get(rows[rowid][0]), asked or query)
+        current, superseded = split_superseded(ranked, lambda rowid: documents.get(rows[rowid][0]), asked or query)
         ranked = current + superseded if keep_superseded else current
         # Within a source, a passage holding a table row the question names comes first: "the usable
         # capacity of KESTREL-archive" is its limits table's row, not the capacity-planning section
@@ -430,10 +424,10 @@ class DocsIndex:
         for rowid, _ in ranked:
             source, title, body = rows[rowid]
             if source in shown_sources:
-                row = named_row(body, asked or query, _shown_title(source, title, documents.get(source)))
+                row = named_row(body, asked or query, shown_title(source, title, documents.get(source)))
                 if row is not None:
                     named[rowid] = row
-        ranked = _named_first(ranked, lambda rowid: rows[rowid][0], named)
+        ranked = named_first(ranked, lambda rowid: rows[rowid][0], named)
         best: list[tuple[int, float]] = []
         taken: dict[str, int] = {}
         for rowid, score in ranked:  # best first: the first passage of each source is its best one
@@ -450,7 +444,7 @@ class DocsIndex:
             source, title, _ = rows[rowid]
             row = named.get(rowid)  # a named row is a table's: its passage is shown alone
             body = rows[rowid][2] if row is not None else _with_neighbours(rowid, rows, chosen, patterns)
-            shown = _shown_title(source, title, documents.get(source))
+            shown = shown_title(source, title, documents.get(source))
             hits.append(SearchHit(source, shown, best_window(body, tokens, row=row), score, body))
         return hits
 
@@ -550,67 +544,6 @@ def _with_neighbours(
 
     before, after = adds(rowid - 1), adds(rowid + 1)
     return " ".join(text for text in (before, body, after) if text is not None)
-
-
-def _split_superseded(
-    ranked: list[tuple[int, float]], document_of: Callable[[int], str | None], query: str
-) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
-    """``ranked`` split into the passages of current documents and those of superseded ones that
-    ``query`` does not ask for, each in its order.
-
-    A document is superseded when its title says so ("Data Retention Policy DRP-2
-    (SUPERSEDED)"). Its passages repeat the current document's words with outdated values, and
-    a small model shown both often answers from the old one. The query asks for them by a word
-    such as "superseded" or "previous", or by the document's identifier ("DRP-2").
-    """
-    if {word.lower() for word in _WORD.findall(query)} & _PAST_WORDS:
-        return ranked, []
-    named = {_identifier_key(name) for name in _IDENTIFIER.findall(query)}
-
-    def unasked(rowid: int) -> bool:
-        title = document_of(rowid)
-        if title is None or not _SUPERSEDED.search(title):
-            return False
-        return not any(_identifier_key(name) in named for name in _IDENTIFIER.findall(title))
-
-    current: list[tuple[int, float]] = []
-    superseded: list[tuple[int, float]] = []
-    for item in ranked:
-        (superseded if unasked(item[0]) else current).append(item)
-    return current, superseded
-
-
-def _named_first(
-    ranked: list[tuple[int, float]], source_of: Callable[[int], str], named: dict[int, int]
-) -> list[tuple[int, float]]:
-    """``ranked`` with each source's passages reordered, those in ``named`` first (in rank order),
-    in the places that source's passages held: other sources keep their places."""
-    by_source: dict[str, list[tuple[int, float]]] = {}
-    for item in ranked:
-        by_source.setdefault(source_of(item[0]), []).append(item)
-    reordered = {
-        source: iter(sorted(items, key=lambda item: item[0] not in named)) for source, items in by_source.items()
-    }
-    return [next(reordered[source_of(rowid)]) for rowid, _ in ranked]
-
-
-def _identifier_key(identifier: str) -> str:
-    """An identifier without case or dash: "DRP-2" and "drp2" both give "drp2"."""
-    return re.sub(r"\W", "", identifier).lower()
-
-
-def _shown_title(source: str, title: str, document: str | None) -> str:
-    """A passage's title as the model is shown it: the document's title before the passage's
-    headings ("policy_drp2.md - Data Retention Policy DRP-2 (SUPERSEDED) / Retention periods").
-
-    Only shown, never indexed: a status word in every passage's title would change the ranking
-    within a document.
-    """
-    if not document or document in title:
-        return title
-    name = Path(source).name  # titles are "<file name>" or "<file name> - <headings>" (from_folder)
-    headings = title.removeprefix(f"{name} - ") if title != name else ""
-    return f"{name} - {document} / {headings}" if headings else f"{name} - {document}"
 
 
 def _query_tokens(query: str) -> list[str]:

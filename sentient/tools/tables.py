@@ -15,12 +15,14 @@ A snippet of a bordered table shows a few cells among its dashes; as records, wh
 
 A question that names a row by its first cell ("the usable capacity of KESTREL-archive" names
 "Limit: Usable capacity; Value: 640 TiB.") is answered by that row: :func:`named_row` finds it,
-so search can show the passage holding it, from that row.
+and :func:`named_first` ranks the passage holding it first within its source, so search shows
+that passage, from that row.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from itertools import pairwise
 
 _SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
@@ -181,3 +183,17 @@ def is_record(sentence: str) -> bool:
 def holds_records(text: str) -> bool:
     """Whether ``text`` (a passage) holds a table row rewritten by :func:`tables_as_records`."""
     return _RECORD_START.search(text) is not None
+
+
+def named_first(
+    ranked: list[tuple[int, float]], source_of: Callable[[int], str], named: dict[int, int]
+) -> list[tuple[int, float]]:
+    """``ranked`` with each source's passages reordered, those in ``named`` first (in rank order),
+    in the places that source's passages held: other sources keep their places."""
+    by_source: dict[str, list[tuple[int, float]]] = {}
+    for item in ranked:
+        by_source.setdefault(source_of(item[0]), []).append(item)
+    reordered = {
+        source: iter(sorted(items, key=lambda item: item[0] not in named)) for source, items in by_source.items()
+    }
+    return [next(reordered[source_of(rowid)]) for rowid, _ in ranked]
