@@ -6,9 +6,10 @@ so it survives a restart; after one the engine asks again for the same node and 
 it), announced with ``hitl_request`` to the project's room, and the coroutine waits for
 :meth:`ReviewBroker.answer`, which any request thread may call. What an answer may be, and that a
 review takes one, is :class:`~sentient.projects.ProjectService`'s; waking the waiting coroutine
-and telling the room is what is left here. When another process (a worker, another web process)
-runs the project, the stored answer's wake-up is forwarded to it through the
-:class:`~sentient_server.relay.OwnerRelay`, whose handler calls :meth:`ReviewBroker.wake` there.
+and telling the room (``hitl_resolved``) is what is left here. When another process (a worker,
+another web process) runs the project, the stored answer's wake-up is forwarded to it through the
+:class:`~sentient_server.relay.OwnerRelay`, whose handler calls :meth:`ReviewBroker.wake` there,
+and that process tells the room, as it sends everything else of the run (relay.py, "Order").
 
 Futures are created, resolved and dropped only on the engine loop thread.
 """
@@ -59,14 +60,18 @@ class ReviewBroker:
         answered = self._service.answer_review(review_id, answer, by=by)
         if answered.decision is not None and not self._forward(answered):
             self._engine.call_soon(self._deliver, review_id, answered.decision)
-        self._announce_resolved(answered.project_id, review_id, answer.action)
+            self._announce_resolved(answered.project_id, review_id, answer.action)
         return ReviewResponse.of(answered)
 
     def wake(self, review_id: str) -> None:
-        """Wake the run waiting on ``review_id`` here with its stored answer (forwarded by another process)."""
+        """Wake the run waiting on ``review_id`` here with its stored answer (forwarded by another
+        process), and announce the answer: the run's own process does, so ``hitl_resolved`` takes
+        its place among the run's diffs for every client (a process's emits reach its own clients
+        at once, ahead of the messages still on their way to it through Redis)."""
         review = self._service.review(review_id)
         if review.decision is not None:
             self._engine.call_soon(self._deliver, review_id, review.decision)
+            self._announce_resolved(review.project_id, review_id, review.decision.action)
 
     def _forward(self, review: Review) -> bool:
         """Tell the live process that runs the review's project, when another one does (True)."""

@@ -15,9 +15,10 @@ from sentient.graph.plan import PlanOutput, SubTask
 from sentient.hitl.protocol import Approve, Reject, ReviewRequest
 from sentient.projects import ProjectService, ReviewAnswer, UnusablePlanError
 from sentient.settings import EngineSettings, Settings
-from sentient.store import ProjectStore, ReviewNotFoundError
+from sentient.store import Owner, ProjectStore, ReviewNotFoundError
 from sentient_server.bridge import EngineLoop
 from sentient_server.errors import as_api_error
+from sentient_server.relay import ReviewAnswered
 from sentient_server.reviews import ReviewBroker
 
 PLAN = PlanOutput(
@@ -95,6 +96,46 @@ def test_a_pending_review_is_reused_after_a_restart_and_resolved_by_its_answer(
     assert broadcaster.sent[-1][1].review.review_id == review["review_id"]
     second.answer(review["review_id"], ReviewAnswer(action="approve"), by="socket")
     assert again.result(5) == Approve()
+    assert [e for e, _, _ in broadcaster.sent][-1] == "hitl_resolved"  # the run is here: announced here
+
+
+class RelayToHolder:
+    """Stands in for the OwnerRelay between two processes: a forwarded answer wakes the holder's broker."""
+
+    def __init__(self, holder: ReviewBroker) -> None:
+        self.holder = holder
+        self.forwarded: list[tuple[str, object]] = []
+
+    def forward(self, token: str, command: ReviewAnswered) -> bool:
+        self.forwarded.append((token, command))
+        self.holder.wake(command.review_id)
+        return True
+
+
+def test_an_answer_given_on_another_process_is_announced_by_the_process_that_runs_the_project(
+    store: ProjectStore, service: ProjectService, engine: EngineLoop
+) -> None:
+    # The run's process sends its diffs; were the answer announced where it was given, that
+    # process's own clients would get it ahead of diffs still on their way through Redis, and
+    # the clients of another process after them.
+    running_elsewhere = Owner.local()
+    store.claim("p1", running_elsewhere)
+    at_holder, here = RecordingBroadcaster(), RecordingBroadcaster()
+    holder = ReviewBroker(service, engine, at_holder)  # type: ignore[arg-type]
+    waiting = engine.submit(holder.wait("p1", ReviewRequest("root", "goal", 0, PLAN, 1), EngineSettings(review="root")))
+    review = wait_for(lambda: store.pending_reviews("p1"))[0]
+    relay = RelayToHolder(holder)
+    ReviewBroker(service, engine, here, relay).answer(  # type: ignore[arg-type]
+        review["review_id"], ReviewAnswer(action="approve"), by="rest"
+    )
+
+    assert waiting.result(5) == Approve()
+    assert relay.forwarded == [
+        (running_elsewhere.token, ReviewAnswered(project_id="p1", review_id=review["review_id"]))
+    ]
+    assert here.sent == []
+    assert [e for e, _, _ in at_holder.sent] == ["hitl_request", "hitl_resolved"]
+    assert at_holder.sent[-1][1].action == "approve"
 
 
 def test_invalid_answers_are_refused_without_touching_the_review(
