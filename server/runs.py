@@ -214,7 +214,12 @@ class RunManager:
         and another process's run is asked to stop through the relay (ProjectBusyError only when
         that process does not listen). A project queued for a worker that none has taken yet is
         withdrawn from the queue and ends ``cancelled`` at once.
+
+        The project's status is announced (``project_status``) here, unless the run is another
+        process's: that process ends it and announces the end, in order with its diffs, which
+        this process's own clients would otherwise get out of order (relay.py, "Order").
         """
+        forwarded = False
         with self._project_lock(project_id):
             try:
                 with self._lock:
@@ -225,10 +230,14 @@ class RunManager:
             except ProjectBusyError:
                 if not self._forward(Cancel(project_id=project_id), self.record(project_id)):
                     raise
+                forwarded = True
             except ProjectNotRunningError:
                 if not self._withdraw(project_id):
                     raise
-            return self.project(project_id)
+            project = self.project(project_id)
+        if not forwarded:
+            self._announce_status(project_id)
+        return project
 
     def _withdraw(self, project_id: str) -> bool:
         """Cancel a project that waits in the queue (True), before any worker takes it."""
@@ -481,7 +490,7 @@ class RunManager:
             return
         self._broadcaster.emit(event, ProjectEvent(project=project), room_of(project_id))
 
-    def announce_status(self, project_id: str) -> None:
+    def _announce_status(self, project_id: str) -> None:
         """Send ``project_status`` to the project's room (from a request thread)."""
         try:
             project = self.project(project_id)

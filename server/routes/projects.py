@@ -47,10 +47,7 @@ def execute(project_id: str) -> Any:
 
 @bp.post("/<project_id>/cancel")
 def cancel(project_id: str) -> Any:
-    runs = services().runs
-    project = runs.cancel(project_id)
-    runs.announce_status(project_id)
-    return as_json(project, 202)
+    return as_json(services().runs.cancel(project_id), 202)
 
 
 @bp.post("/<project_id>/resume")

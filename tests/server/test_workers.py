@@ -222,12 +222,20 @@ def test_with_two_web_processes_clients_of_both_get_the_same_updates_and_either_
         what="the review that holds the project to cancel",
     )
     built.wait_status(cancelled, "running")
+    # Held by its review, the run sends nothing until the cancel: both clients' snapshots hold the same state.
+    _, cancelled_on_a = built.client(cancelled, on=web_a)
+    _, cancelled_on_b = built.client(cancelled, on=web_b)
     asked = time.monotonic()
     cancel = built.api("POST", f"/api/projects/{cancelled}/cancel", on=web_b)
     assert cancel.status_code == 202, cancel.text
     built.wait_status(cancelled, "cancelled", timeout=2)
     assert time.monotonic() - asked < 2
     built.wait_status(reviewed, "completed", timeout=30)
+    # The worker that runs it ends it and says so, in order with its diffs, to the clients of both.
+    for seen in (cancelled_on_a, cancelled_on_b):
+        wait_for(lambda s=seen: s.completed(cancelled), what="project_completed")  # type: ignore[misc]
+    assert cancelled_on_a.events[1:] == cancelled_on_b.events[1:]
+    assert cancelled_on_b.completed(cancelled)["project"]["status"] == "cancelled"
 
     # Both clients got every update of the worker's run, in the same order, after their own snapshot.
     for seen in (on_a, on_b):
