@@ -34,6 +34,9 @@ sent (see ``RunManager._send_snapshot``).
 **Commands.** The owner's channel carries the few requests that only the process running a project
 can act on, made on whichever process a client reached: ``join`` (above), ``cancel`` (stop the
 run) and ``review_answered`` (wake the run waiting on a plan review whose answer was just stored).
+The process that forwards one announces nothing of it: the holder does (``project_completed``,
+``hitl_resolved``), since what a process emits reaches its own clients at once, ahead of the
+holder's messages still on their way to it.
 Web processes and ``sentient worker`` processes listen alike: the holder of a project may be either.
 A command published while nobody listens on the channel (the owner is gone) reports it, so the
 sender can answer from the store instead.
