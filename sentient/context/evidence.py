@@ -148,9 +148,7 @@ def cite_statements(answer: str, task: str, sources: Sequence[Source]) -> tuple[
         n = stated.source
         if not grounded[n - 1].verified:
             grounded[n - 1] = grounded[n - 1].model_copy(update={"verified": True, "quote": stated.sentence})
-        tail = _TRAILING.search(text)
-        at = tail.start() if tail else len(text)
-        return f"{text[:at]} [{n}]{text[at:]}"
+        return _cited(text, [n])
 
     parts = sentence_parts(answer)
     cited = 0
@@ -387,9 +385,7 @@ def carry_citations(answer: str, cited_texts: Sequence[str]) -> tuple[str, int]:
             continue
         share, numbers, cited = max((loose_overlap(c, sentence), n, c) for c, n in restated)
         if share >= MIN_RESTATED and _adds_little(sentence, cited):
-            tail = _TRAILING.search(sentence)
-            at = tail.start() if tail else len(sentence)
-            parts[i] = sentence[:at] + " " + "".join(f"[{n}]" for n in numbers) + sentence[at:]
+            parts[i] = _cited(sentence, numbers)
             carried += 1
     return "".join(parts), carried
 
@@ -433,6 +429,11 @@ def confirmed_in(answer: Grounded, goal: str, passages: Sequence[Source]) -> Gro
     else:
         sources.append(passage)
         n = len(sources)
-    tail = _TRAILING.search(first)
-    at = tail.start() if tail else len(first)
-    return Grounded(f"{first[:at]} [{n}]{answer.text[at:]}", sources, answer.notes)
+    return Grounded(_cited(first, [n]) + answer.text[len(first) :], sources, answer.notes)
+
+
+def _cited(text: str, numbers: Sequence[int]) -> str:
+    """``text`` with the citations ``numbers`` before its closing punctuation ("a fact [2].")."""
+    tail = _TRAILING.search(text)
+    at = tail.start() if tail else len(text)
+    return f"{text[:at]} {''.join(f'[{n}]' for n in numbers)}{text[at:]}"
