@@ -236,7 +236,7 @@ class RunManager:
                     raise
             project = self.project(project_id)
         if not forwarded:
-            self._announce_status(project_id)
+            self._broadcaster.emit("project_status", ProjectEvent(project=project), room_of(project_id))
         return project
 
     def _withdraw(self, project_id: str) -> bool:
@@ -489,14 +489,6 @@ class RunManager:
             logger.opt(exception=True).warning("project {}: cannot announce {}", project_id, event)
             return
         self._broadcaster.emit(event, ProjectEvent(project=project), room_of(project_id))
-
-    def _announce_status(self, project_id: str) -> None:
-        """Send ``project_status`` to the project's room (from a request thread)."""
-        try:
-            project = self.project(project_id)
-        except SentientError:
-            return
-        self._broadcaster.emit("project_status", ProjectEvent(project=project), room_of(project_id))
 
     # -- Socket.IO joins ------------------------------------------------------------------------
 
