@@ -3,7 +3,9 @@
 Three layouts are recognised, line by line (JSONL) or from the header (CSV):
 
 - Sentient's own: ``{"id", "question", "answers": [...]}`` plus optional ``split``
-  (``dev`` | ``heldout``; default ``dev``), ``hops`` (1 | 2), ``docs`` and any other field (kept);
+  (``dev`` | ``heldout``; default ``dev``), ``hops`` (1 | 2), ``also`` (the other parts of a
+  question that asks several things, each a list of accepted answers), ``docs`` and any other
+  field (kept);
 - SimpleQA: ``problem``, ``answer`` (its ``metadata`` column is kept);
 - FRAMES: ``Prompt``, ``Answer`` (its other columns are kept).
 
@@ -40,6 +42,10 @@ class EvalQuestion(BaseModel):
     answers: list[str] = Field(min_length=1, description="Accepted answers; any one counts.")
     split: Split = "dev"
     hops: Literal[1, 2] | None = None
+    also: list[list[str]] = Field(
+        default_factory=list,
+        description="A question asking several things: accepted answers of each other part; all must be stated.",
+    )
     docs: list[str] | str | None = None  # where the answer is written (for the corpus checks)
 
     @field_validator("id", mode="before")
@@ -53,6 +59,18 @@ class EvalQuestion(BaseModel):
         if any(not a.strip() for a in answers):
             raise ValueError("an accepted answer is blank")
         return answers
+
+    @field_validator("also")
+    @classmethod
+    def _no_blank_part(cls, parts: list[list[str]]) -> list[list[str]]:
+        if any(not part or any(not a.strip() for a in part) for part in parts):
+            raise ValueError("a part has no accepted answer, or a blank one")
+        return parts
+
+    @property
+    def parts(self) -> list[list[str]]:
+        """Every part's accepted answers: ``answers`` first, then ``also``'s."""
+        return [self.answers, *self.also]
 
 
 def load_dataset(path: Path) -> list[EvalQuestion]:

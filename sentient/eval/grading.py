@@ -9,7 +9,7 @@ The References part of a report is not part of the answer and is cut before matc
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from sentient.context.wording import normalize
 
@@ -22,6 +22,12 @@ def contains_answer(text: str, answers: Iterable[str]) -> bool:
     """Whether any accepted answer occurs in ``text`` as whole normalised words."""
     haystack = f" {normalize(text)} "
     return any((needle := normalize(answer)) and f" {needle} " in haystack for answer in answers)
+
+
+def states_every_part(texts: Sequence[str], parts: Sequence[Sequence[str]]) -> bool:
+    """Whether, for every part of a question, one of ``texts`` holds one of its accepted answers
+    (one text per part will do: each part may come from another source or step)."""
+    return all(any(contains_answer(text, part) for text in texts) for part in parts)
 
 
 def answer_body(report: str) -> str:

@@ -3,7 +3,9 @@
 Where an answer was lost is located by three containment checks on the same accepted
 answers: in the sources the model was shown (``in_sources``: retrieval), in some executed
 step's result (``in_leaf``: execution) and in the final answer (``in_final``); a fact in a
-leaf but not in the final answer was lost in aggregation.
+leaf but not in the final answer was lost in aggregation. A question that asks several things
+(``also``) needs every part: in the answer for ``correct``, and each part in some source or
+step for the other two.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from loguru import logger
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from sentient.eval.dataset import EvalQuestion
-from sentient.eval.grading import answer_body, citation_markers, contains_answer, looks_not_attempted
+from sentient.eval.grading import answer_body, citation_markers, looks_not_attempted, states_every_part
 from sentient.eval.judge import Grade
 from sentient.eval.systems import Outcome
 
@@ -55,10 +57,10 @@ def grade(
     question: EvalQuestion, system: str, model: str, outcome: Outcome, judge: Grade | None = None
 ) -> QuestionRecord:
     """Grade ``outcome`` by containment (and ``judge``, when given) and locate any loss."""
-    answers = question.answers
+    parts = question.parts
     body = answer_body(outcome.answer)
-    in_final = contains_answer(body, answers)
-    in_leaf = any(contains_answer(leaf, answers) for leaf in outcome.leaves)
+    in_final = states_every_part([body], parts)
+    in_leaf = states_every_part(outcome.leaves, parts)
     markers = citation_markers(body)
     verified = sum(
         1 for n in markers if 1 <= n <= len(outcome.cited) and getattr(outcome.cited[n - 1], "verified", None) is True
@@ -84,7 +86,7 @@ def grade(
         input_tokens=outcome.input_tokens,
         output_tokens=outcome.output_tokens,
         cost_usd=outcome.cost_usd,
-        in_sources=any(contains_answer(s.snippet, answers) for s in outcome.shown) if retrieved else None,
+        in_sources=states_every_part([s.snippet for s in outcome.shown], parts) if retrieved else None,
         in_leaf=in_leaf,
         in_final=in_final,
         lost_in_aggregation=in_leaf and not in_final,

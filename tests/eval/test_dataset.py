@@ -29,6 +29,15 @@ def test_jsonl_questions_keep_split_hops_and_extra_fields(tmp_path: Path) -> Non
     assert (second.id, second.split, second.hops) == ("7", "heldout", None)
 
 
+def test_a_question_asking_several_things_lists_every_part(tmp_path: Path) -> None:
+    path = write_jsonl(
+        tmp_path / "qa.jsonl", {"id": "a", "question": "A and B?", "answers": ["x"], "also": [["y", "z"]]}
+    )
+    (question,) = load_dataset(path)
+    assert question.parts == [["x"], ["y", "z"]]
+    assert question.model_extra == {}
+
+
 def test_simpleqa_csv_layout(tmp_path: Path) -> None:
     path = tmp_path / "simple_qa_test_set.csv"
     path.write_text(
@@ -76,6 +85,8 @@ def test_select_takes_the_split_then_the_limit(tmp_path: Path) -> None:
         ('{"id": "b", "question": "Q?", "answers": ["  "]}', "blank"),
         ('{"id": "b", "question": "Q?", "answers": ["x"], "split": "test"}', "split"),
         ('{"id": "b", "question": "Q?", "answers": ["x"], "hops": 3}', "hops"),
+        ('{"id": "b", "question": "Q?", "answers": ["x"], "also": [[]]}', "part"),
+        ('{"id": "b", "question": "Q?", "answers": ["x"], "also": [["y", " "]]}', "part"),
         ('{"id": "a", "question": "Q?", "answers": ["x"]}', "duplicate id 'a' (first on line 1)"),
     ],
 )

@@ -4,6 +4,8 @@ Each line is ``{"id", "question", "answers", "split", "hops", "evidence"}``. The
 answer is the canonical one: it must occur (``contains_answer``: normalised, whole words) in
 the passages the search tool indexes for the question's evidence, so a miss in an eval is
 the system's, never the dataset's. A quarter of each dataset is held out.
+``private_docs_multipart_qa.jsonl`` asks two things a question (``also``: the second part's
+answers) about the same private documents; every part must occur in its evidence.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ DATASETS = Path(__file__).resolve().parents[2] / "bench" / "datasets"
 PRIVATE_DOCS = DATASETS / "private_docs"
 PRIVATE_QA = DATASETS / "private_docs_qa.jsonl"
 PYTHON_QA = DATASETS / "python_docs_qa.jsonl"
+MULTIPART_QA = DATASETS / "private_docs_multipart_qa.jsonl"
 FIELDS = {"id", "question", "answers", "split", "hops", "evidence"}
 
 
@@ -33,6 +36,7 @@ def _load(path: Path) -> list[dict[str, Any]]:
 
 PRIVATE = _load(PRIVATE_QA)
 PYTHON = _load(PYTHON_QA)
+MULTIPART = _load(MULTIPART_QA)
 
 
 def _passages(db_file: Path) -> list[tuple[str, str, str]]:
@@ -135,6 +139,20 @@ def test_private_answers_occur_in_their_evidence(private_passages: dict[str, lis
         # ... and inside one indexed passage, so retrieval can actually return it.
         passages = [body for name in row["evidence"] for body in private_passages[name]]
         assert any(contains_answer(body, canonical) for body in passages), row["id"]
+
+
+def test_every_part_of_a_multipart_question_occurs_in_an_indexed_passage(
+    private_passages: dict[str, list[str]],
+) -> None:
+    assert len(MULTIPART) >= 10
+    assert len({row["id"] for row in MULTIPART}) == len(MULTIPART)
+    for row in MULTIPART:
+        assert set(row) == {"id", "question", "answers", "also", "evidence"}, row["id"]
+        assert row["question"].endswith("?") and " and " in row["question"], row["id"]
+        passages = [body for name in row["evidence"] for body in private_passages[name]]
+        for part in [row["answers"], *row["also"]]:
+            assert any(contains_answer(body, part[:1]) for body in passages), (row["id"], part[0])
+            assert not contains_answer(row["question"], part[:1]), (row["id"], part[0])
 
 
 def test_private_two_hop_answers_need_the_second_document() -> None:

@@ -217,6 +217,20 @@ def test_citation_precision_counts_citations_whose_source_was_verified() -> None
     )
 
 
+def test_a_question_asking_several_things_is_right_only_when_every_part_is_stated() -> None:
+    question = EvalQuestion(
+        id="q", question="How long then, and how long now?", answers=["31 months"], also=[["22 months"]]
+    )
+    both = Outcome(answer="It was 31 months [1]; now 22 months [2].", leaves=["31 months", "22 months"])
+    one = Outcome(answer="It is 22 months now [2].", leaves=["It was 31 months [1].", "It is 22 months [1]."])
+    half_found = Outcome(answer="It was 31 months [1].", leaves=["It was 31 months [1]."])
+
+    assert grade(question, "profile:x", "m", both).correct
+    lost = grade(question, "profile:x", "m", one)
+    assert (lost.correct, lost.in_leaf, lost.lost_in_aggregation) == (False, True, True)
+    assert (grade(question, "profile:x", "m", half_found).in_leaf, lost.not_attempted) == (False, False)
+
+
 @pytest.mark.parametrize(
     ("only_system", "only_baseline", "p"),
     [(0, 0, 1.0), (1, 1, 1.0), (0, 3, 0.25), (6, 0, 0.03125), (2, 10, 0.0386)],
