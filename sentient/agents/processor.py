@@ -398,8 +398,8 @@ class AgentProcessor:
         answers plainly elsewhere, then answers from the sentence it found, not from memory);
         its answer is kept if a quote confirms it (:func:`confirmed_by_quote`), else the
         research's answer stays (bench/README.md, "a second look"), cited where a passage the
-        second look read states it (:func:`confirmed_in`: the search with the answer's own words
-        may have found one). The replaced answer stays in the node's trace. Only
+        second look read states it (:func:`_cited_if_stated`; also when the second look fails
+        or the budget has no room for it). The replaced answer stays in the node's trace. Only
         the answer to a question, in one paragraph, gets one: a report that was asked for ("Write
         an overview of …") or that was written as one (headings, paragraphs, lists) is not
         replaced by a short answer. It is optional work: it runs only where the budget has room
@@ -417,20 +417,16 @@ class AgentProcessor:
         context = self._context.for_second_look(node, passages)
         if not self._runner.has_room(agent, context.tokens):
             node.warnings.append("no second look at the unconfirmed answer: the budget has no room left for it")
-            return answer
+            return _cited_if_stated(node, answer, context.sources)
         try:
             second = await self._sourced_answer(node, agent, context, tools, strict=True, quote_first=True)
         except AgentError as exc:
             node.warnings.append(f"second look failed, the unconfirmed answer is kept: {exc}")
-            return answer
+            return _cited_if_stated(node, answer, context.sources)
         confirmed = confirmed_by_quote(second, node.goal) or confirmed_by_evidence(second, node.goal)
         if confirmed is None:
-            kept = confirmed_in(answer, node.goal, context.sources)
-            if kept is not None:
-                node.warnings.append("second look: no source states its answer; one it read states the first answer")
-                return kept
             node.warnings.append("second look: no source states its answer either; the first answer is kept")
-            return answer
+            return _cited_if_stated(node, answer, context.sources)
         node.warnings.append("no source confirmed the answer: replaced by a second look's, which a source states")
         node.warnings.extend(second.notes)
         if renumber(opening(confirmed.text), {}) != renumber(opening(second.text), {}):
@@ -553,6 +549,17 @@ class AgentProcessor:
         node.result = answer
         node.sources = list(sources)
         self.move(node, _S.DONE)
+
+
+def _cited_if_stated(node: TaskNode, answer: Grounded, passages: Sequence[Source]) -> Grounded:
+    """The first ``answer``, kept without a second look's, cited where one of the ``passages``
+    the second look was (or would have been) shown states it (:func:`confirmed_in`): the search
+    with the answer's own words may have found one. No model call."""
+    kept = confirmed_in(answer, node.goal, passages)
+    if kept is None:
+        return answer
+    node.warnings.append("a passage the second look read states the first answer: cited there")
+    return kept
 
 
 def _charge(node: TaskNode, input_tokens: int, output_tokens: int, cost_usd: float) -> NodeSnapshot:

@@ -14,6 +14,7 @@ import pytest
 from sentient.agents.models.fake import FakeRequest, Responder, ScriptedModel, cite_sources
 from sentient.agents.schemas import AggregationOutput, AnswerOutput, AtomizerOutput, Citation, ExecutionOutput
 from sentient.api import ProfiledSentientAgent
+from sentient.exceptions import ModelError
 from sentient.graph.node import NodeType, TaskType
 from sentient.graph.plan import PlanOutput, SubTask
 from sentient.graph.status import TaskStatus
@@ -593,11 +594,20 @@ async def test_a_second_look_no_source_confirms_either_leaves_the_first_answer(m
     assert "Not confirmed by the sources" in result.report_markdown
 
 
+@pytest.mark.parametrize(
+    ("second_look", "budget", "warning"),
+    [
+        ("declines", {}, "no source states its answer either"),
+        ("fails", {}, "second look failed"),
+        ("declines", {"max_llm_calls": 2}, "the budget has no room left"),
+    ],
+)
 async def test_a_first_answer_a_second_look_fails_to_confirm_is_cited_where_its_passages_state_it(
-    settings: Settings, tmp_path: Path
+    settings: Settings, tmp_path: Path, second_look: str, budget: dict[str, int], warning: str
 ) -> None:
-    # The model answered from memory and, asked again, could not answer from the passages; but
-    # the search with the first answer's words ("IEEE 754") found the sentence that states it.
+    # The model answered from memory and, asked again, could not answer from the passages (or
+    # was not asked: the call failed, or the budget had no room for it); but the search with the
+    # first answer's words ("IEEE 754") found the sentence that states it.
     folder = tmp_path / "docs"
     folder.mkdir()
     for name, text in [
@@ -608,13 +618,15 @@ async def test_a_first_answer_a_second_look_fails_to_confirm_is_cited_where_its_
     goal = "Which standard does the float comparison of NaN values follow?"
 
     def executor(request: FakeRequest) -> AnswerOutput | ExecutionOutput:
-        if STRICT in request.prompt:
-            return ExecutionOutput(answer="The sources do not say.", citations=[])
-        return AnswerOutput(answer="NaN comparison follows the IEEE 754 standard.")
+        if STRICT not in request.prompt:
+            return AnswerOutput(answer="NaN comparison follows the IEEE 754 standard.")
+        if second_look == "fails":
+            return ModelError("the model crashed")
+        return ExecutionOutput(answer="The sources do not say.", citations=[])
 
     with DocsIndex.from_folder(folder) as docs:
         agent = ProfiledSentientAgent.create_with_profile(
-            "general_agent", settings=settings, model=embedded(executor), docs=docs
+            "general_agent", settings=settings, model=embedded(executor), docs=docs, **budget
         )
         result = await agent.arun(goal, write_files=False)
 
@@ -623,8 +635,10 @@ async def test_a_first_answer_a_second_look_fails_to_confirm_is_cited_where_its_
     assert root.result == f"NaN comparison follows the IEEE 754 standard [{cited}]."
     source = root.sources[int(cited) - 1]
     assert source.ref.endswith("notes.md") and source.verified and IEEE in (source.quote or "")
-    assert any("one it read states the first answer" in w for w in root.warnings)
+    assert any(warning in w for w in root.warnings)
+    assert any("a passage the second look read states the first answer" in w for w in root.warnings)
     assert "Not confirmed by the sources" not in result.report_markdown
+    assert result.status == "completed"
 
 
 async def test_no_second_look_for_a_confirmed_answer_a_report_asked_for_or_when_turned_off(make_agent) -> None:
