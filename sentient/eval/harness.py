@@ -225,9 +225,7 @@ class _Grader:
             return None
         handle = self._factory.for_agent(self._agent)
         try:
-            label, _ = await judge(
-                handle, question.question, question.answers, outcome.answer, timeout_s=self._timeout_s
-            )
+            label, _ = await judge(handle, question.question, question.parts, outcome.answer, timeout_s=self._timeout_s)
         except AgentError as exc:
             logger.warning("judge failed on {}: {}", question.id, exc)
             return None

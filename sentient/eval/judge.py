@@ -9,6 +9,7 @@ NOT_ATTEMPTED), fewer worked examples, and several accepted targets instead of o
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from enum import StrEnum
 
 from sentient.agents.models.factory import ModelHandle
@@ -70,10 +71,21 @@ def parse_grade(text: str) -> Grade | None:
 
 
 async def judge(
-    handle: ModelHandle, question: str, answers: list[str], answer: str, *, timeout_s: float
+    handle: ModelHandle, question: str, parts: Sequence[Sequence[str]], answer: str, *, timeout_s: float
 ) -> tuple[Grade | None, ChatReply]:
-    """Grade ``answer`` (its body, References cut) with the judge model; None if the reply has no grade."""
+    """Grade ``answer`` (its body, References cut) with the judge model; None if the reply has no grade.
+
+    ``parts``: each part's accepted answers (:attr:`EvalQuestion.parts`); a question that asks
+    several things is correct only when every part is stated."""
     body = answer_body(answer) or "(empty answer)"
-    prompt = JUDGE_TEMPLATE.format(question=question, targets=" | ".join(answers), answer=body)
+    prompt = JUDGE_TEMPLATE.format(question=question, targets=_targets(parts), answer=body)
     reply = await chat(handle, JUDGE_SYSTEM, prompt, role="judge", goal=question, timeout_s=timeout_s)
     return parse_grade(reply.text), reply
+
+
+def _targets(parts: Sequence[Sequence[str]]) -> str:
+    """The gold targets as the judge reads them: "a | b" for one part (any one counts), every
+    part spelled out for several ("all of these: (a or b) AND (c)")."""
+    if len(parts) == 1:
+        return " | ".join(parts[0])
+    return "all of these: " + " AND ".join(f"({' or '.join(part)})" for part in parts)

@@ -41,7 +41,7 @@ async def test_judge_sends_question_targets_and_answer_body_and_caches_the_grade
     with fake_openai_server(text("A")) as server:
         handle = judge_handle(tmp_path, server.base_url)
         answer = "The beacon is teal [1].\n\n## References\n\n1. Beacon log — `pier.md`"
-        grade, reply = await judge(handle, "What colour is the beacon?", ["teal", "blue-green"], answer, timeout_s=10)
+        grade, reply = await judge(handle, "What colour is the beacon?", [["teal", "blue-green"]], answer, timeout_s=10)
         assert grade is Grade.CORRECT and reply.model_calls == 1
         (request,) = server.requests
         prompt = request["messages"][-1]["content"]
@@ -51,7 +51,17 @@ async def test_judge_sends_question_targets_and_answer_body_and_caches_the_grade
         assert "References" not in prompt and "response_format" not in request
 
         again, replayed = await judge(
-            handle, "What colour is the beacon?", ["teal", "blue-green"], answer, timeout_s=10
+            handle, "What colour is the beacon?", [["teal", "blue-green"]], answer, timeout_s=10
         )
         assert again is Grade.CORRECT and replayed.model_calls == 0
         assert len(server.requests) == 1
+
+
+async def test_a_question_asking_several_things_gives_the_judge_every_part(tmp_path: Path) -> None:
+    with fake_openai_server(text("B")) as server:
+        handle = judge_handle(tmp_path, server.base_url)
+        parts = [["31 months"], ["22 months", "twenty-two months"]]
+        grade, _ = await judge(handle, "How long then, and how long now?", parts, "31 months.", timeout_s=10)
+        assert grade is Grade.INCORRECT
+        prompt = server.requests[0]["messages"][-1]["content"]
+        assert "Gold target(s): all of these: (31 months) AND (22 months or twenty-two months)" in prompt
