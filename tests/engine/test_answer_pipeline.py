@@ -536,6 +536,17 @@ async def test_a_second_look_whose_quote_does_not_state_its_answer_is_checked_ag
 
 FILLER = " ".join(f"Float comparison of NaN values is described here, part {i}." for i in range(14))
 IEEE = "This behaviour is compliant with IEEE 754."
+NAN_GOAL = "Which standard does the float comparison of NaN values follow?"
+NAN_TEXT = "Float comparison of NaN values: a NaN value compares unequal to every value."
+
+
+def docs_folder(tmp_path: Path, **texts: str) -> Path:
+    """A folder of one Markdown document per keyword: ``NAME.md``, headed by its name."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name, text in texts.items():
+        (folder / f"{name}.md").write_text(f"# {name}\n\n{text}\n")
+    return folder
 
 
 @pytest.mark.parametrize(
@@ -548,15 +559,9 @@ async def test_a_second_look_also_searches_with_the_words_the_unconfirmed_answer
 ) -> None:
     # The goal's search does not show the sentence that states the answer: a search with the
     # answer's "IEEE 754" finds it.
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    for name, text in [
-        ("a", "Float comparison of NaN values: a NaN value compares unequal to every value."),
-        ("b", "Float values compare by value; NaN values are special float values."),
-        ("notes", notes),
-    ]:
-        (folder / f"{name}.md").write_text(f"# {name}\n\n{text}\n")
-    goal = "Which standard does the float comparison of NaN values follow?"
+    folder = docs_folder(
+        tmp_path, a=NAN_TEXT, b="Float values compare by value; NaN values are special float values.", notes=notes
+    )
 
     def executor(request: FakeRequest) -> AnswerOutput | ExecutionOutput:
         if STRICT not in request.prompt:
@@ -570,7 +575,7 @@ async def test_a_second_look_also_searches_with_the_words_the_unconfirmed_answer
     model = embedded(executor)
     with DocsIndex.from_folder(folder) as docs:
         agent = ProfiledSentientAgent.create_with_profile("general_agent", settings=settings, model=model, docs=docs)
-        result = await agent.arun(goal, write_files=False)
+        result = await agent.arun(NAN_GOAL, write_files=False)
 
     first, _ = model.calls_for(role="executor")
     assert "IEEE" not in first.request.prompt
@@ -608,14 +613,7 @@ async def test_a_first_answer_a_second_look_fails_to_confirm_is_cited_where_its_
     # The model answered from memory and, asked again, could not answer from the passages (or
     # was not asked: the call failed, or the budget had no room for it); but the search with the
     # first answer's words ("IEEE 754") found the sentence that states it.
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    for name, text in [
-        ("a", "Float comparison of NaN values: a NaN value compares unequal to every value."),
-        ("notes", IEEE),
-    ]:
-        (folder / f"{name}.md").write_text(f"# {name}\n\n{text}\n")
-    goal = "Which standard does the float comparison of NaN values follow?"
+    folder = docs_folder(tmp_path, a=NAN_TEXT, notes=IEEE)
 
     def executor(request: FakeRequest) -> AnswerOutput | ExecutionOutput:
         if STRICT not in request.prompt:
@@ -628,7 +626,7 @@ async def test_a_first_answer_a_second_look_fails_to_confirm_is_cited_where_its_
         agent = ProfiledSentientAgent.create_with_profile(
             "general_agent", settings=settings, model=embedded(executor), docs=docs, **budget
         )
-        result = await agent.arun(goal, write_files=False)
+        result = await agent.arun(NAN_GOAL, write_files=False)
 
     root = result.graph.root
     (cited,) = re.findall(r"\[(\d)\]", root.result)

@@ -4,7 +4,7 @@ Each line is ``{"id", "question", "answers", "split", "hops", "evidence"}``. The
 answer is the canonical one: it must occur (``contains_answer``: normalised, whole words) in
 the passages the search tool indexes for the question's evidence, so a miss in an eval is
 the system's, never the dataset's. A quarter of each dataset is held out.
-``private_docs_multipart_qa.jsonl`` asks two things a question (``also``: the second part's
+``private_docs_multipart_qa.jsonl`` asks two to four things a question (``also``: the other parts'
 answers) about the same private documents; every part must occur in its evidence.
 """
 
