@@ -3,7 +3,8 @@
 Each line is ``{"id", "question", "answers", "split", "hops", "evidence"}``. The first accepted
 answer is the canonical one: it must occur (``contains_answer``: normalised, whole words) in
 the passages the search tool indexes for the question's evidence, so a miss in an eval is
-the system's, never the dataset's. A quarter of each dataset is held out.
+the system's, never the dataset's. Held-out questions live in their own ``*_heldout_qa.jsonl``
+files, every row held out; every row of every other question file is dev.
 ``private_docs_multipart_qa.jsonl`` asks two to four things a question (``also``: the other parts'
 answers) about the same private documents; every part must occur in its evidence.
 """
@@ -25,6 +26,8 @@ DATASETS = Path(__file__).resolve().parents[2] / "bench" / "datasets"
 PRIVATE_DOCS = DATASETS / "private_docs"
 PRIVATE_QA = DATASETS / "private_docs_qa.jsonl"
 PYTHON_QA = DATASETS / "python_docs_qa.jsonl"
+NATURAL_QA = DATASETS / "python_natural_qa.jsonl"
+NATURAL_HELDOUT_QA = DATASETS / "python_natural_heldout_qa.jsonl"
 MULTIPART_QA = DATASETS / "private_docs_multipart_qa.jsonl"
 FIELDS = {"id", "question", "answers", "split", "hops", "evidence"}
 
@@ -36,6 +39,8 @@ def _load(path: Path) -> list[dict[str, Any]]:
 
 PRIVATE = _load(PRIVATE_QA)
 PYTHON = _load(PYTHON_QA)
+NATURAL = _load(NATURAL_QA)
+NATURAL_HELDOUT = _load(NATURAL_HELDOUT_QA)
 MULTIPART = _load(MULTIPART_QA)
 
 
@@ -81,7 +86,9 @@ def private_passages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list
 
 
 @pytest.mark.parametrize(
-    ("rows", "prefix", "minimum"), [(PRIVATE, "pd-", 40), (PYTHON, "py-", 60)], ids=["private", "python"]
+    ("rows", "prefix", "minimum"),
+    [(PRIVATE, "pd-", 40), (PYTHON, "py-", 60), (NATURAL, "pn-", 65), (NATURAL_HELDOUT, "ph-", 32)],
+    ids=["private", "python", "python-natural", "python-natural-heldout"],
 )
 def test_dataset_is_well_formed(rows: list[dict[str, Any]], prefix: str, minimum: int) -> None:
     assert len(rows) >= minimum
@@ -107,12 +114,19 @@ def test_dataset_is_well_formed(rows: list[dict[str, Any]], prefix: str, minimum
         assert not contains_answer(row["question"], answers[:1]), row["id"]
 
 
-@pytest.mark.parametrize("rows", [PRIVATE, PYTHON], ids=["private", "python"])
-def test_a_quarter_is_held_out_across_hops(rows: list[dict[str, Any]]) -> None:
-    heldout = [row for row in rows if row["split"] == "heldout"]
-    assert abs(len(heldout) - round(len(rows) / 4)) <= 1
-    for split in ("dev", "heldout"):
-        assert {row["hops"] for row in rows if row["split"] == split} == {1, 2}, split
+@pytest.mark.parametrize(
+    "path", sorted(p for p in DATASETS.glob("*_qa.jsonl") if "multipart" not in p.name), ids=lambda p: p.name
+)
+def test_held_out_files_are_all_held_out_and_the_others_all_dev(path: Path) -> None:
+    # A held-out split is written fresh and run once; rows that any system has run on are dev.
+    expected = "heldout" if path.name.endswith("_heldout_qa.jsonl") else "dev"
+    wrong = [row["id"] for row in _load(path) if row["split"] != expected]
+    assert not wrong, f"{path.name}: rows not {expected}: {wrong}"
+
+
+def test_natural_dev_and_held_out_questions_are_distinct() -> None:
+    questions = [normalize(row["question"]) for row in NATURAL + NATURAL_HELDOUT]
+    assert len(set(questions)) == len(questions)
 
 
 def test_private_hops_are_balanced() -> None:
@@ -164,8 +178,11 @@ def test_private_two_hop_answers_need_the_second_document() -> None:
             assert not contains_answer(first, row["answers"][:1]), row["id"]
 
 
-def test_python_answers_occur_in_the_default_corpus(python_passages: dict[str, list[str]]) -> None:
-    for row in PYTHON:
+@pytest.mark.parametrize("rows", [PYTHON, NATURAL, NATURAL_HELDOUT], ids=["python", "natural", "natural-heldout"])
+def test_python_answers_occur_in_the_default_corpus(
+    rows: list[dict[str, Any]], python_passages: dict[str, list[str]]
+) -> None:
+    for row in rows:
         missing = [key for key in row["evidence"] if key not in python_passages]
         assert not missing, f"{row['id']}: evidence not in the Python docs index: {missing}"
         passages = [body for key in row["evidence"] for body in python_passages[key]]
