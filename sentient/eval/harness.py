@@ -88,8 +88,8 @@ class EvalProgress:
 
 
 def default_docs(dataset: Path) -> Path | None:
-    """The ``X/`` folder beside ``X_qa.jsonl`` (or ``X.jsonl``), when there is one."""
-    stem = dataset.stem.removesuffix("_qa")
+    """The ``X/`` folder beside ``X_qa.jsonl``, ``X_heldout_qa.jsonl`` (or ``X.jsonl``), when there is one."""
+    stem = dataset.stem.removesuffix("_qa").removesuffix("_heldout")
     folder = dataset.parent / stem
     return folder if folder.is_dir() else None
 

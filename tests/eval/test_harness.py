@@ -244,6 +244,11 @@ def test_docs_default_to_the_folder_named_like_the_dataset(dataset: Path, tmp_pa
     assert default_docs(tmp_path / "other_qa.jsonl") is None
 
 
+def test_a_held_out_file_defaults_to_the_folder_of_its_dev_file(dataset: Path, tmp_path: Path) -> None:
+    assert default_docs(tmp_path / "harbour_heldout_qa.jsonl") == tmp_path / "harbour"
+    assert default_docs(tmp_path / "other_heldout_qa.jsonl") is None
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
