@@ -29,6 +29,9 @@ PYTHON_QA = DATASETS / "python_docs_qa.jsonl"
 NATURAL_QA = DATASETS / "python_natural_qa.jsonl"
 NATURAL_HELDOUT_QA = DATASETS / "python_natural_heldout_qa.jsonl"
 MULTIPART_QA = DATASETS / "private_docs_multipart_qa.jsonl"
+COMPANY_DOCS = DATASETS / "company_docs"
+COMPANY_QA = DATASETS / "company_docs_qa.jsonl"
+COMPANY_HELDOUT_QA = DATASETS / "company_docs_heldout_qa.jsonl"
 FIELDS = {"id", "question", "answers", "split", "hops", "evidence"}
 
 
@@ -42,6 +45,8 @@ PYTHON = _load(PYTHON_QA)
 NATURAL = _load(NATURAL_QA)
 NATURAL_HELDOUT = _load(NATURAL_HELDOUT_QA)
 MULTIPART = _load(MULTIPART_QA)
+COMPANY = _load(COMPANY_QA)
+COMPANY_HELDOUT = _load(COMPANY_HELDOUT_QA)
 
 
 def _passages(db_file: Path) -> list[tuple[str, str, str]]:
@@ -74,21 +79,38 @@ def python_passages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[
     return dict(by_key)
 
 
-@pytest.fixture(scope="module")
-def private_passages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
-    """Passage bodies of the private-docs folder as DocsIndex.from_folder indexes it, by file name."""
-    db_file = tmp_path_factory.mktemp("private") / "index.sqlite"
-    DocsIndex.from_folder(PRIVATE_DOCS, db_file).close()
+def _folder_passages(folder: Path, db_file: Path) -> dict[str, list[str]]:
+    """Passage bodies of ``folder`` as DocsIndex.from_folder indexes it, by file name."""
+    DocsIndex.from_folder(folder, db_file).close()
     by_file: dict[str, list[str]] = defaultdict(list)
     for source, _title, body in _passages(db_file):
         by_file[Path(source).name].append(body)
     return dict(by_file)
 
 
+@pytest.fixture(scope="module")
+def private_passages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
+    """Passage bodies of the private-docs folder as DocsIndex.from_folder indexes it, by file name."""
+    return _folder_passages(PRIVATE_DOCS, tmp_path_factory.mktemp("private") / "index.sqlite")
+
+
+@pytest.fixture(scope="module")
+def company_passages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
+    """Passage bodies of the company-docs folder as DocsIndex.from_folder indexes it, by file name."""
+    return _folder_passages(COMPANY_DOCS, tmp_path_factory.mktemp("company") / "index.sqlite")
+
+
 @pytest.mark.parametrize(
     ("rows", "prefix", "minimum"),
-    [(PRIVATE, "pd-", 40), (PYTHON, "py-", 60), (NATURAL, "pn-", 65), (NATURAL_HELDOUT, "ph-", 32)],
-    ids=["private", "python", "python-natural", "python-natural-heldout"],
+    [
+        (PRIVATE, "pd-", 40),
+        (PYTHON, "py-", 60),
+        (NATURAL, "pn-", 65),
+        (NATURAL_HELDOUT, "ph-", 32),
+        (COMPANY, "cd-", 45),
+        (COMPANY_HELDOUT, "ch-", 22),
+    ],
+    ids=["private", "python", "python-natural", "python-natural-heldout", "company", "company-heldout"],
 )
 def test_dataset_is_well_formed(rows: list[dict[str, Any]], prefix: str, minimum: int) -> None:
     assert len(rows) >= minimum
@@ -124,8 +146,9 @@ def test_held_out_files_are_all_held_out_and_the_others_all_dev(path: Path) -> N
     assert not wrong, f"{path.name}: rows not {expected}: {wrong}"
 
 
-def test_natural_dev_and_held_out_questions_are_distinct() -> None:
-    questions = [normalize(row["question"]) for row in NATURAL + NATURAL_HELDOUT]
+@pytest.mark.parametrize("rows", [NATURAL + NATURAL_HELDOUT, COMPANY + COMPANY_HELDOUT], ids=["natural", "company"])
+def test_dev_and_held_out_questions_are_distinct(rows: list[dict[str, Any]]) -> None:
+    questions = [normalize(row["question"]) for row in rows]
     assert len(set(questions)) == len(questions)
 
 
@@ -187,3 +210,23 @@ def test_python_answers_occur_in_the_default_corpus(
         assert not missing, f"{row['id']}: evidence not in the Python docs index: {missing}"
         passages = [body for key in row["evidence"] for body in python_passages[key]]
         assert any(contains_answer(body, row["answers"][:1]) for body in passages), row["id"]
+
+
+@pytest.mark.parametrize("rows", [COMPANY, COMPANY_HELDOUT], ids=["company", "company-heldout"])
+def test_company_two_hop_share_is_about_forty_percent(rows: list[dict[str, Any]]) -> None:
+    two_hop = sum(row["hops"] == 2 for row in rows)
+    assert 0.35 <= two_hop / len(rows) <= 0.45, f"{two_hop} of {len(rows)} two-hop"
+
+
+@pytest.mark.parametrize("rows", [COMPANY, COMPANY_HELDOUT], ids=["company", "company-heldout"])
+def test_company_answers_occur_in_an_indexed_passage_of_their_evidence(
+    rows: list[dict[str, Any]], company_passages: dict[str, list[str]]
+) -> None:
+    for row in rows:
+        canonical = row["answers"][:1]
+        missing = [name for name in row["evidence"] if name not in company_passages]
+        assert not missing, f"{row['id']}: evidence files not indexed: {missing}"
+        # A two-hop answer lives in a document after the one naming the question's subject.
+        sources = row["evidence"][1:] if row["hops"] == 2 else row["evidence"]
+        passages = [body for name in sources for body in company_passages[name]]
+        assert any(contains_answer(body, canonical) for body in passages), row["id"]
