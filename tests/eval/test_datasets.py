@@ -152,6 +152,19 @@ def test_dev_and_held_out_questions_are_distinct(rows: list[dict[str, Any]]) -> 
     assert len(set(questions)) == len(questions)
 
 
+@pytest.mark.parametrize("rows", [NATURAL, NATURAL_HELDOUT], ids=["natural", "natural-heldout"])
+def test_natural_questions_do_not_contain_an_accepted_answer_or_its_inflection(rows: list[dict[str, Any]]) -> None:
+    # "Which method joins strings?" hints its answer, and a wrong reply that echoes the question
+    # ("... enters the block" for __enter__) would be graded correct on the echoed word.
+    for row in rows:
+        question = f" {normalize(row['question'])} "
+        for answer in map(normalize, row["answers"]):
+            forms = {answer + ending for ending in ("", "s", "es", "d", "ed", "ing")} | {
+                answer.removesuffix("e") + "ing"
+            }
+            assert not any(f" {form} " in question for form in forms), (row["id"], answer)
+
+
 def test_private_hops_are_balanced() -> None:
     two_hop = sum(row["hops"] == 2 for row in PRIVATE)
     assert abs(2 * two_hop - len(PRIVATE)) <= len(PRIVATE) // 5  # about half one-hop, half two-hop
