@@ -148,7 +148,7 @@ def test_held_out_files_are_all_held_out_and_the_others_all_dev(path: Path) -> N
 
 @pytest.mark.parametrize("rows", [NATURAL + NATURAL_HELDOUT, COMPANY + COMPANY_HELDOUT], ids=["natural", "company"])
 def test_dev_and_held_out_questions_are_distinct(rows: list[dict[str, Any]]) -> None:
-    questions = [normalize(row["question"]) for row in rows]
+    questions = [" ".join(row["question"].casefold().split()) for row in rows]  # "<" and "==" differ
     assert len(set(questions)) == len(questions)
 
 
