@@ -1,7 +1,8 @@
 """Documents read as the docs index stores them: titled sections cut into passages.
 
 A folder's documents are its .md, .txt, .rst, .html/.htm and .py files (hidden files and
-folders, caches and files that link outside it left out). Each is split into (heading, text)
+folders, caches, files that link outside it and names that are not UTF-8 left out, the last
+with a warning naming them). Each is split into (heading, text)
 sections by its format: Markdown headings, reStructuredText underlines, HTML turned into
 Markdown-style text, a Python file's docstrings. Short consecutive sections are packed
 together, and long ones cut into passages of about ``PASSAGE_CHARS`` characters, at blank lines,
@@ -39,14 +40,36 @@ _BLANK_LINES = re.compile(r"\n\s*\n")
 _SENTENCE_GAP = re.compile(r"(?<=[.!?])\s")  # where a long paragraph is best cut
 
 
+def printable_path(path: Path | str) -> str:
+    """``path`` as text that can be printed and stored: bytes that are not UTF-8 shown as ``\\xe9``."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def is_text_name(name: str) -> bool:
+    """Whether a file or folder name is valid UTF-8 (Python keeps other bytes as lone surrogates,
+    which neither SQLite nor a terminal can take)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _walk_documents(root: Path) -> Iterator[Path]:
-    """The documents under ``root`` (resolved), symlinks that leave it left out."""
+    """The documents under ``root`` (resolved), symlinks that leave it and names that are not UTF-8
+    left out."""
     # os.walk does not descend into symlinked folders; a symlinked file is checked by its target.
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in _SKIP_DIRS)
+        for name in [d for d in dirnames if not is_text_name(d)]:
+            logger.warning("skipping {}: its name is not valid UTF-8", printable_path(Path(dirpath) / name))
+            dirnames.remove(name)
         for name in sorted(filenames):
             path = Path(dirpath) / name
             if name.startswith(".") or path.suffix.lower() not in _EXTENSIONS:
+                continue
+            if not is_text_name(name):
+                logger.warning("skipping {}: its name is not valid UTF-8", printable_path(path))
                 continue
             if path.is_symlink() and not path.resolve().is_relative_to(root):
                 logger.warning("skipping {}: a link to a file outside the docs folder", path)
@@ -59,6 +82,8 @@ def bounded_documents(
     root: Path, label: str, max_files: int | None, max_bytes: int | None, cancel: threading.Event | None
 ) -> list[Path]:
     """The folder's documents, refusing a folder over the limits before any of it is read."""
+    if not is_text_name(str(root)):
+        raise DocsFolderError(f"docs folder '{printable_path(label)}' has a name that is not valid UTF-8: rename it")
     files: list[Path] = []
     total = 0
     for path in _walk_documents(root):

@@ -104,6 +104,16 @@ def test_an_empty_docs_folder_is_refused_before_a_project_exists(sandbox: Sandbo
     assert stored(sandbox) == [], "no junk project is left behind"
 
 
+def test_a_document_whose_name_is_not_utf8_is_skipped_with_a_warning_and_the_run_completes(sandbox: Sandbox) -> None:
+    with open(os.fsencode(sandbox.docs) + b"/caf\xe9.md", "wb") as f:
+        f.write(b"# C\n\nGenerators yield.\n")
+    proc = sandbox.run("run", "What is a generator?", "--docs", str(sandbox.docs), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert f"skipping {sandbox.docs}/caf\\xe9.md: its name is not valid UTF-8" in proc.stderr
+    assert json.loads(proc.stdout)["status"] == "completed"
+
+
 def test_files_over_2_mb_are_named_and_a_folder_of_only_those_says_so(tmp_path: Path) -> None:
     big = tmp_path / "big"
     big.mkdir()
