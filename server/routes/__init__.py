@@ -14,6 +14,10 @@ if TYPE_CHECKING:
 
 M = TypeVar("M", bound=BaseModel)
 
+# No body the API takes nests half as deep; deeper ones would reach validators and the store's
+# JSON encoding, which recurse.
+MAX_JSON_DEPTH = 32
+
 
 def services() -> Services:
     return current_app.extensions["sentient"]
@@ -38,7 +42,13 @@ def parse_body(model: type[M], *, optional: bool = False) -> M:
         raise bad_request("this request needs a JSON body.")
     if not request.is_json:
         raise ApiError(415, "unsupported_media_type", "send the body as JSON (Content-Type: application/json).")
-    data = request.get_json(silent=True)
+    too_deep = bad_request(f"the body is nested too deeply: at most {MAX_JSON_DEPTH} levels of arrays and objects.")
+    try:
+        data = request.get_json(silent=True)
+    except RecursionError:  # json gives up near Python's recursion limit, and not with a ValueError
+        raise too_deep from None
+    if _deeper_than(data, MAX_JSON_DEPTH):
+        raise too_deep
     if data is None:
         raise bad_request("the body is not valid JSON.")
     if not isinstance(data, dict):
@@ -47,3 +57,15 @@ def parse_body(model: type[M], *, optional: bool = False) -> M:
         return model.model_validate(data)
     except ValidationError as exc:
         raise bad_request(describe_validation(exc)) from exc
+
+
+def _deeper_than(value: object, limit: int) -> bool:
+    """Whether ``value`` nests arrays and objects more than ``limit`` levels (measured without recursion)."""
+    pending: list[tuple[object, int]] = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict | list):
+            if depth > limit:
+                return True
+            pending.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False

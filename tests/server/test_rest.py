@@ -81,6 +81,17 @@ def test_create_list_get_and_delete_a_project(client: FlaskClient) -> None:
     assert_error(client.delete(f"/api/projects/{first['project_id']}"), 404)
 
 
+def nested(depth: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+# Deep enough that json.loads itself raises RecursionError (not a ValueError).
+DEEP_CONFIG = '{"goal": "x", "config": ' + "[" * 1000 + "]" * 1000 + "}"
+
+
 @pytest.mark.parametrize(
     ("kwargs", "status", "contains"),
     [
@@ -100,6 +111,8 @@ def test_create_list_get_and_delete_a_project(client: FlaskClient) -> None:
         ({"json": {"goal": "\x1c\x1d\x1e\x1f"}}, 400, "control character U+001C"),
         ({"json": {"goal": "x", "config": "deep"}}, 400, "config"),
         ({"json": {"goal": "x" * 5000}}, 400, "goal"),
+        ({"data": DEEP_CONFIG, "content_type": "application/json"}, 400, "nested too deeply: at most 32 levels"),
+        ({"json": {"goal": "x", "config": {"docs": nested(33)}}}, 400, "nested too deeply: at most 32 levels"),
     ],
 )
 def test_bad_create_bodies_are_4xx_with_the_reason(
