@@ -1,9 +1,11 @@
 """Checks and cleaning for untrusted text: goals people type, answers models write.
 
-- :func:`goal_problem` says why a goal cannot be researched: empty once whitespace is gone, or
+- :func:`goal_problem` says why a goal cannot be researched: empty once whitespace is gone,
   carrying control characters (the ASCII separators U+001C-U+001F count as whitespace to
   ``str.strip`` but not to every validator, so a goal of them alone slipped through one check
-  and crashed the next).
+  and crashed the next), or without one visible character (only zero-width characters, bidi
+  controls, combining marks or a BOM and no-break spaces). Every surface (CLI, REST, Python API)
+  asks it.
 - :func:`neutralise_bidi` removes the Unicode bidirectional controls that let text display in
   an order other than the one it is stored in ("Trojan Source" spoofing of names and links).
 """
@@ -15,6 +17,10 @@ import unicodedata
 
 # Tab, newline and carriage return are ordinary in a pasted goal; every other C0/C1 control is not.
 _ALLOWED_CONTROLS = frozenset("\t\n\r")
+# Letters, numbers, punctuation and symbols are what shows. Format characters (zero-width ones, bidi
+# controls, the BOM), marks with nothing to combine with, spaces and unassigned or private-use code
+# points show nothing, in any script.
+_VISIBLE_CATEGORIES = frozenset("LNPS")
 # LRM, RLM, the embeddings and overrides (LRE, RLE, PDF, LRO, RLO), the isolates (LRI, RLI, FSI, PDI).
 BIDI_CONTROLS = "\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 _BIDI = re.compile(f"[{BIDI_CONTROLS}]")
@@ -27,6 +33,8 @@ def goal_problem(goal: str) -> str | None:
             return f"the goal contains the control character U+{ord(char):04X}: describe what to research in words."
     if not goal.strip():
         return "the goal is empty: describe what to research."
+    if not any(unicodedata.category(char)[0] in _VISIBLE_CATEGORIES for char in goal):
+        return "the goal has no visible text: describe what to research in words."
     return None
 
 

@@ -89,6 +89,12 @@ def test_a_goal_that_is_not_utf8_is_one_line(sandbox: Sandbox) -> None:
     assert stored(sandbox) == []
 
 
+def test_a_goal_of_invisible_characters_is_one_line(sandbox: Sandbox) -> None:
+    line = one_line_error(sandbox.run("run", "\u200b\u200d\u202e\u202c", "--docs", str(sandbox.docs)))
+    assert "the goal has no visible text" in line
+    assert stored(sandbox) == []
+
+
 def test_the_api_refuses_a_lone_surrogate_with_a_value_error(settings: Settings) -> None:
     agent = ProfiledSentientAgent.create_with_profile("general_agent", settings=settings, model="scripted")
     with pytest.raises(InvalidGoalError, match="lone surrogate") as caught:

@@ -109,6 +109,7 @@ DEEP_CONFIG = '{"goal": "x", "config": ' + "[" * 1000 + "]" * 1000 + "}"
         ({"json": {"goal": "x", "config": {"docs": "no-such-folder"}}}, 400, "not a folder"),
         ({"json": {"goal": "x", "config": {"docs": "/no/such/folder"}}}, 403, "not inside a docs root"),
         ({"json": {"goal": "\x1c\x1d\x1e\x1f"}}, 400, "control character U+001C"),
+        ({"json": {"goal": "\u200b\u202e\u0301\ufeff\u00a0"}}, 400, "the goal has no visible text"),
         ({"json": {"goal": "x", "config": "deep"}}, 400, "config"),
         ({"json": {"goal": "x" * 5000}}, 400, "goal"),
         ({"data": DEEP_CONFIG, "content_type": "application/json"}, 400, "nested too deeply: at most 32 levels"),
