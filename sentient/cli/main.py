@@ -13,7 +13,6 @@ import argparse
 import asyncio
 import json
 import logging
-import os
 import signal
 import sys
 from collections.abc import Coroutine
@@ -35,6 +34,7 @@ from sentient.cli.errors import (
     EXIT_USAGE,
     report_error,
 )
+from sentient.cli.out_folder import out_folder_problem
 from sentient.cli.progress import ProgressDisplay, ProgressLog
 from sentient.cli.projects import add_projects_parser, run_projects
 from sentient.cli.review import TerminalReviewer
@@ -62,7 +62,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--docs", type=Path, help="folder of documents to research (.md .txt .rst .html .py)")
     run.add_argument("--max-depth", type=int, help="deepest layer that is planned further")
     run.add_argument("--review", action="store_true", help="approve, edit or reject each plan in the terminal")
-    run.add_argument("--out", type=Path, help="output folder (default: project_results/<project-id>)")
+    run.add_argument("--out", type=Path, help="output folder, new or empty (default: project_results/<project-id>)")
+    run.add_argument(
+        "--force",
+        action="store_true",
+        help="let --out write into a folder that is not empty (its report files are replaced)",
+    )
     _add_run_options(run)
 
     resume = commands.add_parser("resume", help="continue a run that was interrupted, cancelled or stopped")
@@ -149,7 +154,7 @@ def _run(args: argparse.Namespace, settings: Settings, err: Console) -> int:
         return EXIT_USAGE
     out_dir_arg: Path | None = getattr(args, "out", None)
     if out_dir_arg is not None:
-        problem = _unusable_folder(out_dir_arg)
+        problem = out_folder_problem(out_dir_arg, settings.results_dir, force=args.force)
         if problem:
             err.print(f"[red]error:[/] --out {escape(str(out_dir_arg))}: {problem}", highlight=False, soft_wrap=True)
             return EXIT_USAGE
@@ -266,24 +271,6 @@ def _run_until_signal(coro: Coroutine[Any, Any, T]) -> T:
             loop.remove_signal_handler(signal.SIGTERM)
 
     return asyncio.run(main())
-
-
-def _unusable_folder(folder: Path) -> str | None:
-    """Why ``folder`` cannot take the run's files, or None (it is not created here)."""
-    if folder.exists():
-        if not folder.is_dir():
-            return "exists and is not a folder; give a folder (new or existing)"
-        if not os.access(folder, os.W_OK | os.X_OK):
-            return "this folder is not writable"
-        return None
-    parent = folder.absolute().parent
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir():
-        return f"'{parent}' is not a folder"
-    if not os.access(parent, os.W_OK | os.X_OK):
-        return f"cannot create it: '{parent}' is not writable"
-    return None
 
 
 def _subs(display: ProgressDisplay | ProgressLog | None) -> list[Subscriber]:

@@ -66,6 +66,36 @@ def test_out_to_an_existing_file_is_refused_before_anything_runs(sandbox: Sandbo
     assert stored(sandbox) == []
 
 
+def test_out_to_a_folder_that_is_not_empty_is_refused_unless_forced(sandbox: Sandbox) -> None:
+    taken = sandbox.cwd / "earlier"
+    taken.mkdir()
+    (taken / "report.md").write_text("keep me")
+    line = one_line_error(sandbox.run("run", GOAL, "--docs", str(sandbox.docs), "--out", str(taken)))
+    assert "is not empty" in line and "--force" in line
+    assert (taken / "report.md").read_text() == "keep me"
+    assert stored(sandbox) == []
+
+    proc = sandbox.run("run", GOAL, "--docs", str(sandbox.docs), "--out", str(taken), "--force", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert (taken / "report.md").read_text() != "keep me"
+
+
+def test_out_to_a_projects_folder_is_refused_even_when_empty(sandbox: Sandbox) -> None:
+    assert sandbox.run("run", GOAL, "--docs", str(sandbox.docs), "--json").returncode == 0
+    [project] = stored(sandbox)
+    folder = sandbox.results / project.project_id
+    report = (folder / "report.md").read_text()
+    line = one_line_error(sandbox.run("run", GOAL, "--docs", str(sandbox.docs), "--out", str(folder)))
+    assert f"is a project's folder in {sandbox.results}" in line and "--force" in line
+    assert (folder / "report.md").read_text() == report
+
+    emptied = sandbox.results / "emptied"
+    emptied.mkdir()
+    line = one_line_error(sandbox.run("run", GOAL, "--docs", str(sandbox.docs), "--out", str(emptied)))
+    assert "is a project's folder in" in line
+    assert len(stored(sandbox)) == 1
+
+
 def test_a_bad_sentient_variable_is_one_line_naming_it_without_its_value(sandbox: Sandbox) -> None:
     line = one_line_error(sandbox.run("run", GOAL, SENTIENT_MODEL_THREADS="0"))
     assert "SENTIENT_MODEL_THREADS" in line and "greater than or equal to 1" in line
