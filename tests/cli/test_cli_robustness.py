@@ -96,6 +96,15 @@ def test_out_to_a_projects_folder_is_refused_even_when_empty(sandbox: Sandbox) -
     assert len(stored(sandbox)) == 1
 
 
+@pytest.mark.parametrize("target", ["/proc/sentient-out", "/proc/self", "/sys/sentient-out"])
+def test_out_on_a_virtual_filesystem_is_refused_before_the_run(sandbox: Sandbox, target: str) -> None:
+    if not Path(target).parent.is_dir():
+        pytest.skip(f"no {Path(target).parent} here")
+    line = one_line_error(sandbox.run("run", GOAL, "--docs", str(sandbox.docs), "--out", target))
+    assert "filesystem, which holds the kernel's files" in line
+    assert stored(sandbox) == []
+
+
 def test_a_bad_sentient_variable_is_one_line_naming_it_without_its_value(sandbox: Sandbox) -> None:
     line = one_line_error(sandbox.run("run", GOAL, SENTIENT_MODEL_THREADS="0"))
     assert "SENTIENT_MODEL_THREADS" in line and "greater than or equal to 1" in line
