@@ -9,7 +9,8 @@ from the project database).
 
 Where Linux lets this process create user namespaces (it does here as root and as a normal
 user; :func:`isolation_available` probes it once), the snippet also runs under
-``unshare --user --map-root-user --pid --fork --mount --mount-proc --kill-child``:
+``unshare --user --map-root-user --pid --fork --mount --mount-proc --kill-child`` and, inside
+that, ``unshare --user --mount``:
 
 - **No process outlives the run.** The snippet is PID 1 of its own PID namespace; when it ends,
   or when it is killed at the timeout, the kernel kills every process in that namespace, so
@@ -18,6 +19,12 @@ user; :func:`isolation_available` probes it once), the snippet also runs under
   and its user namespace holds no capability over this process; with :func:`hide_process_memory`
   called at start-up (``sentient serve`` and the CLI do), ``/proc/<pid>/environ`` and ``mem``
   of this process are closed to same-user processes even by their host path.
+- **That ``/proc`` cannot be taken away.** The outer namespace mounts it over the host's; were the
+  snippet root there, ``umount2("/proc", MNT_DETACH)`` would uncover the host's ``/proc`` and
+  every host process's command line. The inner user namespace has no uid mapped, so the snippet
+  runs as ``nobody`` (65534) with no capability, and its mount namespace, owned by that less
+  privileged user namespace, received every mount locked: unmounting fails with EPERM, and
+  would fail with EINVAL even with capabilities.
 
 Without namespaces (other systems, or user namespaces disabled) only the process-group kill
 and :func:`hide_process_memory` apply: a snippet that calls ``setsid`` can outlive the run,
@@ -55,6 +62,9 @@ _FILE_SIZE_LIMIT = 64 * 1024 * 1024  # largest file the snippet may write
 _DRAIN_S = 2.0  # after the process ends, how long to wait for the rest of its output
 _MEMORY_ERROR = re.compile(r"^MemoryError\b", re.MULTILINE)
 _UNSHARE_OPTIONS = ("--user", "--map-root-user", "--pid", "--fork", "--mount", "--mount-proc", "--kill-child")
+# Run inside the namespaces above: a user namespace without a mapping (no capabilities) whose mount
+# namespace locks the inherited mounts, the fresh /proc among them.
+_LOCK_OPTIONS = ("--user", "--mount")
 _PR_SET_DUMPABLE = 4
 
 
@@ -85,13 +95,12 @@ def _isolation_prefix() -> tuple[str, ...]:
     unshare = shutil.which("unshare")
     if not sys.platform.startswith("linux") or unshare is None:
         return ()
+    prefix = (unshare, *_UNSHARE_OPTIONS, unshare, *_LOCK_OPTIONS)
     try:
-        probe = subprocess.run(
-            [unshare, *_UNSHARE_OPTIONS, "true"], capture_output=True, timeout=10, env={"PATH": os.defpath}
-        )
+        probe = subprocess.run([*prefix, "true"], capture_output=True, timeout=10, env={"PATH": os.defpath})
     except (OSError, subprocess.SubprocessError):
         return ()
-    return (unshare, *_UNSHARE_OPTIONS) if probe.returncode == 0 else ()
+    return prefix if probe.returncode == 0 else ()
 
 
 @dataclass(frozen=True)

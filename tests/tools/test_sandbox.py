@@ -121,6 +121,42 @@ print(result.output)
     assert secret not in proc.stdout
 
 
+@pytest.mark.skipif(not isolation_available(), reason="no user namespaces on this system")
+async def test_the_snippet_cannot_unmount_its_proc_to_see_the_hosts_processes() -> None:
+    """Under the namespace's own /proc lies the host's: a snippet that could detach the first would
+    read every host process's command line."""
+    marker = f"sentient-host-{uuid.uuid4().hex}"
+    host = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", marker])
+    code = f"""
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+status = libc.umount2(b"/proc", 2)  # MNT_DETACH
+print("umount2", status, os.strerror(ctypes.get_errno()))
+with open("/proc/1/cmdline", "rb") as f:
+    print("pid 1", f.read().split(b"\\0"))
+seen = []
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        with open(f"/proc/{{pid}}/cmdline", "rb") as f:
+            if {marker.encode()!r} in f.read():
+                seen.append(pid)
+    except OSError:
+        pass
+print("host processes seen", seen)
+"""
+    try:
+        result = await run(code)
+    finally:
+        host.kill()
+        host.wait()
+
+    assert result.exit_code == 0, result.output
+    assert "umount2 -1 " in result.output  # refused
+    [pid_1] = [line for line in result.output.splitlines() if line.startswith("pid 1 ")]
+    assert "b'snippet.py'" in pid_1  # the snippet itself, not the host's init
+    assert "host processes seen []" in result.output
+
+
 def test_hide_process_memory_makes_the_process_non_dumpable() -> None:
     """The flag itself, read back with prctl(PR_GET_DUMPABLE)."""
     dumpable = subprocess.run(
