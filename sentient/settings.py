@@ -12,6 +12,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from sentient.exceptions import ConfigError
 from sentient.resources import agent_configs_dir
 
+MAX_CALL_TIMEOUT_S = 3600.0  # the longest a model call attempt may be given: an hour
+
 
 class FailurePolicy(StrEnum):
     REPLAN = "replan"  # rebuild the parent's unfinished subtree (max_replans times), then continue
@@ -50,12 +52,27 @@ class EngineSettings(BaseModel):
     failure_policy: FailurePolicy = FailurePolicy.REPLAN
     max_replans: int = Field(1, ge=0, le=5, description="Replans per node before the policy falls back.")
     max_concurrent_llm_calls: int = Field(4, ge=1, le=256)
-    agent_timeout_s: float = Field(120.0, gt=0, description="Timeout of each attempt of a model call (--call-timeout).")
+    # Every model call is bounded: a timeout must be a finite number of seconds, an hour at most.
+    agent_timeout_s: float = Field(
+        120.0,
+        gt=0,
+        le=MAX_CALL_TIMEOUT_S,
+        allow_inf_nan=False,
+        description="Timeout of each attempt of a model call (--call-timeout).",
+    )
     local_timeout_s: float = Field(
-        300.0, gt=0, description="Timeout of one call to the embedded model (CPU-bound, slower than a hosted one)."
+        300.0,
+        gt=0,
+        le=MAX_CALL_TIMEOUT_S,
+        allow_inf_nan=False,
+        description="Timeout of one call to the embedded model (CPU-bound, slower than a hosted one).",
     )
     call_deadline_s: float | None = Field(
-        None, gt=0, description="Bound on all attempts of one model call, backoff included (default: 3 x the timeout)."
+        None,
+        gt=0,
+        le=3 * MAX_CALL_TIMEOUT_S,
+        allow_inf_nan=False,
+        description="Bound on all attempts of one model call, backoff included (default: 3 x the timeout).",
     )
     max_validation_retries: int = Field(2, ge=0, le=10, description="Retries of an output that fails its schema.")
     review: ReviewMode = ReviewMode.NONE

@@ -266,6 +266,21 @@ def test_call_timeout_is_an_engine_setting_and_is_checked(sandbox: Sandbox) -> N
     assert project.settings["agent_timeout_s"] == 7
 
 
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ("inf", "finite number"),
+        ("nan", "finite number"),
+        ("-1", "greater than 0"),
+        ("1e9", "less than or equal to 3600"),
+    ],
+)
+def test_call_timeout_must_be_a_finite_bound(sandbox: Sandbox, value: str, reason: str) -> None:
+    line = one_line_error(sandbox.run("run", GOAL, "--docs", str(sandbox.docs), "--call-timeout", value))
+    assert "agent_timeout_s" in line and reason in line
+    assert stored(sandbox) == []
+
+
 # -- signals and owners -------------------------------------------------------------------------
 
 
