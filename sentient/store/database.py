@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sentient.store.errors import StoreError
-from sentient.store.schema import SchemaVersionError, connect
+from sentient.store.schema import EmptyFileError, SchemaVersionError, connect
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ class SQLiteDatabase(Database):
         self.location = str(path)
         try:
             self._conn = connect(path)
-        except SchemaVersionError as exc:
+        except (SchemaVersionError, EmptyFileError) as exc:
             raise StoreError(str(exc)) from exc
         except sqlite3.Error as exc:
             raise StoreError(self.describe(exc)) from exc

@@ -8,7 +8,10 @@ the file from ``version - 1``), and the same change to :mod:`sentient.store.post
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
+import uuid
 from pathlib import Path
 
 SCHEMA_VERSION = 4
@@ -148,14 +151,30 @@ class SchemaVersionError(sqlite3.DatabaseError):
     """The file was written by a newer Sentient (a higher ``user_version``)."""
 
 
+class EmptyFileError(sqlite3.DatabaseError):
+    """The file is empty (0 bytes): truncated or made by something else, never a store Sentient made."""
+
+
 def connect(path: Path) -> sqlite3.Connection:
     """Open (and create or migrate) the database at ``path``.
 
     The connection is in autocommit mode (``isolation_level=None``): every write goes through
     an explicit ``BEGIN IMMEDIATE … COMMIT``, so a transaction's extent is visible in the code.
     ``check_same_thread`` is off because the store serialises access with its own lock.
+
+    Raises:
+        EmptyFileError: ``path`` is a file of 0 bytes. SQLite would take it for a new database;
+            it is more likely a store that was truncated, and starting afresh would hide that.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if str(path) != ":memory:":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists():
+            _create(path)
+        elif path.is_file() and path.stat().st_size == 0:
+            raise EmptyFileError(
+                f"the project store {path} is an empty file (0 bytes), not a database: restore it from a backup,"
+                " or delete it to start a new store"
+            )
     conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -169,6 +188,30 @@ def connect(path: Path) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
+
+
+def _create(path: Path) -> None:
+    """Put a new database file at ``path`` in one step, unless another process just did.
+
+    SQLite creates its file empty and writes the first page a moment later: a second process
+    opening it in between would see an empty file. Made beside and linked into place, the
+    store is never seen empty, so an empty one is always damage (see :func:`connect`).
+    """
+    partial = path.with_name(f".{path.name}.{uuid.uuid4().hex}.new")
+    try:
+        conn = sqlite3.connect(str(partial))
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")  # writes the header
+        finally:
+            conn.close()
+        with contextlib.suppress(FileExistsError):  # the other process's file is as good
+            os.link(partial, path)
+    except OSError:
+        pass  # no hard links on this filesystem: SQLite creates the file as it always did
+    finally:
+        for leftover in (partial, partial.with_name(f"{partial.name}-wal"), partial.with_name(f"{partial.name}-shm")):
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()
 
 
 def _migrate(conn: sqlite3.Connection, path: Path) -> None:

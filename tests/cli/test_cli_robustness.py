@@ -281,6 +281,15 @@ def test_call_timeout_must_be_a_finite_bound(sandbox: Sandbox, value: str, reaso
     assert stored(sandbox) == []
 
 
+def test_an_empty_store_file_is_refused_naming_it(sandbox: Sandbox) -> None:
+    sandbox.results.mkdir()
+    db = sandbox.results / "sentient.db"
+    db.touch()
+    line = one_line_error(sandbox.run("run", GOAL, "--docs", str(sandbox.docs)))
+    assert f"the project store {db} is an empty file (0 bytes)" in line
+    assert db.stat().st_size == 0, "left as it was"
+
+
 # -- signals and owners -------------------------------------------------------------------------
 
 

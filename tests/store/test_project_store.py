@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -147,6 +149,43 @@ def test_a_file_from_a_newer_sentient_is_refused(tmp_path: Path) -> None:
 
     with pytest.raises(StoreError, match="newer than this Sentient"):
         ProjectStore.open(tmp_path)
+
+
+def test_an_empty_file_is_refused_naming_it_and_left_alone(tmp_path: Path) -> None:
+    db = tmp_path / "sentient.db"
+    db.touch()
+    with pytest.raises(StoreError, match=rf"the project store {re.escape(str(db))} is an empty file \(0 bytes\)"):
+        ProjectStore.open(tmp_path)
+    assert db.stat().st_size == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sentient.db"]
+
+
+def test_stores_opened_at_once_on_a_new_folder_all_open_and_leave_no_temporary_files(tmp_path: Path) -> None:
+    """A new file is linked into place whole: no opener sees it empty (and refuses it) half-made."""
+    for round_ in range(10):
+        folder = tmp_path / str(round_)
+        assert _open_at_once(folder, 6) == []
+        assert [p.name for p in folder.iterdir() if p.name.endswith(".new")] == []
+
+
+def _open_at_once(folder: Path, count: int) -> list[StoreError]:
+    """Open the store of ``folder`` from ``count`` threads released together; the errors raised."""
+    start = threading.Barrier(count)
+    errors: list[StoreError] = []
+
+    def open_store() -> None:
+        start.wait()
+        try:
+            ProjectStore.open(folder).close()
+        except StoreError as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_store) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return errors
 
 
 def test_created_project_has_the_protocol_shape_and_survives_reopening(
