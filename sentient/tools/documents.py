@@ -1,8 +1,8 @@
 """Documents read as the docs index stores them: titled sections cut into passages.
 
 A folder's documents are its .md, .txt, .rst, .html/.htm and .py files (hidden files and
-folders, caches, files that link outside it and names that are not UTF-8 left out, the last
-with a warning naming them). Each is split into (heading, text)
+folders, caches, files that link outside it, binary files and names that are not UTF-8 left out,
+the last two with a warning naming them). Each is split into (heading, text)
 sections by its format: Markdown headings, reStructuredText underlines, HTML turned into
 Markdown-style text, a Python file's docstrings. Short consecutive sections are packed
 together, and long ones cut into passages of about ``PASSAGE_CHARS`` characters, at blank lines,
@@ -30,6 +30,7 @@ from sentient.tools.tables import tables_as_records
 _EXTENSIONS = frozenset({".md", ".txt", ".rst", ".html", ".htm", ".py"})
 _SKIP_DIRS = frozenset({"__pycache__", "node_modules", ".git"})
 MAX_FILE_BYTES = 2 * 1024 * 1024
+_SNIFF_BYTES = 8192  # how much of a file is read to tell text from binary
 PASSAGE_CHARS = 1_200
 _MIN_MEMBER_DOC_CHARS = 200
 # Stdlib packages whose submodules are tests, demos or tooling rather than library docs.
@@ -74,8 +75,22 @@ def _walk_documents(root: Path) -> Iterator[Path]:
             if path.is_symlink() and not path.resolve().is_relative_to(root):
                 logger.warning("skipping {}: a link to a file outside the docs folder", path)
                 continue
-            if path.is_file():
-                yield path
+            if not path.is_file():
+                continue
+            if _is_binary(path):
+                logger.warning("skipping {}: a binary file (a NUL byte in its first 8 KB), not text", path)
+                continue
+            yield path
+
+
+def _is_binary(path: Path) -> bool:
+    """Whether the file holds a NUL byte in its first 8 KB: git's test, which text in UTF-8 and the
+    other 8-bit encodings never fails and images, archives and compiled files do not pass."""
+    try:
+        with path.open("rb") as file:
+            return b"\0" in file.read(_SNIFF_BYTES)
+    except OSError:
+        return False  # reading it again to index it says what is wrong
 
 
 def bounded_documents(
