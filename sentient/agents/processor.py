@@ -434,9 +434,10 @@ class AgentProcessor:
         return confirmed
 
     async def _review(self, node: TaskNode, plan: PlanOutput) -> PlanOutput | None:
-        """Ask the reviewer until the plan is approved; None if it was rejected: the node failed,
-        or, a question answered first, finished with its unconfirmed direct answer (the reviewer
-        refused more research, not the answer already given)."""
+        """Ask the reviewer until the plan is approved; None if it was rejected: the node failed
+        (the root: cancelled, so the project ends as stopped by its reviewer), or, a question
+        answered first, finished with its unconfirmed direct answer (the reviewer refused more
+        research, not the answer already given)."""
         mode = self._settings.review
         if mode is ReviewMode.NONE or (mode is ReviewMode.ROOT and node.parent_id is not None):
             return plan
@@ -452,10 +453,12 @@ class AgentProcessor:
                 return plan
             if isinstance(decision, Reject):
                 self._bus.publish(ReviewAnswered(node.task_id, "reject", decision.reason))
-                if node.unconfirmed_answer is None:
-                    self.fail(node, f"plan rejected by reviewer: {decision.reason}")
-                else:
+                if node.unconfirmed_answer is not None:
                     self._stand(node, f"plan rejected by reviewer ({decision.reason})")
+                elif node.parent_id is None:  # the reviewer stopped the project: cancelled (resumable), not failed
+                    self.move(node, _S.CANCELLED, f"plan rejected by reviewer: {decision.reason}")
+                else:
+                    self.fail(node, f"plan rejected by reviewer: {decision.reason}")
                 return None
             assert isinstance(decision, Modify)
             round_ += 1

@@ -245,11 +245,13 @@ def test_review_answered_approve_completes_the_run(sandbox: Sandbox) -> None:
     assert "completed" in proc.stderr
 
 
-def test_review_answered_reject_fails_the_run_with_the_reason(sandbox: Sandbox) -> None:
+def test_review_answered_reject_cancels_the_run_with_the_reason(sandbox: Sandbox) -> None:
     proc = sandbox.run("run", REPORT_GOAL, "--docs", str(sandbox.docs), "--review", stdin="r\ntoo vague\n")
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
-    assert proc.stderr.strip().splitlines()[-1] == "run failed: plan rejected by reviewer: too vague"
+    *_, reason, hint = proc.stderr.strip().splitlines()
+    assert reason == "run cancelled: plan rejected by reviewer: too vague"
+    assert hint.startswith("continue with: sentient resume ")
     [project] = [p for p in sandbox.results.iterdir() if p.is_dir()]
     report = (project / "report.md").read_text()
     assert "Incomplete run" in report
@@ -261,11 +263,11 @@ def test_review_with_json_keeps_stdout_to_the_one_object(sandbox: Sandbox) -> No
     proc = sandbox.run("run", REPORT_GOAL, "--docs", str(sandbox.docs), "--review", "--json", stdin="r\nout of scope\n")
     assert proc.returncode == 1
     payload = only_json_object(proc.stdout)
-    assert payload["status"] == "failed"
+    assert payload["status"] == "cancelled"
     assert payload["error"] == "plan rejected by reviewer: out of scope"
     assert payload["final_answer"] is None
-    # Piped answers are not echoed, so the last prompt and the reason share the final line.
-    assert proc.stderr.strip().endswith("run failed: plan rejected by reviewer: out of scope")
+    # Piped answers are not echoed, so the last prompt and the reason share a line.
+    assert proc.stderr.strip().splitlines()[-2].endswith("run cancelled: plan rejected by reviewer: out of scope")
 
 
 def test_review_without_any_input_rejects_instead_of_hanging(sandbox: Sandbox) -> None:

@@ -110,16 +110,45 @@ async def test_an_edited_plan_with_bad_indices_is_refused_and_the_reviewer_asked
     assert child_goals(result) == ["what the GIL is", "why it exists"]
 
 
-async def test_reject_fails_the_node_with_the_reason(make_agent) -> None:
+async def test_rejecting_the_root_plan_cancels_the_project_with_the_reason(make_agent) -> None:
     reviewer = ScriptedReviewer([Reject("too shallow")])
     model = ScriptedModel(script={"planner": PLANNED})
     result = await make_agent(model, reviewer=reviewer, max_depth=1, review="all").arun(GOAL, write_files=False)
 
-    assert result.status == "failed"
-    assert result.graph.root.status is TaskStatus.FAILED
+    # The reviewer stopped the project: it is cancelled (and can be resumed), not failed.
+    assert result.status == "cancelled"
+    assert result.graph.root.status is TaskStatus.CANCELLED
     assert result.error == "plan rejected by reviewer: too shallow"
+    assert "plan rejected by reviewer: too shallow" in result.report_markdown
     assert len(result.graph) == 1  # no children were created
     assert model.calls_for(role="executor") == []
+
+
+class RejectOne(ScriptedReviewer):
+    """Approves every plan but one task's."""
+
+    def __init__(self, task_id: str, reason: str) -> None:
+        super().__init__()
+        self.task_id, self.reason = task_id, reason
+
+    async def review_plan(self, request: ReviewRequest) -> ReviewDecision:
+        self.requests.append(request)
+        return Reject(self.reason) if request.task_id == self.task_id else Approve()
+
+
+async def test_rejecting_a_subtask_plan_fails_that_subtask_and_the_policy_decides(make_agent) -> None:
+    reviewer = RejectOne("root.1", "off topic")
+    model = ScriptedModel(script={"planner": lambda r: plan(f"part one of {r.task_id}", f"part two of {r.task_id}")})
+    agent = make_agent(
+        model, reviewer=reviewer, max_depth=2, skip_atomization=True, review="all", failure_policy="continue"
+    )
+    result = await agent.arun(GOAL, write_files=False)
+
+    rejected = result.graph.get("root.1")
+    assert (rejected.status, rejected.error) == (TaskStatus.FAILED, "plan rejected by reviewer: off topic")
+    assert result.graph.children("root.1") == []
+    assert result.graph.get("root.0").status is TaskStatus.DONE
+    assert result.status == "completed_with_failures"
 
 
 async def test_a_rejected_plan_for_a_question_answered_first_keeps_its_direct_answer(make_agent) -> None:

@@ -191,7 +191,7 @@ def test_review_answered_over_rest_with_an_edited_plan(
     )
 
 
-def test_review_modified_by_instructions_then_rejected_fails_the_node(
+def test_review_modified_by_instructions_then_rejected_cancels_the_project(
     live: Callable[..., Any], server_settings: ServerSettings
 ) -> None:
     model = ScriptedModel(latency=0.005)
@@ -215,11 +215,12 @@ def test_review_modified_by_instructions_then_rejected_fails_the_node(
     assert model.calls_for("plan_modifier") and "Add a THINK step" in model.calls_for("plan_modifier")[0].request.prompt
     api(server, "POST", f"/api/reviews/{second['review_id']}", json={"action": "reject", "reason": "off topic"})
     project = wait_for(
-        lambda: (p := api(server, "GET", f"/api/projects/{project_id}").json())["status"] == "failed" and p,
-        what="the project to fail",
+        lambda: (p := api(server, "GET", f"/api/projects/{project_id}").json())["status"] == "cancelled" and p,
+        what="the project to be cancelled by its reviewer",
     )
     root = api(server, "GET", f"/api/projects/{project_id}/graph").json()["nodes"]["root"]
-    assert root["status"] == "FAILED" and "off topic" in root["error"]
+    assert root["status"] == "CANCELLED" and "off topic" in root["error"]
+    assert project["error"] == "plan rejected by reviewer: off topic"
     assert project["pending_reviews"] == 0
 
 

@@ -160,7 +160,7 @@ def test_invalid_answers_are_refused_without_touching_the_review(
     assert store.get_review(review["review_id"])["status"] == "pending"
 
 
-@pytest.mark.parametrize(("action", "outcome"), [("approve", "completed"), ("reject", "failed")])
+@pytest.mark.parametrize(("action", "outcome"), [("approve", "completed"), ("reject", "cancelled")])
 def test_review_timeout_decides_as_configured_and_is_recorded(
     client: FlaskClient, app: Flask, action: str, outcome: str
 ) -> None:
@@ -169,7 +169,7 @@ def test_review_timeout_decides_as_configured_and_is_recorded(
         "/api/projects", json={"goal": "Timeouts", "profile": "general_agent", "config": config}
     ).get_json()["project_id"]
     client.post(f"/api/projects/{pid}/execute")
-    assert wait_status(client, pid, {"completed", "failed"})["status"] == outcome
+    assert wait_status(client, pid, {"completed", "failed", "cancelled"})["status"] == outcome
     node = client.get(f"/api/projects/{pid}/nodes/root").get_json()
     assert any("by timeout" in w for w in node["node"]["warnings"])
     (review,) = node["reviews"]
