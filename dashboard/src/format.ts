@@ -17,6 +17,21 @@ export function count(n: number | undefined): string {
   return (n ?? 0).toLocaleString("en-US");
 }
 
+/** "1 node", "2 nodes", "1,024 calls": a count with its noun, singular only for exactly one. */
+export function counted(n: number | undefined, noun: string, nouns = `${noun}s`): string {
+  const v = n ?? 0;
+  return `${count(v)} ${v === 1 ? noun : nouns}`;
+}
+
+/** A run's length: "350 ms", "12.3 s", "4 min 05 s", "2 h 03 min". */
+export function duration(s: number | undefined): string {
+  const v = Math.max(0, s ?? 0);
+  if (v < 60) return seconds(v);
+  const whole = Math.floor(v);
+  if (whole < 3600) return `${Math.floor(whole / 60)} min ${String(whole % 60).padStart(2, "0")} s`;
+  return `${Math.floor(whole / 3600)} h ${String(Math.floor((whole % 3600) / 60)).padStart(2, "0")} min`;
+}
+
 export function seconds(s: number | undefined): string {
   const v = s ?? 0;
   return v < 1 ? `${Math.round(v * 1000)} ms` : `${v.toFixed(1)} s`;

@@ -2,6 +2,7 @@ import { useState, type FormEvent } from "react";
 import { api, ApiError } from "../api/http";
 import type { Project } from "../api/types";
 import { errorText } from "../format";
+import { changedOptions, profileOptions, type Options } from "../projectOptions";
 import { useStore } from "../state/store";
 
 /** Create a project and start it. */
@@ -9,8 +10,10 @@ export function NewProjectDialog({ onClose, onCreated }: { onClose: () => void; 
   const profiles = useStore((s) => s.profiles);
   const [goal, setGoal] = useState("");
   const [profile, setProfile] = useState(profiles[0]?.name ?? "deep_research_agent");
-  const [maxDepth, setMaxDepth] = useState(2);
-  const [review, setReview] = useState("none");
+  // What the user changed; every other option is the profile's.
+  const [changed, setChanged] = useState<Partial<Options>>({});
+  const defaults = profileOptions(profiles.find((p) => p.name === profile));
+  const options = { ...defaults, ...changed };
   const [docs, setDocs] = useState("");
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
@@ -20,7 +23,7 @@ export function NewProjectDialog({ onClose, onCreated }: { onClose: () => void; 
     setBusy(true);
     setError(null);
     try {
-      const config: Record<string, unknown> = { max_depth: maxDepth, review };
+      const config: Record<string, unknown> = { ...changedOptions(changed, defaults) };
       if (docs.trim()) config.docs = docs.trim();
       const created = await api.create({ goal: goal.trim(), profile, config });
       let project = created;
@@ -71,13 +74,14 @@ export function NewProjectDialog({ onClose, onCreated }: { onClose: () => void; 
               type="number"
               min={0}
               max={8}
-              value={maxDepth}
-              onChange={(e) => setMaxDepth(Number(e.target.value))}
+              value={options.max_depth}
+              title={`The profile's value is ${defaults.max_depth}`}
+              onChange={(e) => setChanged({ ...changed, max_depth: Number(e.target.value) })}
             />
           </label>
           <label>
             Plan review
-            <select name="review" value={review} onChange={(e) => setReview(e.target.value)}>
+            <select name="review" value={options.review} onChange={(e) => setChanged({ ...changed, review: e.target.value })}>
               <option value="none">None (auto-approve)</option>
               <option value="root">Root plan</option>
               <option value="all">Every plan</option>

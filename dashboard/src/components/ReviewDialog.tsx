@@ -67,8 +67,32 @@ function PlanTable({ draft, editing, onChange }: { draft: DraftSubtask[]; editin
   );
 }
 
+/** What rejecting the plan will do, as the engine does it (AgentProcessor._review). */
+function rejectionOutcome(review: Review, hasDirectAnswer: boolean): { warning: string; confirm: string } {
+  if (hasDirectAnswer) {
+    return {
+      warning: "Rejecting this plan stops the research: the task ends with its direct answer, not confirmed by any source.",
+      confirm: "Reject plan",
+    };
+  }
+  if (review.layer === 0) {
+    return {
+      warning:
+        "Rejecting the root plan ends the project: it is cancelled, and nothing more is researched. You can resume it later to plan again.",
+      confirm: "Reject and cancel the project",
+    };
+  }
+  return {
+    warning: `Rejecting this plan fails task ${review.task_id}; the project's failure policy then decides (replan its parent, go on without it, or fail the parent).`,
+    confirm: "Reject plan",
+  };
+}
+
 function ReviewBody({ review }: { review: Review }) {
   const openReview = useStore((s) => s.openReview);
+  // A question answered first is planned with its unconfirmed direct answer kept as its result.
+  const hasDirectAnswer = useStore((s) => Boolean(s.graph.nodes.get(review.task_id)?.result));
+  const outcome = rejectionOutcome(review, hasDirectAnswer);
   const resolved = useStore((s) => s.reviewResolved);
   const [mode, setMode] = useState<Mode>("view");
   const original = useMemo(() => toDraft(review.plan), [review]);
@@ -134,11 +158,16 @@ function ReviewBody({ review }: { review: Review }) {
           onChange={(e) => setText(e.target.value)}
         />
       )}
+      {mode === "reject" && (
+        <p className="reject-warning" role="alert" data-testid="reject-warning">
+          {outcome.warning}
+        </p>
+      )}
       {error && <div className="form-error" role="alert" data-testid="review-error">{error}</div>}
       <div className="modal-actions">
         {mode === "view" ? (
           <>
-            <button type="button" className="danger ghost" onClick={() => setMode("reject")}>
+            <button type="button" className="danger ghost" title={outcome.warning} onClick={() => setMode("reject")} data-testid="reject-plan">
               Reject…
             </button>
             <button type="button" onClick={() => setMode("instruct")}>
@@ -168,7 +197,7 @@ function ReviewBody({ review }: { review: Review }) {
             )}
             {mode === "reject" && (
               <button type="button" className="danger" disabled={busy || !text.trim()} onClick={() => send({ action: "reject", reason: text.trim() })} data-testid="send-reject">
-                Reject plan
+                {outcome.confirm}
               </button>
             )}
           </>

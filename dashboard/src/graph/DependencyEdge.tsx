@@ -1,5 +1,6 @@
 import { BaseEdge, type EdgeProps } from "@xyflow/react";
 import { memo } from "react";
+import { dependencyBulge } from "./layout";
 
 /**
  * A sibling dependency: siblings are stacked vertically, so the edge arcs out to the right
@@ -7,7 +8,7 @@ import { memo } from "react";
  * crossing the nodes between them.
  */
 function DependencyEdgeView({ sourceX, sourceY, targetX, targetY, markerEnd, style }: EdgeProps) {
-  const bulge = Math.min(70, 28 + Math.abs(targetY - sourceY) * 0.12);
+  const bulge = dependencyBulge(sourceY, targetY);
   const path = `M${sourceX},${sourceY} C${sourceX + bulge},${sourceY} ${targetX + bulge},${targetY} ${targetX},${targetY}`;
   return <BaseEdge path={path} markerEnd={markerEnd} style={style} />;
 }

@@ -7,7 +7,7 @@ import { useStore as useFlowStore, type ReactFlowState } from "@xyflow/react";
 import { useEffect, useRef } from "react";
 import { useStore } from "../state/store";
 import { statusColour } from "./export";
-import { NODE_HEIGHT, NODE_WIDTH, type Layout } from "./layout";
+import { DEP_IN_Y, DEP_OUT_Y, dependencyBulge, NODE_HEIGHT, NODE_WIDTH, type Layout } from "./layout";
 
 const transformSelector = (s: ReactFlowState) => s.transform;
 const sizeSelector = (s: ReactFlowState) => `${s.width}x${s.height}`;
@@ -57,9 +57,9 @@ export function Overview({ layout }: { layout: Layout }) {
         const t = at.get(e.target);
         if (!s || !t) continue;
         const sx = s.x + NODE_WIDTH;
-        const sy = s.y + NODE_HEIGHT * 0.3;
-        const ty = t.y + NODE_HEIGHT * 0.7;
-        const bulge = Math.min(70, 28 + Math.abs(ty - sy) * 0.12);
+        const sy = s.y + DEP_OUT_Y;
+        const ty = t.y + DEP_IN_Y;
+        const bulge = dependencyBulge(sy, ty);
         ctx.moveTo(sx, sy);
         ctx.bezierCurveTo(sx + bulge, sy, sx + bulge, ty, sx, ty);
       }

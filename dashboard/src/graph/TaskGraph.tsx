@@ -19,14 +19,17 @@ import {
 } from "@xyflow/react";
 import { useCallback, useEffect, useMemo, useRef, useState, type MouseEvent } from "react";
 import { useStore } from "../state/store";
-import { layoutTree, NODE_HEIGHT, NODE_WIDTH } from "./layout";
+import { DEP_IN_Y, DEP_OUT_Y, layoutTree, NODE_HEIGHT, NODE_WIDTH } from "./layout";
 import { DependencyEdge } from "./DependencyEdge";
+import { panIntoView } from "./view";
 import { Overview } from "./Overview";
 import { DETAIL_ZOOM, TaskNodeComponent, type TaskFlowNode } from "./TaskNode";
 
 /** From this many visible tasks on, the zoomed-out view is one canvas (see Overview). */
 const OVERVIEW_MIN_NODES = 150;
 const zoomedOutSelector = (s: ReactFlowState) => s.transform[2] < DETAIL_ZOOM;
+const widthSelector = (s: ReactFlowState) => s.width;
+const heightSelector = (s: ReactFlowState) => s.height;
 
 const nodeTypes = { task: TaskNodeComponent };
 
@@ -36,8 +39,8 @@ const S = 6;
 const HANDLES: NonNullable<TaskFlowNode["handles"]> = [
   { id: "in", type: "target", position: Position.Left, x: -S / 2, y: NODE_HEIGHT / 2 - S / 2, width: S, height: S },
   { id: "out", type: "source", position: Position.Right, x: NODE_WIDTH - S / 2, y: NODE_HEIGHT / 2 - S / 2, width: S, height: S },
-  { id: "dep-out", type: "source", position: Position.Right, x: NODE_WIDTH - S / 2, y: NODE_HEIGHT * 0.3 - S / 2, width: S, height: S },
-  { id: "dep-in", type: "target", position: Position.Right, x: NODE_WIDTH - S / 2, y: NODE_HEIGHT * 0.7 - S / 2, width: S, height: S },
+  { id: "dep-out", type: "source", position: Position.Right, x: NODE_WIDTH - S / 2, y: DEP_OUT_Y - S / 2, width: S, height: S },
+  { id: "dep-in", type: "target", position: Position.Right, x: NODE_WIDTH - S / 2, y: DEP_IN_Y - S / 2, width: S, height: S },
 ];
 const edgeTypes = { dependency: DependencyEdge };
 
@@ -50,9 +53,12 @@ function Graph() {
   const projectId = useStore((s) => s.graph.projectId);
   const collapsed = useStore((s) => s.collapsed);
   const select = useStore((s) => s.select);
+  const selected = useStore((s) => s.selected);
   const flow = useReactFlow();
   const flowStore = useStoreApi();
   const zoomedOut = useFlowStore(zoomedOutSelector);
+  const paneWidth = useFlowStore(widthSelector);
+  const paneHeight = useFlowStore(heightSelector);
   const userMoved = useRef(false);
   const shown = useRef(0);
 
@@ -102,8 +108,13 @@ function Graph() {
   const fit = useCallback(() => {
     const { width, height } = flowStore.getState();
     if (!width || !height || layout.nodes.length === 0) return;
-    const pad = 0.88;
-    const zoom = Math.max(0.005, Math.min(1.1, (width * pad) / layout.width, (height * pad) / layout.height));
+    // Room around the tree, on the left for the zoom controls too.
+    const padX = Math.max(56, width * 0.06);
+    const padY = Math.max(16, height * 0.06);
+    const zoom = Math.max(
+      0.005,
+      Math.min(1.1, (width - 2 * padX) / layout.width, (height - 2 * padY) / layout.height),
+    );
     const viewport = { x: (width - layout.width * zoom) / 2, y: (height - layout.height * zoom) / 2, zoom };
     if (big && zoom < DETAIL_ZOOM && !overviewNow.current) {
       pendingViewport.current = viewport;
@@ -132,6 +143,26 @@ function Graph() {
     fit();
   }, [nodes, fit]);
 
+  // The inspector opens beside (or, in a narrow window, below) the graph and so makes it smaller:
+  // when the graph changes size, the whole tree is fitted again (until the user pans or zooms
+  // themselves); otherwise the selected task is panned back into view.
+  useEffect(() => {
+    if (!paneWidth || !paneHeight) return;
+    if (!userMoved.current) {
+      fit();
+      return;
+    }
+    if (!selected) return;
+    const placed = layout.nodes.find((p) => p.id === selected);
+    if (!placed) return;
+    const [x, y, zoom] = flowStore.getState().transform;
+    const left = placed.x * zoom + x;
+    const top = placed.y * zoom + y;
+    const box = { left, top, right: left + NODE_WIDTH * zoom, bottom: top + NODE_HEIGHT * zoom };
+    const { dx, dy } = panIntoView(box, paneWidth, paneHeight);
+    if (dx !== 0 || dy !== 0) void flow.setViewport({ x: x + dx, y: y + dy, zoom }, { duration: 150 });
+  }, [selected, paneWidth, paneHeight, layout, fit, flow, flowStore]);
+
   const onNodeClick: NodeMouseHandler<TaskFlowNode> = (_, node) => select(node.id);
 
   // In the overview, a click zooms in there (and selects the task under the pointer, if any).
@@ -155,7 +186,8 @@ function Graph() {
       edgeTypes={edgeTypes}
       onNodeClick={onNodeClick}
       onPaneClick={onPaneClick}
-      onMoveStart={(event) => {
+      onMove={(event) => {
+        // Only a real pan or zoom (a click on a task also starts a "move", which moves nothing).
         if (event) userMoved.current = true;
       }}
       nodesDraggable={false}

@@ -8,6 +8,17 @@ export const NODE_WIDTH = 240;
 export const NODE_HEIGHT = 72;
 const H_GAP = 80;
 const V_GAP = 18;
+/** Where a dependency edge leaves its source and enters its target, down the right side. */
+export const DEP_OUT_Y = 0.3 * NODE_HEIGHT;
+export const DEP_IN_Y = 0.7 * NODE_HEIGHT;
+
+/**
+ * How far a dependency edge arcs out to the right of its column (siblings are stacked, so the
+ * edge goes round the nodes between them). Its curve stays within this distance.
+ */
+export function dependencyBulge(sourceY: number, targetY: number): number {
+  return Math.min(70, 28 + Math.abs(targetY - sourceY) * 0.12);
+}
 
 export interface PlacedNode {
   id: string;
@@ -135,7 +146,16 @@ export function layoutTree(
       if (visible.has(dep)) edges.push({ id: `d:${dep}>${id}`, source: dep, target: id, kind: "dependency" });
     }
   }
+  // The width takes in the dependency edges that arc out to the right of the last column.
+  let width = maxX + NODE_WIDTH;
+  const at = new Map(placed.map((p) => [p.id, p]));
+  for (const e of edges) {
+    const s = at.get(e.source);
+    const t = at.get(e.target);
+    if (e.kind !== "dependency" || !s || !t) continue;
+    width = Math.max(width, s.x + NODE_WIDTH + dependencyBulge(s.y + DEP_OUT_Y, t.y + DEP_IN_Y));
+  }
   // Shift so the layout starts at y = 0.
   for (const p of placed) p.y -= minY;
-  return { nodes: placed, edges, width: maxX + NODE_WIDTH, height: maxY - minY + NODE_HEIGHT };
+  return { nodes: placed, edges, width, height: maxY - minY + NODE_HEIGHT };
 }
