@@ -25,14 +25,14 @@ from pydantic import BaseModel
 
 from sentient.agents.models.embedded import LlamaRuntime
 from sentient.agents.models.weights import DEFAULT_WEIGHTS, resolve_model_path
-from sentient.agents.schemas import AggregationOutput, AnswerOutput, AtomizerOutput
+from sentient.agents.schemas import AggregationOutput, AtomizerOutput, ExecutionOutput
 from sentient.graph.plan import PlanOutput
 from sentient.settings import Settings
 
 SCHEMAS: dict[str, type[BaseModel]] = {
     "atomizer": AtomizerOutput,
     "planner": PlanOutput,
-    "executor": AnswerOutput,
+    "executor": ExecutionOutput,
     "aggregator": AggregationOutput,
 }
 AGENTS = Path(__file__).resolve().parent.parent / "agent_configs" / "agents.yaml"
@@ -95,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     args = parser.parse_args(argv)
+    logger.enable("sentient")  # the library is silent until an application enables it
     logger.remove()
     logger.add(sys.stderr, level="WARNING")
     calls = traced_calls(args.run_dir)[: args.limit]

@@ -25,14 +25,14 @@ from llama_cpp import Llama
 
 from sentient.agents.models.embedded import REPEAT_PENALTY, default_threads, llama_class
 from sentient.agents.models.weights import DEFAULT_WEIGHTS, resolve_model_path
-from sentient.agents.schemas import AnswerOutput, AtomizerOutput
+from sentient.agents.schemas import AtomizerOutput, ExecutionOutput
 from sentient.graph.plan import PlanOutput
 from sentient.settings import Settings
 
 PROMPTS: list[tuple[str, dict[str, Any]]] = [
     (
         "In about 80 words, how does Python's garbage collector handle reference cycles?",
-        AnswerOutput.model_json_schema(),
+        ExecutionOutput.model_json_schema(),
     ),
     ("Is 'find the timeout of service A' a single step? Answer with JSON.", AtomizerOutput.model_json_schema()),
     ("Plan 3 subtasks to compare asyncio and threading for network servers.", PlanOutput.model_json_schema()),

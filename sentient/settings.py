@@ -41,11 +41,7 @@ class EngineSettings(BaseModel):
     force_root_planning: bool = Field(True, description="Always plan the root instead of asking the atomizer.")
     answer_first: bool = Field(
         True,
-        description="Answer a question the atomizer would plan directly; plan it only if no source confirms that answer.",
-    )
-    second_look: bool = Field(
-        True,
-        description="When no source confirms the final answer, answer the goal once more from its best passages alone.",
+        description="Answer a question directly from one search first; plan it only if no source supports that answer.",
     )
     max_subtasks: int = Field(6, ge=2, le=12, description="How many subtasks a planner is asked for, at most.")
     skip_atomization: bool = Field(False, description="Do not call the atomizer: plan above max_depth, execute at it.")

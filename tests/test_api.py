@@ -6,13 +6,16 @@ import asyncio
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from sentient import ProfiledSentientAgent, RunResult
-from sentient.agents.models.fake import FakeRequest, ScriptedModel, cite_sources
-from sentient.agents.schemas import AggregationOutput, ExecutionOutput
+from sentient.agents.models.fake import SOURCES_HEADING, FakeRequest, ScriptedModel
+from sentient.agents.schemas import AggregationOutput
 from sentient.exceptions import ConfigError, ProfileNotFoundError
+from sentient.graph.node import TaskType
+from sentient.graph.plan import PlanOutput, SubTask
 from sentient.settings import FailurePolicy, Settings
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -41,15 +44,23 @@ def api_docs(tmp_path: Path) -> Path:
 
 
 def citing_model() -> ScriptedModel:
-    """Executors cite (with a checked quote) the first two sources they are given; the root aggregator cites two."""
+    """A plan of one search per sequence type; each executor names the passage about its subject;
+    the root aggregator cites both."""
 
-    def execute(request: FakeRequest) -> ExecutionOutput:
-        citations = cite_sources(request.prompt, 2)
-        markers = "".join(f"[{c.source}]" for c in citations)
-        return ExecutionOutput(answer=f"{request.goal}: sequences differ in mutability {markers}.", citations=citations)
+    def execute(request: FakeRequest) -> Any:
+        subject = "tuple" if "tuple" in request.goal.lower() else "list"
+        listed = re.findall(r"^\[(\d+)\] (.*)$", request.prompt.split(SOURCES_HEADING)[-1], re.MULTILINE)
+        source = next((int(n) for n, line in listed if subject in line.lower()), 0)
+        return {"answer": f"{request.goal}: sequences differ in mutability.", "source": source}
 
     return ScriptedModel(
         script={
+            "planner": PlanOutput(
+                subtasks=[
+                    SubTask(goal="How do Python lists behave?", task_type=TaskType.SEARCH),
+                    SubTask(goal="How do Python tuples behave?", task_type=TaskType.SEARCH),
+                ]
+            ),
             "executor": execute,
             "aggregator": AggregationOutput(answer="# Lists and tuples\n\nLists change [1]; tuples do not [2]."),
         }
@@ -71,9 +82,8 @@ def test_readme_python_example_runs_and_prints_completed(
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[0] == "completed"
     project_id, nodes, calls, elapsed = lines[-1].split()
-    # The root atomizer, a direct answer and its second look (the canned answer cites nothing, so the
-    # question is planned), a plan, 2 steps, aggregation, and a second look at the canned report.
-    assert int(nodes) == 3 and int(calls) == 8 and float(elapsed) > 0
+    # A question: answered from one search, its passage read by the verifier (which finds it supported).
+    assert int(nodes) == 1 and int(calls) == 2 and float(elapsed) > 0
     report = (tmp_path / "results" / project_id / "report.md").read_text()
     assert report.strip() in "\n".join(lines)
 
@@ -97,7 +107,8 @@ async def test_arun_returns_a_result_consistent_with_the_graph_and_the_files(
 
     stats = result.stats
     assert stats.nodes == len(graph) == 3
-    assert stats.agent_calls == sum(n.agent_calls for n in graph) == len(model.calls) == 5
+    # The root's atomizer, the planner, two executors, their passages' verifier, the aggregator.
+    assert stats.agent_calls == sum(n.agent_calls for n in graph) == len(model.calls) == 7
     assert stats.input_tokens == sum(n.input_tokens for n in graph) > 0
     assert stats.output_tokens == sum(n.output_tokens for n in graph) > 0
     assert stats.failed_nodes == 0
@@ -235,7 +246,7 @@ async def test_the_profile_caps_how_many_subtasks_the_planner_is_asked_for(
 ) -> None:
     model = ScriptedModel()
     agent = ProfiledSentientAgent.create_with_profile(
-        "general_agent", settings=api_settings, docs=api_docs, model=model
+        "general_agent", settings=api_settings, docs=api_docs, model=model, answer_first=False
     )
     await agent.arun(GOAL, write_files=False)
     assert "into 2 to 3 subtasks" in model.calls_for(role="planner")[0].request.prompt

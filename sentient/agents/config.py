@@ -20,6 +20,7 @@ class Role(StrEnum):
     EXECUTOR = "executor"
     AGGREGATOR = "aggregator"
     PLAN_MODIFIER = "plan_modifier"
+    VERIFIER = "verifier"  # judges whether a cited passage supports an answer (sentient.context.grounding)
 
 
 class AgentConfig(BaseModel):
@@ -54,6 +55,7 @@ class ProfileAgents(BaseModel):
     aggregator: str
     root_aggregator: str | None = None
     plan_modifier: str
+    verifier: str = "verifier"
 
 
 class ProfileConfig(BaseModel):

@@ -23,32 +23,25 @@ from sentient.agents.prompts import (
     aggregate_task,
     atomize_task,
     execute_task,
+    memory_task,
     modify_task,
-    number_is_not_an_answer,
     plan_task,
+    support_task,
 )
 from sentient.agents.registry import Profile
 from sentient.agents.runner import AgentCall, AgentRunner
 from sentient.agents.schemas import (
     AggregationOutput,
-    AnswerOutput,
     AtomizerOutput,
     ExecutionOutput,
     PlanReply,
-    quoting_schema,
-)
-from sentient.context.answer_text import (
-    drop_disclaimers,
-    drop_unfinished,
-    marker_as_answer,
-    state_markers,
-    written_as_report,
+    SourcedAnswer,
+    sourced_schema,
 )
 from sentient.context.builder import AgentContext, ContextBuilder
 from sentient.context.citations import renumber
-from sentient.context.evidence import carry_citations, cite_by_evidence, confirmed_by_evidence, confirmed_in
-from sentient.context.grounding import Grounded, confirmed_by_quote, ground, opens_confirmed, quotable
-from sentient.context.wording import opening, questions
+from sentient.context.grounding import Grounded, Verdict, judged, rejudged, to_judge
+from sentient.context.wording import questions
 from sentient.events import (
     EventBus,
     NodeCreated,
@@ -79,8 +72,6 @@ from sentient.tools.toolbox import SourceSink, ToolBox
 
 _S = TaskStatus
 T = TypeVar("T", bound=BaseModel)
-A = TypeVar("A", AnswerOutput, ExecutionOutput)  # an executor's output
-REPORT_SOURCES = 3  # of the whole goal's search, shown to the root's aggregator
 
 
 class AgentProcessor:
@@ -130,36 +121,25 @@ class AgentProcessor:
     # -- phases --------------------------------------------------------------------------
 
     async def decide_root_type(self, root: TaskNode) -> None:
-        """Unless root planning is forced, ask the atomizer whether the whole goal is atomic.
+        """Unless root planning is forced, decide how the root starts.
 
-        A simple question is then researched and answered in one step, as cheaply as a single
-        retrieve-then-answer call; only a compound goal is planned, and a compound question is
-        answered directly first (:meth:`_answers_first`).
+        A question is answered directly first, from one search, and planned only when no source
+        is found to support that answer (:meth:`execute`): a question that needs two lookups
+        gets them, a simple one costs about as much as one retrieve-then-answer call. Any other
+        goal goes to the atomizer.
         """
         if self._settings.force_root_planning:
             return
         if root.unconfirmed_answer is not None:  # resumed: answered first in an earlier run, and planned
             return
-        node_type = await self._node_type_for(root, root.goal, root.task_type, [], layer=0)
-        if node_type is NodeType.PLAN and self._answers_first(root):
-            logger.info(
-                "question '{}' is answered directly first; planned only if no source confirms it", root.goal[:60]
-            )
+        if self._answers_first(root):
             self._answering_first.add(root.task_id)
-            node_type = NodeType.EXECUTE
-        root.node_type = node_type
+            root.node_type = NodeType.EXECUTE
+            return
+        root.node_type = await self._node_type_for(root, root.goal, root.task_type, [], layer=0)
 
     def _answers_first(self, root: TaskNode) -> bool:
-        """Whether the root, a question the atomizer would plan, is answered directly first.
-
-        On the dev splits, of the questions its atomizer sent to planning, the embedded model
-        answered as many or more this way (Python 19 of 22, private 17 of 21) as when each was
-        planned (19, 16), at half the calls (bench/README.md, "answer first, plan if
-        unconfirmed"): a source confirmed the direct answer of all but two. A plan is kept for
-        those no source confirms. So only a question whose executor searches (a source can
-        confirm its answer) is answered first, and only on the atomizer's word
-        (``skip_atomization`` plans as configured).
-        """
+        """Whether the root is a question whose executor searches (a source can support its answer)."""
         if not self._settings.answer_first or self._settings.skip_atomization or not questions(root.goal):
             return False
         tools = self._passages.executor_tools(root.task_type)
@@ -214,8 +194,10 @@ class AgentProcessor:
         node.warnings.append(f"{why}; the unconfirmed direct answer stands")
         if not node.children:
             node.node_type = NodeType.EXECUTE  # a leaf after all
-        # Its subtasks all failed (PLAN_DONE), or its plan was dropped or rejected.
-        self.move(node, _S.AGGREGATING if node.status is _S.PLAN_DONE else _S.EXECUTING)
+        # Its subtasks all failed (PLAN_DONE), its plan was dropped or rejected, or its aggregate
+        # was not supported (already AGGREGATING).
+        if node.status is not _S.AGGREGATING:
+            self.move(node, _S.AGGREGATING if node.status is _S.PLAN_DONE else _S.EXECUTING)
         self._finish(node, node.result or "", node.sources)
 
     async def replan(self, node: TaskNode, feedback: str) -> None:
@@ -238,14 +220,19 @@ class AgentProcessor:
             self.fail(node, f"replanning failed: {exc}")
 
     async def execute(self, node: TaskNode) -> None:
-        """READY (or PLANNING, see :meth:`plan`) -> EXECUTING -> DONE (or FAILED)."""
+        """READY (or PLANNING, see :meth:`plan`) -> EXECUTING -> DONE (or FAILED).
+
+        A question answered first whose answer no source supports is planned instead; its
+        model's own answer, asked without sources, stands if the plan comes to nothing
+        (:meth:`_plan_instead`).
+        """
         self.move(node, _S.EXECUTING)
         agent = self._profile.executor_for(node.task_type)
         tools = self._toolboxes.get(agent.name)
         try:
             found = await self._passages.for_task(node, tools)
             context = self._context.for_execution(node, found)
-            grounded = await self._sourced_answer(node, agent, context, tools)
+            grounded = await self._executed(node, agent, context, tools, sourced=bool(found))
         except AgentError as exc:
             if node.task_id in self._answering_first:
                 await self._plan_instead(node, f"the direct answer failed ({exc})")
@@ -253,10 +240,8 @@ class AgentProcessor:
             self.fail(node, str(exc))
             return
         node.warnings.extend(grounded.notes)
-        if node.parent_id is None:
-            grounded = await self._second_look(node, grounded, found)
-        if node.task_id in self._answering_first and not opens_confirmed(grounded):
-            await self._plan_instead(node, "no source confirms the direct answer", grounded)
+        if node.task_id in self._answering_first and not grounded.confirmed:
+            await self._plan_instead(node, "no source supports the direct answer", await self._memory(node, grounded))
             return
         self._answering_first.discard(node.task_id)
         self._finish(node, grounded.text, grounded.sources)
@@ -273,7 +258,11 @@ class AgentProcessor:
         await self.plan(node)
 
     async def aggregate(self, node: TaskNode) -> None:
-        """PLAN_DONE -> AGGREGATING -> DONE; fails without a call if no child succeeded."""
+        """PLAN_DONE -> AGGREGATING -> DONE; fails without a call if no child succeeded.
+
+        The aggregate of a question that was planned because its direct answer was unconfirmed
+        is read by the verifier: unsupported, the model's own answer stands instead.
+        """
         children = self.graph.children(node.task_id)
         done = [c for c in children if c.status is _S.DONE]
         if not done:
@@ -285,33 +274,27 @@ class AgentProcessor:
             else:
                 self._stand(node, reason)
             return
+        fallback = node.unconfirmed_answer
         self.move(node, _S.AGGREGATING)
         is_root = node.parent_id is None
         agent = self._profile.aggregator_for(is_root)
         try:
-            found = await self._passages.for_report(node) if is_root else []
-            context = self._context.for_aggregation(node, found[:REPORT_SOURCES])
-            task = aggregate_task(node, is_root=is_root, searched=bool(found))
+            context = self._context.for_aggregation(node)
+            task = aggregate_task(node, is_root=is_root)
             output = await self._ask(node, Role.AGGREGATOR, agent, task, context, AggregationOutput)
+            grounded = Grounded(output.answer, context.sources)
+            if fallback is not None:
+                grounded = await self._rejudged(node, grounded)
         except AgentError as exc:
-            self.fail(node, f"aggregation failed: {exc}")
+            if fallback is None:
+                self.fail(node, f"aggregation failed: {exc}")
+            else:
+                self._stand(node, f"aggregation failed ({exc})")
             return
-        results = [s.text for s in context.sections]
-        # The aggregator is not asked again: the result that cites the source says what it states.
-        answer, replaced = state_markers(self._whole(node, output.answer), results)
-        if replaced:
-            node.warnings.append(
-                f"{replaced} sentence(s) giving a citation number as the answer replaced by the result citing it"
-            )
-        answer, carried = carry_citations(answer, results)
-        if carried:
-            node.warnings.append(f"citations carried over from the subtasks to {carried} sentence(s)")
-        # The subtasks' citations were verified where they were made; one of a source found for
-        # the report is kept where that source states the clause, as an executor's is.
-        grounded = cite_by_evidence(answer, node.goal, context.sources)
         node.warnings.extend(grounded.notes)
-        if is_root:
-            grounded = await self._second_look(node, grounded, found)
+        if fallback is not None and not grounded.confirmed:
+            self._stand(node, "no source supports the research's answer")
+            return
         self._finish(node, grounded.text, grounded.sources)
 
     # -- helpers -------------------------------------------------------------------------
@@ -337,101 +320,64 @@ class AgentProcessor:
         node.warnings.extend(reply.notes)
         return reply.output
 
-    async def _answer(
-        self,
-        node: TaskNode,
-        agent: AgentConfig,
-        task: str,
-        context: AgentContext,
-        schema: type[A],
-        tools: ToolBox | None,
-        sink: SourceSink,
-    ) -> A:
-        """An executor's answer; asked once more, with the reason, when it gives a source's number
-        where the answer belongs ("The RFC it is based on is [2]."): such an answer says nothing."""
-        output = await self._ask(node, Role.EXECUTOR, agent, task, context, schema, tools, sink)
-        sentence = marker_as_answer(output.answer)
-        if sentence is None:
-            return output
-        node.warnings.append(f"the executor gave a citation number as its answer ({sentence!r}): asked again")
-        return await self._ask(
-            node, Role.EXECUTOR, agent, task + number_is_not_an_answer(sentence), context, schema, tools, sink
-        )
-
-    async def _sourced_answer(
-        self,
-        node: TaskNode,
-        agent: AgentConfig,
-        context: AgentContext,
-        tools: ToolBox | None,
-        *,
-        strict: bool = False,
-        quote_first: bool = False,
+    async def _executed(
+        self, node: TaskNode, agent: AgentConfig, context: AgentContext, tools: ToolBox | None, *, sourced: bool
     ) -> Grounded:
-        """An executor's answer from ``context``'s sources, its citations checked (``strict``: see
-        :func:`execute_task`). ``quote_first``: the embedded model too copies its supporting
-        sentences before it answers, as hosted models always do, held to those it was shown."""
+        """An executor's answer. ``sourced`` (passages were found for it): the executor names the
+        passage that states its answer, and the verifier reads that passage (:meth:`_judged`);
+        else it cites the results it was given inline, as verified upstream."""
         sink = SourceSink(context.sources)
-        grammar = bool(context.sources) and self._runner.decodes_under_grammar(agent)
-        if grammar and not quote_first:
-            # The embedded model answers from its sources more often when asked for the answer
-            # alone (bench/README.md, answer quality); its [n] are checked against the sources here.
-            task = execute_task(node, has_sources=True, quoting=False, strict=strict)
-            plain = await self._answer(node, agent, task, context, AnswerOutput, tools, sink)
-            return cite_by_evidence(self._whole(node, plain.answer), node.goal, sink.sources)
-        task = execute_task(node, has_sources=bool(context.sources), strict=strict)
-        # Under a grammar, the embedded model may only quote a sentence it was shown.
-        schema = quoting_schema(quotable(context.sources)) if grammar else ExecutionOutput
-        output = await self._answer(node, agent, task, context, schema, tools, sink)
-        return ground(self._whole(node, output.answer), output.citations, sink.sources)
+        if not sourced:
+            task = execute_task(node, sourced=False)
+            plain = await self._ask(node, Role.EXECUTOR, agent, task, context, ExecutionOutput, tools, sink)
+            return Grounded(plain.answer, sink.sources)
+        # Under a grammar (the embedded model) it can only name a passage it was shown; a hosted
+        # model may name one its own tool calls found, so the number is checked here.
+        grammar = self._runner.decodes_under_grammar(agent)
+        schema = sourced_schema(len(context.sources)) if grammar else SourcedAnswer
+        output = await self._ask(
+            node, Role.EXECUTOR, agent, execute_task(node, sourced=True), context, schema, tools, sink
+        )
+        if not 1 <= output.source <= len(sink.sources):
+            return Grounded(output.answer, sink.sources, ["the executor found no source that states its answer"])
+        verdict = await self._judged(node, output.answer, [sink.sources[output.source - 1]])
+        return judged(output.answer, sink.sources, [output.source], verdict)
 
-    async def _second_look(self, node: TaskNode, answer: Grounded, found: Sequence[Source]) -> Grounded:
-        """The root's ``answer``, or, when no source confirms it, a second look's answer that one does.
-
-        An answer is confirmed when its first sentence, the direct answer, cites a verified
-        source (supporting facts cited below an uncited answer do not confirm it). One that does
-        not rests on the model: the executor may answer from memory when its sources do not hold
-        the answer, and a plan can go astray. The second look asks the SEARCH executor once more,
-        shown only the goal and passages (``found``, searched for the goal itself, and what a
-        search with the answer's words adds: :meth:`Passages.to_confirm`), to answer from them alone,
-        copying the sentences that support it first (quote-first: the embedded model, which
-        answers plainly elsewhere, then answers from the sentence it found, not from memory);
-        its answer is kept if a quote confirms it (:func:`confirmed_by_quote`), else the
-        research's answer stays (bench/README.md, "a second look"), cited where a passage the
-        second look read states it (:func:`_cited_if_stated`; also when the second look fails
-        or the budget has no room for it). The replaced answer stays in the node's trace. Only
-        the answer to a question, in one paragraph, gets one: a report that was asked for ("Write
-        an overview of …") or that was written as one (headings, paragraphs, lists) is not
-        replaced by a short answer. It is optional work: it runs only where the budget has room
-        for it at its worst, so it never stops a run that has its answer.
-        """
-        if not self._settings.second_look or not found or not questions(node.goal):
-            return answer
-        if written_as_report(answer.text):
-            return answer
-        if opens_confirmed(answer):
-            return answer
-        agent = self._profile.executor_for(TaskType.SEARCH)
-        tools = self._toolboxes.get(agent.name)
-        passages = await self._passages.to_confirm(node, answer, found, tools)
-        context = self._context.for_second_look(node, passages)
-        if not self._runner.has_room(agent, context.tokens):
-            node.warnings.append("no second look at the unconfirmed answer: the budget has no room left for it")
-            return _cited_if_stated(node, answer, context.sources)
+    async def _judged(self, node: TaskNode, answer: str, passages: Sequence[Source]) -> bool:
+        """Whether the verifier finds that ``passages`` support ``answer`` to the node's goal
+        (False, noted, when it cannot be asked: a citation that cannot be shown to support the
+        answer is not verified)."""
+        context = AgentContext([], sources=list(passages))
         try:
-            second = await self._sourced_answer(node, agent, context, tools, strict=True, quote_first=True)
+            verdict = await self._ask(
+                node, Role.VERIFIER, self._profile.verifier, support_task(node.goal, answer), context, Verdict
+            )
         except AgentError as exc:
-            node.warnings.append(f"second look failed, the unconfirmed answer is kept: {exc}")
-            return _cited_if_stated(node, answer, context.sources)
-        confirmed = confirmed_by_quote(second, node.goal) or confirmed_by_evidence(second, node.goal)
-        if confirmed is None:
-            node.warnings.append("second look: no source states its answer either; the first answer is kept")
-            return _cited_if_stated(node, answer, context.sources)
-        node.warnings.append("no source confirmed the answer: replaced by a second look's, which a source states")
-        node.warnings.extend(second.notes)
-        if renumber(opening(confirmed.text), {}) != renumber(opening(second.text), {}):
-            node.warnings.append("second look: its answer only restated the question; the sentence it quoted answers")
-        return confirmed
+            node.warnings.append(f"the verifier could not be asked, the citation is not verified: {exc}")
+            return False
+        return verdict.supports
+
+    async def _rejudged(self, node: TaskNode, answer: Grounded) -> Grounded:
+        """``answer`` (an aggregate) after the verifier read the passages it cites, as a whole."""
+        cited = to_judge(answer)
+        if not cited:
+            return answer
+        supports = await self._judged(node, renumber(answer.text, {}), [answer.sources[n - 1] for n in cited])
+        return rejudged(answer, supports)
+
+    async def _memory(self, node: TaskNode, sourced: Grounded) -> Grounded:
+        """The model's own answer to ``node``'s goal, asked without sources: what stands when no
+        source supports an answer (the sourced one, if this call fails: it was read with passages
+        that do not state it, and may have been misled by them)."""
+        agent = self._profile.executor_for(node.task_type)
+        try:
+            output = await self._ask(
+                node, Role.EXECUTOR, agent, memory_task(node.goal), AgentContext([]), ExecutionOutput
+            )
+        except AgentError as exc:
+            node.warnings.append(f"the answer from the model's own knowledge failed: {exc}")
+            return Grounded(renumber(sourced.text, {}).strip(), sourced.sources)
+        return Grounded(renumber(output.answer, {}).strip(), sourced.sources)
 
     async def _review(self, node: TaskNode, plan: PlanOutput) -> PlanOutput | None:
         """Ask the reviewer until the plan is approved; None if it was rejected: the node failed
@@ -521,9 +467,6 @@ class AgentProcessor:
             return NodeType.EXECUTE
         if self._settings.skip_atomization:
             return NodeType.PLAN
-        if await self._passages.is_lookup(goal, task_type):
-            logger.info("task '{}' is a lookup: one passage holds its words; executed directly", goal[:60])
-            return NodeType.EXECUTE
         context = self._context.for_atomizing(node, goal, plan_goals)
         try:
             task = atomize_task(goal, task_type.value)
@@ -535,34 +478,11 @@ class AgentProcessor:
             return NodeType.EXECUTE
         return NodeType.EXECUTE if verdict.is_atomic else NodeType.PLAN
 
-    @staticmethod
-    def _whole(node: TaskNode, answer: str) -> str:
-        """``answer`` without a last sentence the model stopped in the middle of (noted on the node)."""
-        answer, unfinished = drop_unfinished(answer)
-        if unfinished is not None:
-            node.warnings.append(f"the answer's last sentence stopped mid-way and was removed: {unfinished!r}")
-        return answer
-
     def _finish(self, node: TaskNode, answer: str, sources: Sequence[Source]) -> None:
         # A citation must resolve: numbers beyond the offered (or tool-found) sources are removed.
-        answer = renumber(answer, {n: n for n in range(1, len(sources) + 1)}).strip()
-        answer, disclaimers = drop_disclaimers(answer, sources)
-        if disclaimers:
-            node.warnings.append(f"{disclaimers} sentence(s) saying the sources do not confirm a cited answer removed")
-        node.result = answer
+        node.result = renumber(answer, {n: n for n in range(1, len(sources) + 1)}).strip()
         node.sources = list(sources)
         self.move(node, _S.DONE)
-
-
-def _cited_if_stated(node: TaskNode, answer: Grounded, passages: Sequence[Source]) -> Grounded:
-    """The first ``answer``, kept without a second look's, cited where one of the ``passages``
-    the second look was (or would have been) shown states it (:func:`confirmed_in`): the search
-    with the answer's own words may have found one. No model call."""
-    kept = confirmed_in(answer, node.goal, passages)
-    if kept is None:
-        return answer
-    node.warnings.append("a passage the second look read states the first answer: cited there")
-    return kept
 
 
 def _charge(node: TaskNode, input_tokens: int, output_tokens: int, cost_usd: float) -> NodeSnapshot:

@@ -32,54 +32,47 @@ def atomize_task(goal: str, task_type: str) -> str:
     )
 
 
-def execute_task(node: TaskNode, has_sources: bool, quoting: bool = True, strict: bool = False) -> str:
-    """An executor's task. ``quoting``: it gives a quote for each citation (else its citations
-    are checked against what the sources state, in code). ``strict``: it answers from the
-    sources only (a second look); else, when they do not hold the answer, from what it knows."""
-    otherwise = (
-        "If the sources do not state the answer, say so."
-        if strict
-        else "If the sources do not contain the answer, give the best answer you know without a citation and "
-        "say that the sources do not confirm it."
-    )
-    if has_sources and not quoting:
+def execute_task(node: TaskNode, sourced: bool) -> str:
+    """An executor's task. ``sourced``: it answers from the numbered passages it was shown and
+    names the one that states the answer (:class:`~sentient.agents.schemas.SourcedAnswer`);
+    else it works from the results above and cites them inline as [n]."""
+    if sourced:
         return (
             f"Task: {node.goal}\n\n"
-            "Answer the task from the numbered sources above, directly and concisely, in one to three "
-            f"sentences, and cite the source of each fact as [n]. {otherwise}\n"
-            'Answer with JSON: {"answer": "<the answer, citing [n]>"}'
-        )
-    if has_sources:
-        return (
-            f"Task: {node.goal}\n\n"
-            "Use the numbered sources above. First, in citations, give for each source you use its number "
-            "and the sentence from it that supports the answer, copied word for word (5 to 25 words). Then, "
-            "in answer, answer the task directly in one to three sentences, with the source number in "
-            f"brackets after each fact, like [2]. {otherwise}\n"
-            'Answer with JSON: {"citations": [{"source": <n>, "quote": "<words copied from source n>"}], '
-            '"answer": "<the answer, citing [n]>"}'
+            "Answer the task directly and concisely, in one to three sentences, from the numbered sources "
+            "above. Then give the number of the source that states the answer, or 0 if none of them states "
+            "it (then answer from what you know).\n"
+            'Answer with JSON: {"answer": "<the answer, without citation numbers>", "source": <n or 0>}'
         )
     return (
         f"Task: {node.goal}\n\n"
         "Use the results above and keep their citations [n] next to the facts they support; "
         "do not invent citation numbers. Be direct and concise.\n"
-        'Answer with JSON: {"citations": [], "answer": "<your answer, citing [n]>"}'
+        'Answer with JSON: {"answer": "<your answer, citing [n]>"}'
     )
 
 
-def number_is_not_an_answer(sentence: str) -> str:
-    """What an executor is told after answering with a source's number in place of the answer."""
+def memory_task(goal: str) -> str:
+    """The task of an executor asked from its own knowledge alone (no sources shown)."""
     return (
-        f"\n\nYour previous answer said: {sentence}\n"
-        "A number in brackets only says which source states a fact; it is not the answer. Write the "
-        "answer itself (the name, number or value that the source gives), followed by its [n]."
+        f"Question: {goal}\n\n"
+        "Answer from what you know, directly and concisely, in one or two sentences.\n"
+        'Answer with JSON: {"answer": "<the answer>"}'
     )
 
 
-def aggregate_task(node: TaskNode, is_root: bool, searched: bool = False) -> str:
-    """An aggregator's task. ``searched``: numbered sources found for the goal itself are shown
-    beside the results, and may answer what the results missed."""
-    facts = "the results and the numbered sources" if searched else "the results"
+def support_task(question: str, answer: str) -> str:
+    """The verifier's task: do the sources listed above (those ``answer`` cites) support it?"""
+    return (
+        f"Question: {question}\nAnswer: {answer}\n\n"
+        "Do the sources above state this answer to the question? Different wording is fine; sharing words "
+        "with the question is not enough.\n"
+        'Answer with JSON: {"supports": true} or {"supports": false}'
+    )
+
+
+def aggregate_task(node: TaskNode, is_root: bool) -> str:
+    """An aggregator's task: combine the children's results, keeping their citations."""
     opening = (
         "Start with a direct answer to the goal in one or two sentences. Then give the supporting facts "
         "as short bullet points. "
@@ -88,7 +81,7 @@ def aggregate_task(node: TaskNode, is_root: bool, searched: bool = False) -> str
     )
     return (
         f"The results above were gathered for this goal:\n{node.goal}\n\n{opening}"
-        f"Use only facts from {facts}, keep every fact that helps answer the goal, and keep each "
+        "Use only facts from the results, keep every fact that helps answer the goal, and keep each "
         "citation [n] next to the fact it supports; do not invent citation numbers. Do not repeat a point.\n"
         'Answer with JSON: {"answer": "<your answer, citing [n]>"}'
     )

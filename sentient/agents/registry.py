@@ -27,6 +27,7 @@ class Profile:
     aggregator: AgentConfig
     root_aggregator: AgentConfig
     plan_modifier: AgentConfig
+    verifier: AgentConfig
     models: dict[Role, str] = field(default_factory=dict)  # per-role model strings
 
     def planner_for(self, is_root: bool) -> AgentConfig:
@@ -42,7 +43,7 @@ class Profile:
         seen = {
             a.name: a for a in (self.planner, self.root_planner, self.atomizer, self.aggregator, self.root_aggregator)
         }
-        seen.update({a.name: a for a in (*self.executors.values(), self.plan_modifier)})
+        seen.update({a.name: a for a in (*self.executors.values(), self.plan_modifier, self.verifier)})
         return list(seen.values())
 
 
@@ -185,6 +186,7 @@ def _resolve_profile(path: Path, config: ProfileConfig, agents: dict[str, AgentC
             pick("root_aggregator", slots.root_aggregator, Role.AGGREGATOR) if slots.root_aggregator else aggregator
         ),
         plan_modifier=pick("plan_modifier", slots.plan_modifier, Role.PLAN_MODIFIER),
+        verifier=pick("verifier", slots.verifier, Role.VERIFIER),
         models=dict(config.models),
     )
 

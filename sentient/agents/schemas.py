@@ -5,11 +5,11 @@ Planners and plan modifiers answer with a plan, whose vocabulary lives in :mod:`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 
+from sentient.context.citations import renumber
 from sentient.graph.plan import PlanOutput, SubTask
 
 
@@ -19,68 +19,46 @@ class AtomizerOutput(BaseModel):
     is_atomic: bool = Field(description="true if one executor can do this directly, false if it needs a plan.")
 
 
-class Citation(BaseModel):
-    """Evidence for an answer: which source, and words copied exactly from it."""
+def _says_something(answer: str) -> str:
+    """An answer must state something besides citation markers: "[2]" alone names no fact."""
+    if not any(ch.isalnum() for ch in renumber(answer, {})):
+        raise ValueError("the answer is only a citation number: write the answer itself (the name, number or value)")
+    return answer
 
-    source: int = Field(description="The number n of the source, as in [n].")
-    quote: str = Field(min_length=1, description="A short phrase copied word for word from that source.")
+
+Answer = Annotated[str, Field(min_length=1), AfterValidator(_says_something)]
 
 
 class ExecutionOutput(BaseModel):
-    """An executor's answer. ``citations`` come first so the model picks its evidence, then answers
-    from it; each quote is checked against its source in code (sentient.context.grounding).
+    """An executor's answer that cites the numbered results or sources it was given as [n]."""
 
-    The schema a model is given requires both fields: grammar-constrained decoding emits required
-    properties first, which would put the answer before its evidence.
-    """
-
-    model_config = ConfigDict(json_schema_extra={"required": ["citations", "answer"]})
-
-    citations: list[Citation] = Field(default_factory=list, max_length=4)
-    answer: str = Field(min_length=1)
+    answer: Answer
 
 
-def quoting_schema(quotes: Sequence[str]) -> type[ExecutionOutput]:
-    """``ExecutionOutput`` whose quotes must be one of ``quotes`` (the sentences of the sources shown).
+class SourcedAnswer(BaseModel):
+    """An executor's answer to a task from the numbered passages it was shown, and which passage
+    states it: 0 when none does, so the answer comes from the model's own knowledge. The
+    verifier then reads that passage (sentient.context.grounding)."""
 
-    Given to a model decoded under a grammar (the embedded one) when it is asked to quote first
-    (a second look), it can only copy a real sentence: small models otherwise "quote" their own
-    restatement of the answer, or a sentence they make up, which no source contains. Its answer
-    is then written after the evidence it picked. Its output validates as ``ExecutionOutput``.
-    """
-    # llama-cpp-python's grammar converter does not escape backslashes, so a value holding '"' or
-    # '\\' breaks the grammar (and llama.cpp then decodes unconstrained): such sentences are offered
-    # with single quotes, or not at all. Quotes are compared without punctuation, so they still verify.
-    offered = tuple(dict.fromkeys(q.replace('"', "'") for q in quotes if "\\" not in q))
-    if not offered:
-        return ExecutionOutput
-    quote: Any = Literal[offered]
-    citation = create_model(
-        "Citation", __base__=Citation, quote=(quote, Field(description="A sentence copied from that source."))
-    )
+    answer: Answer = Field(description="The answer in words, without citation numbers.")
+    source: int = Field(ge=0, description="The number n of the passage that states the answer; 0 if none does.")
+
+
+def sourced_schema(count: int) -> type[SourcedAnswer]:
+    """``SourcedAnswer`` whose ``source`` can only be 0 or one of ``count`` passages (a model
+    decoded under a grammar cannot name a passage it was not shown)."""
+    allowed: Any = Literal[tuple(range(count + 1))]
     return create_model(
-        "ExecutionOutput",
-        __base__=ExecutionOutput,
-        citations=(list[citation], Field(default_factory=list, max_length=4)),
+        "SourcedAnswer",
+        __base__=SourcedAnswer,
+        source=(allowed, Field(description="The number n of the passage that states the answer; 0 if none does.")),
     )
-
-
-# This docstring is the model's JSON-schema description, which is part of every response-cache
-# key: it is kept as it was when cite_by_evidence moved to sentient.context.evidence, so cached
-# answers (and eval replays) stay valid.
-class AnswerOutput(BaseModel):
-    """An executor's answer on a model decoded under a grammar (the embedded one): the answer
-    alone, citing sources with [n]. Small models answer better from a plain "answer from these
-    sources" request than when they must pick quotes first; each citation is then checked in
-    code against what the cited source states (sentient.context.grounding.cite_by_evidence)."""
-
-    answer: str = Field(min_length=1)
 
 
 class AggregationOutput(BaseModel):
     """An aggregator's synthesis of its children's results, citing sources with [n]."""
 
-    answer: str = Field(min_length=1)
+    answer: Answer
 
 
 # A planner's reply. Its schema is PlanOutput's, so a model is asked for two or more subtasks (the

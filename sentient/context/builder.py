@@ -14,7 +14,6 @@ from typing import Any
 
 from sentient.context.citations import SourceList, renumber
 from sentient.context.knowledge import KnowledgeStore
-from sentient.context.wording import own_words, questions
 from sentient.graph.node import Source, TaskNode
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
@@ -24,11 +23,6 @@ _MIN_RESULT_CHARS = 400
 _QUERY_RESULT_CHARS = 300  # of each dependency's result, in a search query
 _QUERY_CHARS = 1_500
 _MIN_GOAL_CHARS = 2000  # a goal up to this long is never cut, whatever the budget
-
-
-def _asking(goal: str) -> str:
-    """The sentences of ``goal`` that end in a question mark; the whole goal if none does."""
-    return " ".join(questions(goal)) or goal
 
 
 def estimate_tokens(text: str) -> int:
@@ -106,35 +100,13 @@ class ContextBuilder:
         sections += self._knowledge_sections(node)
         return self._fit(AgentContext(sections, sources=sources.sources))
 
-    def for_second_look(self, node: TaskNode, found: Sequence[Source]) -> AgentContext:
-        """The goal and ``found`` alone: a second look answers from the sources, not from what
-        the research concluded (its subtasks' results and knowledge entries are left out)."""
-        return self._fit(AgentContext(self._frame(node), sources=list(found)))
-
-    def for_aggregation(self, node: TaskNode, found: Sequence[Source] = ()) -> AgentContext:
-        """The subtasks' results, the one that asks most of the node's own question last: the
-        embedded model leans on the result it read last, and a step that checks a guess ("is the
-        title 'Lead'?") must not have the last word over the step that looked the answer up.
-
-        The question is the goal's asking sentence when it has one: in "ftplib is based on an RFC.
-        Which RFC is telnetlib based on?" the step about telnetlib answers it, not the one about
-        ftplib, although both share as many of the goal's words.
-
-        ``found``: sources searched for the node's own goal, listed after those the results cite."""
+    def for_aggregation(self, node: TaskNode) -> AgentContext:
+        """The subtasks' results, in plan order, with the sources they cite."""
         sources = SourceList()
         sections = self._frame(node)
-        asked = set(own_words(_asking(node.goal)))
-        whole = set(own_words(node.goal))
-
-        def answers_more(child: TaskNode) -> tuple[int, int]:
-            words = own_words(child.goal)
-            return len(asked.intersection(words)), len(whole.intersection(words))
-
-        for child in sorted(self._graph.children(node.task_id), key=answers_more):
+        for child in self._graph.children(node.task_id):
             done = f"Result of subtask {child.task_id}: {child.goal}"
             sections.append(_outcome(child, sources, done, f"Subtask {child.task_id} did not finish: {child.goal}"))
-        for source in found:
-            sources.add(source)
         return self._fit(AgentContext(sections, sources=sources.sources))
 
     def for_replanning(self, node: TaskNode, feedback: str) -> AgentContext:

@@ -23,7 +23,8 @@ from sentient.agents.models.factory import ModelFactory
 from sentient.agents.models.gates import ProviderGates
 from sentient.api import open_docs_index
 from sentient.eval.dataset import SPLITS, EvalQuestion, load_dataset, select
-from sentient.eval.judge import Grade, judge
+from sentient.eval.grading import answer_body, citation_markers
+from sentient.eval.judge import Grade, judge, judge_citation
 from sentient.eval.records import QuestionRecord, ResultsFile, grade
 from sentient.eval.summary import EvalSummary, compare, markdown_table, summarise, system_order
 from sentient.eval.systems import DEFAULT_SYSTEMS, Baseline, EvalDeps, Outcome, ProfileSystem, System, slug
@@ -165,7 +166,8 @@ async def _run_system(
         async with slots:
             outcome = await answer(question)
             label = await grader.grade(question, outcome)
-            record = grade(question, system.name, model_name, outcome, label)
+            support = await grader.citations(question, outcome)
+            record = grade(question, system.name, model_name, outcome, label, support)
             results.append(record)
             added.append(record)
             progress.advance(record)
@@ -230,6 +232,26 @@ class _Grader:
             logger.warning("judge failed on {}: {}", question.id, exc)
             return None
         return label
+
+    async def citations(self, question: EvalQuestion, outcome: Outcome) -> tuple[int, int] | None:
+        """(cited passages judged, of those supported) for the answer's distinct citations; None
+        without a judge. A passage the judge gives no verdict on counts as not supported."""
+        if self._factory is None or outcome.error is not None:
+            return None
+        handle = self._factory.for_agent(self._agent)
+        numbers = dict.fromkeys(citation_markers(answer_body(outcome.answer)))
+        cited = [outcome.cited[n - 1] for n in numbers if 1 <= n <= len(outcome.cited)]
+        supported = 0
+        for source in cited:
+            try:
+                verdict = await judge_citation(
+                    handle, question.question, outcome.answer, source.title, source.snippet, timeout_s=self._timeout_s
+                )
+            except AgentError as exc:
+                logger.warning("citation judge failed on {}: {}", question.id, exc)
+                verdict = None
+            supported += verdict is True
+        return len(cited), supported
 
     def close(self) -> None:
         if self._factory is not None:

@@ -89,3 +89,47 @@ def _targets(parts: Sequence[Sequence[str]]) -> str:
     if len(parts) == 1:
         return " | ".join(parts[0])
     return "all of these: " + " AND ".join(f"({' or '.join(part)})" for part in parts)
+
+
+CITATION_SYSTEM = "You check whether a passage supports an answer. Reply with one letter."
+
+CITATION_TEMPLATE = """\
+A question was answered, and the answer cites the passage below as its evidence. Decide whether
+the passage supports the answer to this question.
+
+- A: SUPPORTED: the passage states what the answer says in reply to the question (in any words).
+- B: NOT SUPPORTED: the passage is about something else, only shares words with the question,
+  says something different, or states only background that does not give the answer.
+
+Question: {question}
+Answer: {answer}
+Passage ({title}): {passage}
+
+Just return the letter "A" or "B", with no text around it."""
+
+_SUPPORT_LETTER = re.compile(r"^\W*([AB])\s*(?:$|[:.),-])")
+_SUPPORT_LABEL = re.compile(r"\b(NOT SUPPORTED|SUPPORTED)\b")
+
+
+def parse_support(text: str) -> bool | None:
+    """Whether a citation judge's reply says SUPPORTED; None if it says neither."""
+    upper = text.strip().upper()
+    if letter := _SUPPORT_LETTER.match(upper):
+        return letter.group(1) == "A"
+    if label := _SUPPORT_LABEL.search(upper):
+        return label.group(1) == "SUPPORTED"
+    return None
+
+
+async def judge_citation(
+    handle: ModelHandle, question: str, answer: str, title: str, passage: str, *, timeout_s: float
+) -> bool | None:
+    """Whether the judge finds that ``passage`` supports ``answer`` (its body) to ``question``.
+
+    This is the eval's own reading, with its own prompt, never the pipeline's verifier: the
+    pipeline's checker must not grade itself."""
+    prompt = CITATION_TEMPLATE.format(
+        question=question, answer=answer_body(answer) or "(empty answer)", title=title or "untitled", passage=passage
+    )
+    reply = await chat(handle, CITATION_SYSTEM, prompt, role="citation-judge", goal=question, timeout_s=timeout_s)
+    return parse_support(reply.text)

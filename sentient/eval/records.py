@@ -48,15 +48,24 @@ class QuestionRecord(BaseModel):
     in_final: bool
     lost_in_aggregation: bool
     citations: int  # [n] markers in the final answer, References excluded
-    verified_citations: int  # of those, the ones whose source was verified against its text
+    verified_citations: int  # of those, the ones the pipeline badged verified (its own claim, not a grade)
+    judged_citations: int | None = None  # distinct cited passages the eval's citation judge read (--judge)
+    supported_citations: int | None = None  # of those, the ones it found to support the answer
     cites_any: bool
     error: str | None = None
 
 
 def grade(
-    question: EvalQuestion, system: str, model: str, outcome: Outcome, judge: Grade | None = None
+    question: EvalQuestion,
+    system: str,
+    model: str,
+    outcome: Outcome,
+    judge: Grade | None = None,
+    support: tuple[int, int] | None = None,
 ) -> QuestionRecord:
-    """Grade ``outcome`` by containment (and ``judge``, when given) and locate any loss."""
+    """Grade ``outcome`` by containment (and ``judge``, when given) and locate any loss.
+
+    ``support``: (cited passages judged, of those supported), from the eval's citation judge."""
     parts = question.parts
     body = answer_body(outcome.answer)
     in_final = states_every_part([body], parts)
@@ -92,6 +101,8 @@ def grade(
         lost_in_aggregation=in_leaf and not in_final,
         citations=len(markers),
         verified_citations=verified,
+        judged_citations=support[0] if support else None,
+        supported_citations=support[1] if support else None,
         cites_any=bool(markers),
         error=outcome.error,
     )

@@ -32,7 +32,8 @@ class SystemSummary(BaseModel):
     in_leaf: float
     in_final: float
     lost_in_aggregation: int
-    citation_precision: float | None  # verified citations / all citations in the final answers
+    citation_precision: float | None  # judged: supported / judged cited passages (--judge); None without a judge
+    wrong_verified: int  # wrong answers that carry a citation the system badged verified
     cited: float  # answers with at least one citation
     errors: int
 
@@ -52,6 +53,8 @@ class Comparison(BaseModel):
     only_system: int
     only_baseline: int
     p_value: float
+    only_system_ids: list[str] = []
+    only_baseline_ids: list[str] = []
 
 
 class EvalSummary(BaseModel):
@@ -70,7 +73,6 @@ def summarise(system: str, records: Sequence[QuestionRecord]) -> SystemSummary:
     """Totals of one system's records (at least one)."""
     judged = [r for r in records if r.judge is not None]
     with_sources = [r for r in records if r.in_sources is not None]
-    citations = sum(r.citations for r in records)
     return SystemSummary(
         system=system,
         n=len(records),
@@ -88,7 +90,8 @@ def summarise(system: str, records: Sequence[QuestionRecord]) -> SystemSummary:
         in_leaf=_percent(r.in_leaf for r in records),
         in_final=_percent(r.in_final for r in records),
         lost_in_aggregation=sum(r.lost_in_aggregation for r in records),
-        citation_precision=round(sum(r.verified_citations for r in records) / citations, 3) if citations else None,
+        citation_precision=_judged_precision(records),
+        wrong_verified=sum(not r.correct and r.verified_citations > 0 for r in records),
         cited=_percent(r.cites_any for r in records),
         errors=sum(r.error is not None for r in records),
     )
@@ -109,6 +112,7 @@ def compare(records: Mapping[str, Sequence[QuestionRecord]]) -> list[Comparison]
 def _paired(system: str, baseline: str, ours: Sequence[QuestionRecord], theirs: Sequence[QuestionRecord]) -> Comparison:
     right = {r.id: r.correct for r in theirs}
     pairs = [(r.correct, right[r.id]) for r in ours if r.id in right]
+    paired = [r for r in ours if r.id in right]
     only_system = sum(a and not b for a, b in pairs)
     only_baseline = sum(b and not a for a, b in pairs)
     return Comparison(
@@ -119,6 +123,8 @@ def _paired(system: str, baseline: str, ours: Sequence[QuestionRecord], theirs: 
         only_system=only_system,
         only_baseline=only_baseline,
         p_value=round(mcnemar_exact(only_system, only_baseline), 3),
+        only_system_ids=[r.id for r in paired if r.correct and not right[r.id]],
+        only_baseline_ids=[r.id for r in paired if right[r.id] and not r.correct],
     )
 
 
@@ -151,8 +157,9 @@ _COLUMNS: tuple[tuple[str, str], ...] = (
     ("in_leaf", "in leaf %"),
     ("in_final", "in final %"),
     ("lost_in_aggregation", "lost in aggregation"),
-    ("citation_precision", "citation precision"),
+    ("citation_precision", "judged citation precision"),
     ("cited", "cited %"),
+    ("wrong_verified", "wrong but badged verified"),
 )
 
 
@@ -186,6 +193,12 @@ def markdown_table(summary: EvalSummary) -> str:
             f"| {c.p_value:.3f} |"
             for c in summary.comparisons
         ]
+        lines += ["", "Questions only one side got right:", ""]
+        lines += [
+            f"- {c.system} vs {c.baseline}: only the system {_ids(c.only_system_ids)}; "
+            f"only the baseline {_ids(c.only_baseline_ids)}"
+            for c in summary.comparisons
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -197,6 +210,17 @@ def _cell(key: str, value: object) -> str:
     if isinstance(value, float):
         return f"{value:.2f}" if key in ("citation_precision", "mean_agent_calls", "median_s") else f"{value:.0f}"
     return str(value)
+
+
+def _ids(ids: Sequence[str]) -> str:
+    return ", ".join(ids) if ids else "none"
+
+
+def _judged_precision(records: Sequence[QuestionRecord]) -> float | None:
+    """Supported / judged cited passages over ``records``; None when the judge read none."""
+    judged = sum(r.judged_citations or 0 for r in records)
+    supported = sum(r.supported_citations or 0 for r in records)
+    return round(supported / judged, 3) if judged else None
 
 
 def _percent(flags: Iterable[bool]) -> float:

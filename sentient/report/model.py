@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
-from sentient.context.answer_text import opens_cited, written_as_report
+from sentient.context.grounding import confirmed
 from sentient.graph.status import TaskStatus
 
 SourceKind = Literal["url", "path"]
@@ -105,19 +105,10 @@ class Report(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def confirmed(self) -> bool:
-        """Whether the answer rests on a source found to state what it is cited for.
-
-        An answer of one paragraph is confirmed when its first sentence, the direct answer,
-        cites such a source: a supporting fact cited below an uncited answer does not confirm
-        it. An answer written as a report (more than one line) is confirmed when any of its
-        references is. One that is not rests on the model alone (the small model answers from
-        memory when its sources do not say): the renderers and the dashboard say so under it.
-        """
-        verified = {reference.n for reference in self.references if reference.verified}
-        text = self.answer or ""
-        if written_as_report(text) or not text.strip():
-            return bool(verified)
-        return opens_cited(text, verified)
+        """Whether the answer cites a source the verifier judged to support it
+        (:func:`sentient.context.grounding.confirmed`). One that does not rests on the model
+        alone: the renderers and the dashboard say so under it."""
+        return confirmed(self.answer or "", {reference.n for reference in self.references if reference.verified})
 
 
 def source_kind(ref: str) -> SourceKind:

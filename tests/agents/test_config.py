@@ -24,6 +24,7 @@ AGENT_NAMES = (
     "root_planner",
     "search_executor",
     "think_executor",
+    "verifier",
     "write_executor",
 )
 

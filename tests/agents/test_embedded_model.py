@@ -40,7 +40,7 @@ from sentient.agents.models.weights import (
     resolve_model_path,
 )
 from sentient.agents.registry import AgentRegistry
-from sentient.agents.schemas import AnswerOutput, AtomizerOutput, ExecutionOutput, PlanReply, quoting_schema
+from sentient.agents.schemas import AtomizerOutput, ExecutionOutput, PlanReply, SourcedAnswer, sourced_schema
 from sentient.exceptions import ModelError, ModelWeightsError
 from sentient.graph.plan import PlanOutput
 from sentient.settings import Settings
@@ -206,7 +206,7 @@ def test_truncated_explicit_gguf_fails_to_load_with_a_weights_error(assembled: P
     ("prompt", "schema"),
     [
         # mostly free text inside a JSON string: the grammar is checked on the likely tokens
-        ("In two sentences, what does Python's len() return?", AnswerOutput.model_json_schema()),
+        ("In two sentences, what does Python's len() return?", ExecutionOutput.model_json_schema()),
         # few tokens fit after each key: the grammar is checked on the whole vocabulary
         ("Is 'what is 2 + 2' one step? Answer with JSON.", AtomizerOutput.model_json_schema()),
     ],
@@ -290,25 +290,22 @@ def test_sentient_model_threads_sets_the_embedded_models_threads(
 
 
 @pytest.mark.embedded
-def test_under_the_quoting_grammar_every_quote_is_a_sentence_it_was_shown(assembled: Path):
+def test_under_the_sourced_grammar_the_answer_names_a_passage_it_was_shown(assembled: Path):
     shown = (
         "Limit: Maximum message payload; Value: 18 KiB.",
         "Limit: Maximum open connections per buoy; Value: 3.",
-        'Messages above the payload limit are rejected with error code "S-413".',
     )
     runtime = LlamaRuntime(assembled)
     sources = "\n".join(f"[{n}] {text}" for n, text in enumerate(shown, start=1))
     messages = [
-        {"role": "system", "content": "You answer from numbered sources and quote them exactly."},
+        {"role": "system", "content": "You answer from numbered sources."},
         {"role": "user", "content": f"{sources}\n\nTask: What is the maximum message payload? Answer with JSON."},
     ]
 
-    schema = quoting_schema(shown).model_json_schema()
-    completion = runtime.complete(messages, schema, max_tokens=160)
+    completion = runtime.complete(messages, sourced_schema(len(shown)).model_json_schema(), max_tokens=160)
 
-    output = ExecutionOutput.model_validate_json(completion.text)
-    assert output.citations
-    assert all(c.quote in schema["$defs"]["Citation"]["properties"]["quote"]["enum"] for c in output.citations)
+    output = SourcedAnswer.model_validate_json(completion.text)
+    assert output.source in (0, 1, 2)
 
 
 @pytest.mark.embedded

@@ -5,31 +5,25 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from sentient.agents.schemas import ExecutionOutput, quoting_schema
+from sentient.agents.schemas import AggregationOutput, ExecutionOutput, SourcedAnswer, sourced_schema
 
 
-def test_a_quoting_schema_offers_only_the_sentences_shown_and_asks_for_the_evidence_first() -> None:
-    shown = (
-        "Lists grow with append().",
-        'Tuples are "immutable".',
-        "A path like C:\\temp.",
-        "Lists grow with append().",
-    )
-    schema = quoting_schema(shown)
-
+def test_a_sourced_answer_can_only_name_a_passage_it_was_shown_or_none() -> None:
+    schema = sourced_schema(3)
     asked = schema.model_json_schema()
-    # Once each; '"' becomes "'" and a backslash leaves the sentence out (llama.cpp's grammar breaks on them).
-    assert asked["$defs"]["Citation"]["properties"]["quote"]["enum"] == [
-        "Lists grow with append().",
-        "Tuples are 'immutable'.",
-    ]
-    assert asked["required"] == ["citations", "answer"]
-    reply = {"citations": [{"source": 1, "quote": "Lists grow with append()."}], "answer": "They grow [1]."}
-    assert isinstance(schema.model_validate(reply), ExecutionOutput)
+    assert asked["properties"]["source"]["enum"] == [0, 1, 2, 3]
+    assert asked["required"] == ["answer", "source"]  # the answer first, then which passage states it
+    assert isinstance(schema.model_validate({"answer": "They grow.", "source": 2}), SourcedAnswer)
     with pytest.raises(ValidationError):
-        schema.model_validate({"citations": [{"source": 1, "quote": "Lists grow."}], "answer": "They grow [1]."})
+        schema.model_validate({"answer": "They grow.", "source": 4})
 
 
-def test_with_no_sentence_to_offer_the_plain_schema_is_asked() -> None:
-    assert quoting_schema([]) is ExecutionOutput
-    assert quoting_schema(["C:\\temp"]) is ExecutionOutput
+@pytest.mark.parametrize("schema", [ExecutionOutput, AggregationOutput, sourced_schema(2)])
+@pytest.mark.parametrize("answer", ["[2]", " [1][2]. ", "[1, 2]"])
+def test_an_answer_that_is_only_a_citation_number_does_not_validate(schema, answer: str) -> None:
+    with pytest.raises(ValidationError, match="only a citation number"):
+        schema.model_validate({"answer": answer, "source": 1})
+
+
+def test_an_answer_in_any_script_validates() -> None:
+    assert ExecutionOutput.model_validate({"answer": "生成器 [1]"}).answer == "生成器 [1]"

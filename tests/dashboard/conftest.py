@@ -23,8 +23,8 @@ import pytest
 
 playwright_sync = pytest.importorskip("playwright.sync_api")
 
-from sentient.agents.models.fake import FakeRequest, ScriptedModel, cite_sources, default_response  # noqa: E402
-from sentient.agents.schemas import AggregationOutput, ExecutionOutput  # noqa: E402
+from sentient.agents.models.fake import FakeRequest, ScriptedModel, default_response, executor_answer  # noqa: E402
+from sentient.agents.schemas import AggregationOutput  # noqa: E402
 from sentient.settings import Settings  # noqa: E402
 
 CHROMIUM = os.environ.get("SENTIENT_CHROMIUM", "/usr/bin/chromium")
@@ -57,10 +57,9 @@ def scripted_answer(request: FakeRequest) -> Any:
         return RuntimeError(UNFINISHED_FAILURES[request.role, request.task_id])
     unsourced = "UNSOURCED" in request.goal or "UNSOURCED" in request.prompt
     if request.role == "executor" and unsourced:
-        return ExecutionOutput(answer=f"Finding for {request.task_id}, from memory.", citations=[])
+        return executor_answer(request, f"Finding for {request.task_id}, from memory.", sourced=False)
     if request.role == "executor":
-        answer = XSS_PAYLOAD if xss else f"Finding for {request.task_id}: see [1]."
-        return ExecutionOutput(answer=answer, citations=cite_sources(request.prompt, 1))
+        return executor_answer(request, XSS_PAYLOAD if xss else f"Finding for {request.task_id}.")
     if request.role == "aggregator":
         text = XSS_PAYLOAD if xss else f"Summary of {request.task_id}, drawing on the evidence [1]."
         if "HALF-SOURCED" in request.goal:  # the direct answer cites nothing; a fact below it does

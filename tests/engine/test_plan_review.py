@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sentient.agents.models.fake import ScriptedModel
-from sentient.agents.schemas import AtomizerOutput, ExecutionOutput
+from sentient.agents.models.fake import ScriptedModel, executor_answer
+from sentient.agents.schemas import AtomizerOutput
 from sentient.events import ReviewAnswered
 from sentient.graph.node import NodeType, TaskType
 from sentient.graph.plan import PlanOutput, SubTask
@@ -79,7 +79,7 @@ async def test_modify_with_an_edited_plan_uses_it_as_is(make_agent) -> None:
     edited = plan("only this", "and that", deps={1: [0]})
     reviewer = ScriptedReviewer([Modify(plan=edited)])
     model = ScriptedModel(script={"planner": PLANNED})
-    agent = make_agent(model, reviewer=reviewer, max_depth=1, review="all", second_look=False)
+    agent = make_agent(model, reviewer=reviewer, max_depth=1, review="all")
     result = await agent.arun(GOAL, write_files=False)
 
     assert result.status == "completed"
@@ -161,7 +161,7 @@ async def test_a_rejected_plan_for_a_question_answered_first_keeps_its_direct_an
                 "atomizer": AtomizerOutput(is_atomic=False),
                 "planner": PLANNED,
                 "plan_modifier": PLANNED,
-                "executor": ExecutionOutput(answer="It protects reference counts.", citations=[]),
+                "executor": lambda request: executor_answer(request, "It protects reference counts.", sourced=False),
             }
         )
         reviewer = ScriptedReviewer(decisions)

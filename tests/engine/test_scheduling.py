@@ -51,7 +51,7 @@ async def test_dependent_starts_as_soon_as_its_dependency_finishes(make_agent) -
     assert result.status == "completed"
     dependency = model.calls_for(task_id="root.0")
     dependent = model.calls_for(task_id="root.1")
-    (unrelated,) = model.calls_for(task_id="root.2")
+    (unrelated,) = model.calls_for(role="executor", task_id="root.2")
     assert first_start(dependent) >= last_finish(dependency)
     # It did not wait for the slow sibling: it started (and even ended) while that call was in flight.
     assert first_start(dependent) < unrelated.finished_at
@@ -71,9 +71,7 @@ async def test_dependent_of_several_dependencies_waits_for_the_last_one(make_age
 
 async def test_independent_siblings_run_concurrently(make_agent) -> None:
     model = ScriptedModel(script={"planner": plan([], [], [])}, latency=0.05)
-    result = await make_agent(model, max_depth=1, max_concurrent_llm_calls=4, second_look=False).arun(
-        GOAL, write_files=False
-    )
+    result = await make_agent(model, max_depth=1, max_concurrent_llm_calls=4).arun(GOAL, write_files=False)
 
     assert result.status == "completed"
     executors = model.calls_for(role="executor")
@@ -84,12 +82,12 @@ async def test_independent_siblings_run_concurrently(make_agent) -> None:
 
 async def test_one_concurrent_call_means_calls_never_overlap(make_agent) -> None:
     model = ScriptedModel(script={"planner": plan([], [], [], [1])}, latency=0.01)
-    agent = make_agent(model, max_depth=1, max_concurrent_llm_calls=1, second_look=False)
+    agent = make_agent(model, max_depth=1, max_concurrent_llm_calls=1)
     result = await agent.arun(GOAL, write_files=False)
 
     assert result.status == "completed"
     calls = sorted(model.calls, key=lambda c: c.started_at)
-    assert len(calls) == 7  # root atomizer, planner, four executors, aggregator
+    assert len(calls) == 10  # root atomizer, planner, four executors, three verifiers (searches), aggregator
     for earlier, later in itertools.pairwise(calls):
         assert later.started_at >= earlier.finished_at
 
@@ -108,7 +106,7 @@ async def test_parent_aggregates_only_after_all_children_finished(make_agent) ->
         return plan([], [], of=f" of {request.task_id}")
 
     model = ScriptedModel(script={"planner": planner, "atomizer": atomizer}, latency=latency)
-    result = await make_agent(model, max_depth=2, second_look=False).arun(GOAL, write_files=False)
+    result = await make_agent(model, max_depth=2).arun(GOAL, write_files=False)
 
     assert result.status == "completed"
     assert {n.task_id for n in result.graph} == {"root", "root.0", "root.1", "root.0.0", "root.0.1"}

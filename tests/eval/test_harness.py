@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from fakes.openai_server import Reply, fake_openai_server, text
 
-from sentient.agents.models.fake import FakeRequest, ScriptedModel, cite_sources
-from sentient.agents.schemas import AggregationOutput, ExecutionOutput
+from sentient.agents.models.fake import FakeRequest, ScriptedModel, executor_answer
+from sentient.agents.schemas import AggregationOutput
 from sentient.eval.dataset import EvalQuestion
 from sentient.eval.harness import EvalOptions, default_docs, run_eval
 from sentient.eval.judge import Grade
@@ -36,12 +36,12 @@ def rag_answer(request: FakeRequest) -> str:
     return "The sources do not say."
 
 
-def team_executor(request: FakeRequest) -> ExecutionOutput:
-    """The subtasks find the answer, quoting their first source; the root's direct answer, from
-    memory, cites nothing, so the question is planned (the atomizer would plan it)."""
+def team_executor(request: FakeRequest) -> Any:
+    """The subtasks find the answer in their first source; the root's direct answer names no
+    passage (from memory), so the question is planned."""
     if request.task_id == "root":
-        return ExecutionOutput(answer="The beacon is a lighthouse.", citations=[])
-    return ExecutionOutput(answer="The Zorblax beacon is teal [1].", citations=cite_sources(request.prompt, 1))
+        return executor_answer(request, "The beacon is a lighthouse.", sourced=False)
+    return executor_answer(request, "The Zorblax beacon is teal.")
 
 
 def losing_team() -> ScriptedModel:
@@ -82,8 +82,9 @@ async def test_each_system_records_grade_cost_and_where_the_answer_was_lost(
     assert profile["answer"] == "The beacon stands on a pier [1]."
     assert (profile["in_sources"], profile["in_leaf"], profile["in_final"]) == (True, True, False)
     assert profile["lost_in_aggregation"] is True and profile["correct"] is False
-    # The root's atomizer, its direct answer and second look (unconfirmed), its plan, two steps, the aggregation.
-    assert profile["agent_calls"] == profile["model_calls"] == 7
+    # The root's direct answer, its answer from memory, its plan, two steps (the search's passage read by the
+    # verifier), the aggregation and the verifier's reading of it.
+    assert profile["agent_calls"] == profile["model_calls"] == 8
     assert (profile["citations"], profile["verified_citations"]) == (1, 1)
     assert profile["error"] is None and profile["system"] == "profile:general_agent"
     # The profile's run files go under the eval folder, not project_results/<id>.
@@ -104,7 +105,9 @@ async def test_summary_shows_the_profile_beside_both_baselines(
     assert rows["rag"].accuracy_1hop == 50.0 and rows["rag"].accuracy_2hop == 0.0
     assert rows["closed-book"].not_attempted == 3
     assert rows["profile:general_agent"].lost_in_aggregation == 1  # the executors only ever know the colour
-    assert rows["profile:general_agent"].citation_precision == 1.0  # the executors' quotes were checked
+    # Without --judge no citation is judged; the scripted verifier badged every wrong answer's citation.
+    assert rows["profile:general_agent"].citation_precision is None
+    assert rows["profile:general_agent"].wrong_verified == 3
 
     table = (report.run_dir / "summary.md").read_text()
     assert table == report.table
@@ -124,6 +127,10 @@ async def test_summary_shows_the_profile_beside_both_baselines(
         len(rag_right - profile_right),
     )
     assert "| profile:general_agent | closed-book | 3 |" in table
+    assert (
+        f"- profile:general_agent vs rag: only the system none; only the baseline {versus['rag'].only_baseline_ids[0]}"
+        in table
+    )
 
 
 async def test_an_interrupted_eval_continues_and_a_finished_one_runs_nothing(
@@ -172,6 +179,9 @@ async def test_a_changed_split_writes_to_another_folder(dataset: Path, settings:
 
 def judge_reply(body: dict[str, Any]) -> Reply:
     prompt = body["messages"][-1]["content"]
+    if "Predicted answer:" not in prompt:  # a citation: supported when the passage says what the answer does
+        answer, passage = prompt.split("Answer: ", 1)[1].split("\nPassage", 1)
+        return text("A" if "teal" in answer and "teal" in passage else "B")
     answer = prompt.split("Predicted answer:", 1)[1]
     return text("C" if "do not" in answer else "A" if "teal" in answer else "B")
 
@@ -187,9 +197,14 @@ async def test_the_judge_grades_every_answer_three_ways(dataset: Path, settings:
         "rag": (Grade.CORRECT, False),
         "profile:general_agent": (Grade.INCORRECT, False),
     }
-    assert len(server.requests) == 3
+    graded = [b for b in server.requests if "Predicted answer:" in b["messages"][-1]["content"]]
+    assert len(graded) == 3
     assert "judge %" in report.table
     assert [row.judge_accuracy for row in report.summary.systems] == [0.0, 100.0, 0.0]
+    # Each cited passage is read by the judge too, with its own prompt, not the pipeline's verifier.
+    cited = {r.system: (r.judged_citations, r.supported_citations) for r in report.new_records}
+    assert cited == {"closed-book": (0, 0), "rag": (1, 1), "profile:general_agent": (1, 0)}
+    assert [row.citation_precision for row in report.summary.systems] == [None, 1.0, 0.0]
 
 
 class VerifiableSource(Source):
@@ -198,7 +213,7 @@ class VerifiableSource(Source):
     verified: bool | None = None
 
 
-def test_citation_precision_counts_citations_whose_source_was_verified() -> None:
+def test_citation_precision_is_the_judges_share_of_supported_citations() -> None:
     question = EvalQuestion(id="q", question="Colour?", answers=["teal"], hops=1)
     cited = [VerifiableSource(ref="a.md", verified=True), VerifiableSource(ref="b.md", verified=False)]
     outcome = Outcome(
@@ -207,11 +222,13 @@ def test_citation_precision_counts_citations_whose_source_was_verified() -> None
         leaves=["teal"],
         agent_calls=3,
     )
-    record = grade(question, "profile:x", "m", outcome)
+    record = grade(question, "profile:x", "m", outcome, support=(2, 1))
     assert (record.citations, record.verified_citations, record.cites_any) == (4, 2, True)
     assert (record.correct, record.in_leaf, record.lost_in_aggregation) == (True, True, False)
     row = summarise("profile:x", [record, grade(question, "profile:x", "m", Outcome(answer="teal"))])
+    # The pipeline's own badges (2 of 4) are not the precision: the judge found 1 of 2 passages supportive.
     assert row.citation_precision == 0.5 and row.cited == 50.0 and row.accuracy == 100.0
+    assert summarise("profile:x", [grade(question, "profile:x", "m", outcome)]).citation_precision is None
     assert "| profile:x | 2 | 100 |" in markdown_table(
         EvalSummary(dataset="d", split="dev", model="m", questions=2, systems=[row])
     )
@@ -268,12 +285,12 @@ async def test_bad_options_are_eval_errors(
 async def test_a_failed_answer_is_recorded_as_wrong_with_its_error_and_not_rerun(
     dataset: Path, settings: Settings, tmp_path: Path
 ) -> None:
-    broken = ScriptedModel(script={"closed-book": RuntimeError("model down"), "aggregator": RuntimeError("no report")})
+    broken = ScriptedModel(script={"closed-book": RuntimeError("model down"), "executor": RuntimeError("no answer")})
     options = EvalOptions(dataset, systems=("closed-book", "profile:general_agent"), limit=1, out=tmp_path / "eval")
     report = await run_eval(options, settings, model=broken)
     errors = {r.system: r.error for r in report.new_records}
     assert "model down" in (errors["closed-book"] or "")
-    assert errors["profile:general_agent"]  # the root's aggregation failed, so the run did
+    assert errors["profile:general_agent"]  # every executor failed, so the run did
     assert all(not r.correct and r.answer == "" for r in report.new_records)
     assert [row.errors for row in report.summary.systems] == [1, 1]
 

@@ -171,7 +171,7 @@ def test_two_workers_on_one_hosted_key_keep_its_requests_per_minute_together(
         ]
         built.wait_listening(3)  # the web process and both workers
         goals = [f"Explain how asyncio schedules tasks ({n})." for n in range(2)]  # planned at once: five requests
-        projects = [built.submit(goal, max_subtasks=2, second_look=False) for goal in goals]
+        projects = [built.submit(goal, max_subtasks=2) for goal in goals]
         wait_for(lambda: len(provider.spans) >= rpm, 30, "the key's saved requests to be spent")
         # Each worker alone would have six of its own, and both projects would be done within moments.
         time.sleep(3)

@@ -1,7 +1,7 @@
 """ScriptedModel: a deterministic agno model for tests and benchmarks.
 
 It answers each agent call from a script keyed by role (planner, atomizer, executor,
-aggregator, plan_modifier). A script entry is a fixed output or a function of the
+aggregator, plan_modifier, verifier). A script entry is a fixed output or a function of the
 :class:`FakeRequest`; an output may be a pydantic model, a dict, raw text (returned verbatim,
 e.g. to test invalid JSON) or an exception (raised as a model failure). Optional latency per
 call, and every call is recorded with monotonic timestamps so tests can check ordering.
@@ -24,7 +24,8 @@ from agno.models.response import ModelResponse
 from pydantic import BaseModel
 
 from sentient.agents.models.embedded import ENOUGH_KEY, Enough
-from sentient.agents.schemas import AggregationOutput, AtomizerOutput, Citation, ExecutionOutput
+from sentient.agents.schemas import AggregationOutput, AtomizerOutput, ExecutionOutput
+from sentient.context.grounding import Verdict
 from sentient.graph.node import TaskType
 from sentient.graph.plan import PlanOutput, SubTask
 
@@ -56,23 +57,36 @@ class FakeCall:
 
 
 Output = BaseModel | dict[str, Any] | str | BaseException
-_LISTED_SOURCE = re.compile(r"^\[(\d+)\] (.+)$", re.MULTILINE)
-_QUOTE_WORDS = 6
+_LISTED_SOURCE = re.compile(r"^\[(\d+)\] ", re.MULTILINE)
+SOURCES_HEADING = "## Sources you may cite as [n]"
 
 
-def cite_sources(prompt: str, count: int = 1) -> list[Citation]:
-    """Grounded citations of the first ``count`` sources a prompt lists, as a careful model gives them.
+def listed_sources(prompt: str) -> list[int]:
+    """The numbers of the sources a prompt lists (the context's "Sources you may cite" block)."""
+    if SOURCES_HEADING not in prompt:
+        return []
+    return [int(m.group(1)) for m in _LISTED_SOURCE.finditer(prompt.split(SOURCES_HEADING)[-1])]
 
-    Each quotes the last words of its source's line, which are the end of the source's text.
-    """
-    citations = []
-    for match in _LISTED_SOURCE.finditer(prompt.split("## Sources you may cite as [n]")[-1]):
-        words = match.group(2).split()
-        citations.append(Citation(source=int(match.group(1)), quote=" ".join(words[-_QUOTE_WORDS:])))
-    return citations[:count]
+
+def asks_for(request: FakeRequest, field_name: str) -> bool:
+    """Whether the structured output the request asks for has a field ``field_name``."""
+    schema = request.response_format
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return field_name in schema.model_fields
+    return f'"{field_name}"' in json.dumps(schema, default=str)
 
 
 Responder = Output | Callable[[FakeRequest], Output]
+
+
+def executor_answer(request: FakeRequest, answer: str, *, sourced: bool = True) -> Output:
+    """An executor's ``answer`` in the shape the request asks for. Answering from passages, it
+    names the first one it was shown as the one that states it (``sourced``), else 0 (its own
+    knowledge); its [n] markers are left to the code. Otherwise the answer as written."""
+    if asks_for(request, "source"):
+        first = next(iter(listed_sources(request.prompt)), 0) if sourced else 0
+        return {"answer": re.sub(r"\s*\[\d+\]", "", answer), "source": first}
+    return ExecutionOutput(answer=answer)
 
 
 def _stopped(text: str, enough: Enough) -> str:
@@ -97,7 +111,9 @@ def default_response(request: FakeRequest) -> Output:
         return AtomizerOutput(is_atomic=request.layer > 0)
     if request.role == "aggregator":
         return AggregationOutput(answer=f"Summary of {request.task_id}: {request.goal}")
-    return ExecutionOutput(answer=f"Result of {request.task_id}: {request.goal}")
+    if request.role == "verifier":
+        return Verdict(supports=True)
+    return executor_answer(request, f"Result of {request.task_id}: {request.goal}")
 
 
 @dataclass
