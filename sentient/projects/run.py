@@ -291,7 +291,7 @@ def check_goal(goal: object) -> str:
         ) from None
     problem = goal_problem(goal)
     if problem is not None:
-        raise InvalidGoalError(problem)
+        raise InvalidGoalError(problem, fix=None)  # the problem's sentence says what to do
     return goal.strip()
 
 

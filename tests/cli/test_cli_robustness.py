@@ -130,7 +130,7 @@ def test_a_goal_that_is_not_utf8_is_one_line(sandbox: Sandbox) -> None:
 
 def test_a_goal_of_invisible_characters_is_one_line(sandbox: Sandbox) -> None:
     line = one_line_error(sandbox.run("run", "\u200b\u200d\u202e\u202c", "--docs", str(sandbox.docs)))
-    assert "the goal has no visible text" in line
+    assert line.endswith("the goal has no visible text: describe what to research in words.")
     assert stored(sandbox) == []
 
 
