@@ -286,10 +286,9 @@ class AgentProcessor:
             if fallback is not None:
                 grounded = await self._rejudged(node, grounded)
         except AgentError as exc:
-            if fallback is None:
-                self.fail(node, f"aggregation failed: {exc}")
-            else:
-                self._stand(node, f"aggregation failed ({exc})")
+            # A failed aggregation fails the node even when a direct answer could stand: the run is
+            # resumable, and its partial report shows that answer beside what finished.
+            self.fail(node, f"aggregation failed: {exc}")
             return
         node.warnings.extend(grounded.notes)
         if fallback is not None and not grounded.confirmed:

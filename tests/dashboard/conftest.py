@@ -62,8 +62,6 @@ def scripted_answer(request: FakeRequest) -> Any:
         return executor_answer(request, XSS_PAYLOAD if xss else f"Finding for {request.task_id}.")
     if request.role == "aggregator":
         text = XSS_PAYLOAD if xss else f"Summary of {request.task_id}, drawing on the evidence [1]."
-        if "HALF-SOURCED" in request.goal:  # the direct answer cites nothing; a fact below it does
-            text = f"Summary of {request.task_id}, from memory. The findings agree [1]."
         return AggregationOutput(answer=f"Summary of {request.task_id}, from memory." if unsourced else text)
     return default_response(request)
 

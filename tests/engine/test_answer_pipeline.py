@@ -12,10 +12,12 @@ import pytest
 
 from sentient.agents.models.fake import FakeRequest, ScriptedModel, asks_for, listed_sources
 from sentient.agents.schemas import AggregationOutput, AtomizerOutput, ExecutionOutput
+from sentient.api import ProfiledSentientAgent
 from sentient.context.grounding import Verdict
 from sentient.graph.node import NodeType, TaskType
 from sentient.graph.plan import PlanOutput, SubTask
 from sentient.graph.status import TaskStatus
+from sentient.tools.docs_search import DocsIndex
 
 GOAL = "How does the asyncio event loop run coroutines?"
 COMPOUND = "Which component runs coroutines, and what does it share with threads?"
@@ -298,3 +300,40 @@ async def test_a_reasoning_step_without_dependencies_waits_for_the_searches_befo
     assert any("dropped dependency on itself" in w for w in think.warnings)
     assert any("depends on the earlier searches [0]" in w for w in think.warnings)
     assert think.status is TaskStatus.DONE
+
+
+@pytest.mark.parametrize(
+    ("question", "files", "stated"),
+    [
+        (
+            "Wie lange werden GPS-Spuren aufbewahrt?",
+            {
+                "aufbewahrung.md": "# Aufbewahrung\n\nGPS-Spuren werden 90 Tage aufbewahrt.\n",
+                "other.md": "# Anderes\n\nNichts.\n",
+            },
+            "GPS-Spuren werden 90 Tage aufbewahrt.",
+        ),
+        (
+            "Combien coûte une part de membre ?",
+            {"parts.md": "# Parts sociales\n\nUne part de membre coûte 400 euros.\n", "other.md": "# Autre\n\nRien.\n"},
+            "Une part de membre coûte 400 euros.",
+        ),
+    ],
+    ids=["de", "fr"],
+)
+async def test_a_question_in_another_language_is_answered_and_cited_from_its_documents(
+    settings, tmp_path, question: str, files: dict[str, str], stated: str
+) -> None:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    model = ScriptedModel(script={"executor": from_first_source, "verifier": Verdict(supports=True)})
+    agent = ProfiledSentientAgent.create_with_profile(
+        "general_agent", settings=settings, model=model, docs=DocsIndex.from_folder(tmp_path)
+    )
+    result = await agent.arun(question, write_files=False)
+
+    root = result.graph.root
+    assert [c.request.role for c in model.calls] == ["executor", "verifier"]  # recognised as a question
+    assert root.sources[0].verified is True and root.sources[0].ref.endswith(next(iter(files)))
+    assert stated in model.calls_for(role="verifier")[0].request.prompt
+    assert root.result.endswith("[1]") and "Not confirmed" not in result.report_markdown
