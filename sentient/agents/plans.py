@@ -54,7 +54,8 @@ def splits_nothing(goal: str, subtasks: Sequence[SubTask]) -> str | None:
     (bench/README.md, "plans that repeat the goal"). A plan of one distinct subtask is the goal
     in other words.
     """
-    if any(is_goal(goal, subtask) for subtask in subtasks):
+    asked = normalize(goal)
+    if any(normalize(subtask.goal) == asked for subtask in subtasks):
         return "the plan's subtasks include the task itself"
     if len(subtasks) < 2:
         return "the plan's subtasks all ask one thing"
