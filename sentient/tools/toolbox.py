@@ -125,6 +125,9 @@ class ToolBox:
             if tool.name in self._tools:
                 raise ValueError(f"two tools are named {tool.name!r}")
             self._tools[tool.name] = tool
+        # Asked before every executor call. isinstance against a runtime-checkable Protocol walks
+        # the protocol's members each time (tens of microseconds a tool), and the tools never change.
+        self._retrieval = [tool for tool in self._tools.values() if isinstance(tool, RetrievalTool)]
 
     @classmethod
     def for_agent(
@@ -194,7 +197,7 @@ class ToolBox:
 
     def retrieval_tools(self) -> list[RetrievalTool]:
         """The tools that can run up-front with a query (docs_search, web_search)."""
-        return [tool for tool in self._tools.values() if isinstance(tool, RetrievalTool)]
+        return list(self._retrieval)
 
     async def retrieve(self, query: str, limit: int) -> Retrieval:
         """Run every retrieval tool with `query` at once; a failing tool becomes a warning."""
