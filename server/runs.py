@@ -389,7 +389,7 @@ class RunManager:
             folder,
             max_files=self.config.docs_max_files,
             max_bytes=self.config.docs_max_bytes,
-            relative_sources=True,
+            name_only=True,
         )
 
     def _legacy_docs(self, project_id: str) -> Any:

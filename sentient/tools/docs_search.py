@@ -19,6 +19,10 @@ then that one, from that row.
 `DocsIndex.python_docs` builds the default offline corpus from the documentation that ships
 with Python itself (the language reference topics and the standard-library docstrings), so a
 run without a docs folder still researches something real.
+
+Sources name a document by its path relative to its folder (``guide/intro.md``; Python's
+documents relative to the standard library's folder, ``asyncio/base_events.py#BaseEventLoop``),
+never by a path of the machine that indexed it: sources are what reports cite.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import os
 import re
 import sqlite3
 import sys
+import sysconfig
 import tempfile
 import threading
 import time
@@ -57,7 +62,7 @@ from sentient.tools.superseded import shown_title, split_superseded
 from sentient.tools.tables import holds_records, named_first, named_row
 
 # Bump when the table layout or the passage rules change, so old caches get rebuilt.
-_SCHEMA_VERSION = 4
+_SCHEMA_VERSION = 5
 # Passages each ranking hands to the fusion: enough that one-per-source still fills `limit`.
 _CANDIDATES = 100
 _STOPWORDS = frozenset(
@@ -83,7 +88,8 @@ class SearchHit:
     """One search result.
 
     Attributes:
-        source: absolute file path, optionally with a '#anchor' (topic, class or function).
+        source: the file's path relative to its folder (for Python's documentation, to the
+            standard library's folder), optionally with a '#anchor' (topic, class or function).
         title: file name, the document's title (when it opens with one) and section headings,
             topic name or module name.
         snippet: the passage cut around its best-matching sentences, at most about 700 characters.
@@ -108,7 +114,7 @@ class DocsFolder:
     path: Path
     max_files: int | None = None
     max_bytes: int | None = None
-    relative_sources: bool = False
+    name_only: bool = False
     embeddings: EmbedderLoader | None = None
 
     def build(self, cancel: threading.Event | None = None) -> DocsIndex:
@@ -117,7 +123,7 @@ class DocsFolder:
             embeddings=self.embeddings,
             max_files=self.max_files,
             max_bytes=self.max_bytes,
-            relative_sources=self.relative_sources,
+            name_only=self.name_only,
             cancel=cancel,
         )
 
@@ -169,20 +175,20 @@ class DocsIndex:
         embeddings: EmbedderLoader | None = None,
         max_files: int | None = None,
         max_bytes: int | None = None,
-        relative_sources: bool = False,
+        name_only: bool = False,
         cancel: threading.Event | None = None,
     ) -> DocsIndex:
         """Index every .md, .txt, .rst, .html/.htm and .py file under `folder` (and embed it, given `embeddings`).
 
-        Files whose real path leaves the folder (symlinks pointing elsewhere) are skipped.
+        Files whose real path leaves the folder (symlinks pointing elsewhere) are skipped. Each
+        passage's source is its file's path relative to the folder (``guide/intro.md``).
 
         Args:
             folder: the documents folder.
             db_path: where the index lives.
             max_files: most documents the folder may hold (None: no limit).
             max_bytes: most bytes of documents the folder may hold (None: no limit).
-            relative_sources: sources are paths relative to the folder (``guide/intro.md``)
-                instead of absolute paths, and errors name the folder only by its name.
+            name_only: errors name the folder only by its name (a server does not reveal its paths).
             cancel: indexing stops (DocsFolderError) soon after this event is set.
 
         Raises:
@@ -190,9 +196,9 @@ class DocsIndex:
                 to index, or indexing was cancelled.
         """
         root, files = cls.check_folder(
-            folder, name_only=relative_sources, max_files=max_files, max_bytes=max_bytes, cancel=cancel
+            folder, name_only=name_only, max_files=max_files, max_bytes=max_bytes, cancel=cancel
         )
-        label = root.name if relative_sources else str(root)
+        label = root.name if name_only else str(root)
         index = cls(db_path, embeddings=embeddings)
         try:
             with index._lock, index._conn:
@@ -206,7 +212,7 @@ class DocsIndex:
                     except OSError as exc:  # one unreadable file should not sink the whole folder
                         logger.warning("skipping {}: {}", path, exc)
                         continue
-                    source = path.relative_to(root).as_posix() if relative_sources else str(path)
+                    source = path.relative_to(root).as_posix()
                     sections = document_sections(path.suffix.lower(), text)
                     if document := document_title(sections):
                         index._conn.execute("INSERT OR REPLACE INTO documents VALUES (?, ?)", (source, document))
@@ -293,8 +299,9 @@ class DocsIndex:
                 with builder._lock, builder._conn:
                     # A throwaway file: durability during the build buys nothing.
                     builder._conn.execute("PRAGMA synchronous = OFF")
+                    stdlib = Path(sysconfig.get_paths()["stdlib"]).resolve()
                     for source, title, text in python_documents():
-                        builder._insert(source, title, text)
+                        builder._insert(_relative_to(stdlib, source), title, text)
                     builder._conn.execute("INSERT INTO passages(passages) VALUES ('optimize')")
                     builder._update_vectors()
                     builder._conn.execute("INSERT OR REPLACE INTO meta VALUES ('marker', ?)", (marker,))
@@ -575,6 +582,15 @@ def _try_load(loader: EmbedderLoader | None) -> Embedder | None:
     except EmbeddingModelError as exc:
         logger.warning("docs search uses BM25 only: {}", exc)
         return None
+
+
+def _relative_to(folder: Path, source: str) -> str:
+    """``source`` (an absolute path, maybe with a ``#anchor``) relative to ``folder``; a file
+    outside it is named by its file name."""
+    path, mark, anchor = source.partition("#")
+    file = Path(path)
+    name = file.relative_to(folder).as_posix() if file.is_relative_to(folder) else file.name
+    return f"{name}{mark}{anchor}"
 
 
 def _stored_marker(db_file: Path) -> str | None:

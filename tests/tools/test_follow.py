@@ -28,7 +28,7 @@ def linked_docs(tmp_path: Path) -> DocsIndex:
             f"# Chat etiquette {i}\n\nEvery team keeps its chat channel tidy; the channel of a team "
             f"that owns a service announces outages of the service there (rule {i}).\n"
         )
-    with DocsIndex.from_folder(tmp_path, relative_sources=True) as index:
+    with DocsIndex.from_folder(tmp_path) as index:
         yield index
 
 
@@ -174,7 +174,7 @@ def test_following_reads_names_from_the_best_passage_and_recuts_a_shown_table_at
     )
     people = "\n".join(f"- {lead}, team {team}." for team, lead, _ in teams)
     (tmp_path / "people.md").write_text(f"# People\n\n{people}\n")
-    with DocsIndex.from_folder(tmp_path, relative_sources=True) as index:
+    with DocsIndex.from_folder(tmp_path) as index:
         plain = index.search(QUESTION, 5)
         followed = index.search(QUESTION, 5, follow=True)
 
