@@ -73,6 +73,7 @@ def test_report_without_citations_lists_the_sources_consulted_without_numbers() 
     graph.root.sources = [A]
     report = build_report(graph)
     assert report == (
+        "# Compare lists and tuples\n\n"
         f"Lists are mutable; tuples are not.\n\n{UNCONFIRMED}\n\n## Other sources consulted\n\n- Lists — `/docs/list.md`\n"
     )
     assert "## References" not in report
@@ -88,7 +89,9 @@ def test_an_answer_that_cites_no_verified_source_is_marked_as_resting_on_the_mod
 
     root.sources = [A.model_copy(update={"verified": False})]  # cited, but not found to state it
     report = build_report(graph)
-    assert report.startswith(f"Lists grow in place [1].\n\n{UNCONFIRMED}\n\n## References\n")
+    assert report.startswith(
+        f"# Compare lists and tuples\n\nLists grow in place [1].\n\n{UNCONFIRMED}\n\n## References\n"
+    )
 
 
 def test_a_cited_fact_below_an_uncited_answer_does_not_confirm_it_but_a_report_is_confirmed_by_any() -> None:
@@ -99,7 +102,7 @@ def test_a_cited_fact_below_an_uncited_answer_does_not_confirm_it_but_a_report_i
     root.result = "Tuples are faster. Lists grow in place [1]."  # the direct answer rests on the model
     report = build(graph)
     assert report.confirmed is False and report.model_dump(mode="json")["confirmed"] is False
-    assert to_markdown(report).startswith(f"{root.result}\n\n{UNCONFIRMED}")
+    assert to_markdown(report).startswith(f"# Compare lists and tuples\n\n{root.result}\n\n{UNCONFIRMED}")
 
     root.result = "Lists grow in place [1]. Tuples are faster."
     assert build(graph).confirmed is True

@@ -6,7 +6,9 @@ from html.parser import HTMLParser
 
 import pytest
 
-from sentient.report.html import markdown_to_html, render_html
+from sentient.graph.status import TaskStatus
+from sentient.report import Consulted, Reference, Report, Section
+from sentient.report.html import markdown_to_html, render_html, to_html
 
 SAFE_LINK_PREFIXES = ("http://", "https://", "mailto:", "#")
 
@@ -146,3 +148,75 @@ def test_bidi_control_characters_are_removed_from_the_page_and_its_title() -> No
     page = render_html(f"# Report\n\n{spoof}\n", title="Title \u202eevil")
     assert not set(BIDI_CONTROLS) & set(page)
     assert "invoicegpj.exe" in page and "Title evil" in page
+
+
+# -- a report's citations and references ----------------------------------------------------------
+
+
+def _ids(elements: Elements) -> list[str]:
+    return [attrs["id"] or "" for _, attrs in elements.tags if "id" in attrs]
+
+
+def test_citations_link_to_their_references_and_web_references_link_out() -> None:
+    report = Report(
+        title="Lists and tuples",
+        status=TaskStatus.DONE,
+        partial=False,
+        answer="Lists grow [1]; tuples do not [2, 1]. `xs[1]`, [3] and [see [1]](https://ok.example/) stay as they are.",
+        references=[
+            Reference(n=1, ref="guide/lists.md", kind="path", title="Lists", verified=True, quote="lists grow"),
+            Reference(n=2, ref="https://docs.python.org/3/tuples", kind="url", title="Tuples", verified=False),
+        ],
+        consulted=[Consulted(ref="https://example.org/x", kind="url", title="")],
+    )
+
+    page = to_html(report)
+
+    elements = _assert_inert(page)
+    assert elements.hrefs() == [
+        "#ref-1",
+        "#ref-2",
+        "#ref-1",
+        "https://ok.example/",
+        "https://docs.python.org/3/tuples",
+        "https://example.org/x",
+    ]
+    assert _ids(elements) == ["ref-1", "ref-2"]
+    assert "<code>xs[1]</code>" in page and "[3]" in page
+    assert "Lists — verified: “lists grow” — <code>guide/lists.md</code>" in page
+
+
+def test_a_partial_reports_sections_link_to_their_own_references() -> None:
+    def section(task_id: str) -> Section:
+        reference = Reference(n=1, ref=f"{task_id}.md", kind="path", title="", verified=False)
+        return Section(task_id=task_id, goal=f"Goal {task_id}", text="Found [1].", references=[reference], consulted=[])
+
+    report = Report(
+        title="Lists", status=TaskStatus.FAILED, partial=True, sections=[section("root.0"), section("root.1")]
+    )
+
+    elements = _assert_inert(to_html(report))
+
+    assert elements.hrefs() == ["#root.0-ref-1", "#root.1-ref-1"]
+    assert _ids(elements) == ["root.0-ref-1", "root.1-ref-1"]
+
+
+def test_untrusted_references_stay_inert() -> None:
+    evil = 'https://x.example/" onmouseover="alert(1)'
+    report = Report(
+        title="<script>alert(1)</script>",
+        status=TaskStatus.DONE,
+        partial=False,
+        answer="Said [1] and [2].",
+        references=[
+            Reference(n=1, ref=evil, kind="url", title="<img src=x onerror=alert(1)>", verified=False),
+            Reference(n=2, ref="javascript:alert(1)", kind="url", title="click", verified=False),
+        ],
+    )
+
+    page = to_html(report)
+
+    elements = _assert_inert(page)
+    assert "javascript:" not in elements.hrefs()[-1] and len(elements.hrefs()) == 3  # two citations, one web page
+    assert "<img src=x onerror=alert(1)>" in "".join(elements.text)
+    assert _ids(elements) == ["ref-1", "ref-2"]

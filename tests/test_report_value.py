@@ -10,7 +10,7 @@ from sentient.graph.plan import SubTask
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
 from sentient.report import Report, build_report, to_markdown
-from sentient.report.html import render_html, to_html
+from sentient.report.html import to_html
 
 LISTS = Source(
     ref="/docs/lists.md", title="Lists\nand more", snippet="...", verified=True, quote="lists  grow\nin place"
@@ -97,12 +97,38 @@ def test_the_json_holds_every_field_and_reads_back_as_the_same_report() -> None:
     assert to_markdown(Report.model_validate(data)) == to_markdown(report)
 
 
-def test_html_renders_the_reports_markdown_as_a_page_titled_with_its_goal() -> None:
+def test_a_report_is_titled_by_its_goal_in_markdown_html_and_json() -> None:
     graph = two_subtasks()
     graph.root.status, graph.root.result, graph.root.sources = TaskStatus.DONE, "Answer <b>bold</b> [1].", [TUPLES]
     report = build_report(graph)
 
+    assert report.title == json.loads(report.model_dump_json())["title"] == "Compare lists and tuples"
+    assert to_markdown(report).startswith("# Compare lists and tuples\n\nAnswer <b>bold</b> [1].\n")
     page = to_html(report)
-
-    assert page == render_html(to_markdown(report), "Compare lists and tuples")
     assert "<title>Compare lists and tuples</title>" in page and "&lt;b&gt;bold&lt;/b&gt;" in page
+    assert "<main>\n<h1>Compare lists and tuples</h1>" in page
+
+
+def test_the_heading_an_answer_opens_with_titles_the_report_once() -> None:
+    graph = two_subtasks()
+    graph.root.status, graph.root.sources = TaskStatus.DONE, [TUPLES]
+    graph.root.result = "# Lists and tuples\n\nLists change; tuples do not [1]."
+
+    report = build_report(graph)
+
+    assert (report.title, report.answer) == ("Lists and tuples", graph.root.result)
+    markdown = to_markdown(report)
+    assert markdown.startswith("# Lists and tuples\n\nLists change") and markdown.count("# Lists and tuples") == 1
+
+
+def test_a_long_goal_is_shortened_at_a_word_to_title_the_report() -> None:
+    graph = TaskGraph()
+    goal = "Compare   lists\nand tuples " + "in every respect that matters to a working programmer " * 6
+    graph.add_root(goal, TaskType.WRITE, NodeType.EXECUTE)
+    graph.root.status, graph.root.result = TaskStatus.DONE, "They differ."
+
+    title = build_report(graph).title
+
+    assert title.startswith("Compare lists and tuples in every respect") and title.endswith("…")
+    assert len(title) <= 150 and "\n" not in title and title[:-1] == title[:-1].rstrip()
+    assert " ".join(goal.split()).startswith(title[:-1])

@@ -29,7 +29,7 @@ from sentient.projects.errors import ProjectCompletedError
 from sentient.projects.researcher import Researcher
 from sentient.projects.settings import merge_settings
 from sentient.report import Report, build_report, to_markdown
-from sentient.report.html import render_html
+from sentient.report.html import to_html
 from sentient.settings import EngineSettings
 from sentient.store import (
     Heartbeat,
@@ -313,7 +313,7 @@ def new_project_id(goal: str) -> str:
 
 def write_outputs(out_dir: Path, graph: TaskGraph, trace: TraceRecorder, report: Report, markdown: str) -> None:
     write_text(out_dir / "report.md", markdown)
-    write_text(out_dir / "report.html", render_html(markdown, title=report.title))
+    write_text(out_dir / "report.html", to_html(report))
     write_json(out_dir / "graph.json", graph.to_dict())
     trace.write(out_dir, graph)
 

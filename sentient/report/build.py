@@ -3,6 +3,7 @@ the sources it really cites, or, when the root did not finish, what the run did 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from sentient.context.citations import cited_numbers, renumber
@@ -10,6 +11,10 @@ from sentient.graph.node import Source, TaskNode
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
 from sentient.report.model import Consulted, Missing, Reference, Report, Section, source_kind
+
+TITLE_CHARS = 150  # a goal longer than this is shortened, at a word, to title the report
+# A Markdown heading of level 1 ("# Lists and tuples"), as a model that writes a report opens it.
+_HEADING = re.compile(r"#[ \t]+(?P<title>.+?)(?:[ \t]+#+)?[ \t]*")
 
 
 def build_report(graph: TaskGraph, stopped: str | None = None) -> Report:
@@ -22,8 +27,9 @@ def build_report(graph: TaskGraph, stopped: str | None = None) -> Report:
     if root.status is TaskStatus.DONE and root.result:
         consulted = [s for node in graph for s in node.sources]
         answer, references, uncited = _cited(root.result, root.sources, consulted)
+        heading, _ = opening_heading(answer)
         return Report(
-            title=root.goal,
+            title=heading or goal_title(root.goal),
             status=root.status,
             partial=False,
             answer=answer,
@@ -36,7 +42,7 @@ def build_report(graph: TaskGraph, stopped: str | None = None) -> Report:
         text, cited, uncited = _cited(node.result or "", node.sources, [])
         sections.append(Section(task_id=node.task_id, goal=node.goal, text=text, references=cited, consulted=uncited))
     report = Report(
-        title=root.goal,
+        title=goal_title(root.goal),
         status=root.status,
         partial=True,
         stopped=stopped,
@@ -62,6 +68,25 @@ def _cited(
     uncited = {s.ref: s for s in [*sources, *consulted] if s.ref not in cited}.values()
     others = [Consulted(ref=s.ref, kind=source_kind(s.ref), title=_title(s)) for s in uncited]
     return renumber(text, mapping).strip(), references, others
+
+
+def opening_heading(text: str) -> tuple[str | None, str]:
+    """The level-1 heading ``text`` opens with (a model writing a report titles it so) and the
+    text under it; ``(None, text)`` when it opens otherwise, or is a heading alone."""
+    first, _, rest = text.strip().partition("\n")
+    heading = _HEADING.fullmatch(first.strip())
+    if heading is None or not rest.strip():
+        return None, text
+    return heading["title"], rest.strip()
+
+
+def goal_title(goal: str) -> str:
+    """``goal`` on one line, shortened at a word to about ``TITLE_CHARS`` characters."""
+    line = " ".join(goal.split())
+    if len(line) <= TITLE_CHARS:
+        return line
+    cut = line.rfind(" ", 0, TITLE_CHARS)
+    return line[: cut if cut > TITLE_CHARS // 2 else TITLE_CHARS - 1].rstrip(" ,;:") + "…"
 
 
 def _reference(number: int, source: Source) -> Reference:

@@ -1,5 +1,8 @@
 """A :class:`Report` as standalone HTML: its Markdown rendered without raw HTML, then sanitised.
 
+A report's ``[n]`` citations link to its numbered references (``#ref-n``, ``#<task id>-ref-n`` in
+a partial report's sections, as in the dashboard), and a reference to a web page links to it.
+
 Reports hold untrusted text (model output, web content), so two layers keep a page inert:
 markdown-it renders with ``html=False`` (raw HTML in the Markdown comes out as visible text)
 and nh3 then keeps only a fixed set of tags and attributes, with links limited to http(s),
@@ -11,16 +14,18 @@ Bidirectional control characters are removed, so text reads in the order it is s
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Sequence
 from typing import Any
 
 import nh3
 from markdown_it import MarkdownIt
+from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
-from sentient.report.markdown import to_markdown
-from sentient.report.model import Report
+from sentient.report.markdown import Block, report_blocks
+from sentient.report.model import Consulted, Reference, Report
 from sentient.text import neutralise_bidi
 
 _TAGS = frozenset(
@@ -29,9 +34,12 @@ _TAGS = frozenset(
         "strong", "em", "del", "s", "code", "pre", "a", "table", "thead", "tbody", "tr", "th", "td",
     }
 )  # fmt: skip
-_ATTRIBUTES = {"a": {"href", "title"}, "ol": {"start"}, "th": {"style"}, "td": {"style"}}
+_ATTRIBUTES = {"a": {"href", "title"}, "ol": {"start"}, "li": {"id"}, "th": {"style"}, "td": {"style"}}
 _URL_SCHEMES = frozenset({"http", "https", "mailto"})
 _LINK_PREFIXES = ("http://", "https://", "mailto:", "#")
+_WEB_PREFIXES = ("http://", "https://")
+_CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")  # "[2]", "[1, 3]"
+_REFERENCE_ID = re.compile(r"(?:[\w.]+-)?ref-\d+")  # the only ids a page has: its references'
 
 _CSS = """
 :root { color-scheme: light dark; --fg: #1f2328; --bg: #fff; --muted: #59636e; --line: #d1d9e0; --code: #f6f8fa;
@@ -85,10 +93,55 @@ def _render_image_as_link(renderer: Any, tokens: Sequence[Token], idx: int, opti
     return f'<a href="{html.escape(src)}">{html.escape(alt, quote=False)}</a>'
 
 
+def _link_citations(state: StateCore) -> None:
+    """Turn the ``[n]`` markers of the text into links to the references ``env["citations"]``
+    names: ``(scope, numbers)``. Markers in code and in links, and numbers that are not a
+    reference, stay text."""
+    citations = state.env.get("citations")
+    if not citations:
+        return
+    scope, numbers = citations
+    for block in state.tokens:
+        if block.type != "inline" or not block.children:
+            continue
+        children: list[Token] = []
+        depth = 0
+        for token in block.children:
+            depth += {"link_open": 1, "link_close": -1}.get(token.type, 0)
+            if token.type == "text" and not depth and "[" in token.content:
+                children += _cited_tokens(token.content, scope, numbers)
+            else:
+                children.append(token)
+        block.children = children
+
+
+def _cited_tokens(text: str, scope: str, numbers: frozenset[int]) -> list[Token]:
+    tokens: list[Token] = []
+    last = 0
+    for match in _CITATION.finditer(text):
+        cited = [int(n) for n in match[1].split(",")]
+        if not all(n in numbers for n in cited):
+            continue
+        tokens.append(_text(text[last : match.start()] + "["))
+        for i, n in enumerate(cited):
+            if i:
+                tokens.append(_text(", "))
+            tokens += [Token("link_open", "a", 1, attrs={"href": f"#{scope}ref-{n}"}), _text(str(n))]
+            tokens.append(Token("link_close", "a", -1))
+        tokens.append(_text("]"))
+        last = match.end()
+    return [*tokens, _text(text[last:])]
+
+
+def _text(content: str) -> Token:
+    return Token("text", "", 0, content=content)
+
+
 def _markdown() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     md.enable(["table", "strikethrough"])
     md.add_render_rule("image", _render_image_as_link)
+    md.core.ruler.push("link_citations", _link_citations)
     return md
 
 
@@ -98,13 +151,19 @@ _MD = _markdown()  # stateless once built; render() is safe to call from several
 def _keep_attribute(tag: str, name: str, value: str) -> str | None:
     if name == "href" and not value.lower().startswith(_LINK_PREFIXES):
         return None  # relative paths and every other scheme: the text stays, the link goes
+    if name == "id" and not _REFERENCE_ID.fullmatch(value):
+        return None
     return value
 
 
 def markdown_to_html(markdown: str) -> str:
     """A sanitised HTML fragment for untrusted Markdown (no raw HTML, safe links only, no bidi controls)."""
+    return _sanitised(_MD.render(neutralise_bidi(markdown)))
+
+
+def _sanitised(fragment: str) -> str:
     return nh3.clean(
-        _MD.render(neutralise_bidi(markdown)),
+        fragment,
         tags=set(_TAGS),
         attributes={tag: set(names) for tag, names in _ATTRIBUTES.items()},
         attribute_filter=_keep_attribute,
@@ -116,11 +175,52 @@ def markdown_to_html(markdown: str) -> str:
 
 
 def render_html(markdown: str, title: str) -> str:
-    """A complete, standalone HTML page (inline CSS, no script) for a Markdown report."""
-    title = html.escape(neutralise_bidi(title), quote=True)
-    return _PAGE.format(title=title, css=_CSS.strip(), body=markdown_to_html(markdown))
+    """A complete, standalone HTML page (inline CSS, no script) for a Markdown text."""
+    return _page(title, markdown_to_html(markdown))
 
 
 def to_html(report: Report) -> str:
-    """The report as a complete, standalone HTML page titled with its goal."""
-    return render_html(to_markdown(report), report.title)
+    """The report as a complete, standalone HTML page titled with its title: the blocks of its
+    Markdown (:func:`~sentient.report.markdown.report_blocks`), citations linked to references."""
+    body = "\n".join(_block_html(block) for block in report_blocks(report))
+    return _page(report.title, _sanitised(neutralise_bidi(body)))
+
+
+def _page(title: str, body: str) -> str:
+    title = html.escape(neutralise_bidi(title), quote=True)
+    return _PAGE.format(title=title, css=_CSS.strip(), body=body)
+
+
+def _block_html(block: Block) -> str:
+    if isinstance(block, str):
+        return _MD.render(block)
+    numbers = frozenset(reference.n for reference in block.references)
+    parts = [_MD.render(block.text, {"citations": (block.scope, numbers)})]
+    if block.note:
+        parts.append(_MD.render(block.note))
+    if block.references:
+        items = "\n".join(_reference_html(reference, block.scope) for reference in block.references)
+        parts.append(f"<h2>References</h2>\n<ol>\n{items}\n</ol>")
+    if block.consulted:
+        items = "\n".join(f"<li>{_source_html(source)}</li>" for source in block.consulted)
+        parts.append(f"<h2>Other sources consulted</h2>\n<ul>\n{items}\n</ul>")
+    return "\n".join(parts)
+
+
+def _reference_html(reference: Reference, scope: str) -> str:
+    """A numbered reference, the target of its citations; a verified one shows its quote."""
+    quote = reference.quote if reference.verified else None
+    return f'<li id="{html.escape(scope)}ref-{reference.n}">{_source_html(reference, quote)}</li>'
+
+
+def _source_html(source: Reference | Consulted, quote: str | None = None) -> str:
+    """A source by its title (a web page's links to it), the quote checked against it, its URL or path."""
+    ref = html.escape(source.ref)
+    name = html.escape(source.title) if source.title and source.title != source.ref else None
+    if source.kind == "url" and source.ref.lower().startswith(_WEB_PREFIXES):
+        shown = f'<a href="{ref}">{name or ref}</a>'
+    else:
+        shown = name or f"<code>{ref}</code>"
+    if quote is not None:
+        shown += f" — verified: “{html.escape(quote)}”"
+    return f"{shown} — <code>{ref}</code>" if name or quote is not None else shown

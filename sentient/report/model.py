@@ -86,7 +86,7 @@ class Report(BaseModel):
     model_config = _CONFIG
 
     title: str
-    """The root goal."""
+    """The report's title, one line: the heading its answer opens with, else the root goal (shortened when long)."""
     status: TaskStatus
     """The root's status when the report was built."""
     partial: bool

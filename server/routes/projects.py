@@ -6,6 +6,7 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
+from sentient.report import Report
 from sentient.store import ProjectStatus
 
 from ..errors import bad_request, not_found
@@ -85,7 +86,7 @@ def report(project_id: str) -> Any:
         return Response(markdown, mimetype="text/markdown", headers=_download(project_id, "md"))
     if fmt == "html":
         page_headers = {**_download(project_id, "html"), "Content-Security-Policy": REPORT_CSP}
-        return Response(_html(markdown, project.goal), mimetype="text/html", headers=page_headers)
+        return Response(_html(value), mimetype="text/html", headers=page_headers)
     partial = value.partial or project.status is not ProjectStatus.COMPLETED
     body = ReportResponse(**{**dict(value), "partial": partial}, markdown=markdown)
     return Response(body.model_dump_json(), mimetype="application/json")
@@ -102,7 +103,7 @@ def _download(project_id: str, ext: str) -> dict[str, str]:
     return {"Content-Disposition": f'inline; filename="{project_id}.{ext}"'}
 
 
-def _html(markdown: str, title: str) -> str:
-    from sentient.report.html import render_html  # sanitised Markdown -> HTML
+def _html(report: Report) -> str:
+    from sentient.report.html import to_html  # sanitised Markdown -> HTML
 
-    return render_html(markdown, title)
+    return to_html(report)

@@ -37,7 +37,7 @@ export interface Reference {
  * `partial` is also true while the project has not completed, whatever the report says.
  */
 export interface ReportResponse {
-  /** The root goal. */
+  /** The report's title, one line: the heading its answer opens with, else the root goal (shortened when long). */
   title: string;
   /** The root's status when the report was built. */
   status: TaskStatus;
@@ -56,13 +56,9 @@ export interface ReportResponse {
   /** The report as Markdown, exactly as `format=md` serves it. */
   markdown: string;
   /**
-   * Whether the answer rests on a source found to state what it is cited for.
-   *
-   * An answer of one paragraph is confirmed when its first sentence, the direct answer,
-   * cites such a source: a supporting fact cited below an uncited answer does not confirm
-   * it. An answer written as a report (more than one line) is confirmed when any of its
-   * references is. One that is not rests on the model alone (the small model answers from
-   * memory when its sources do not say): the renderers and the dashboard say so under it.
+   * Whether the answer cites a source the verifier judged to support it
+   * (:func:`sentient.context.grounding.confirmed`). One that does not rests on the model
+   * alone: the renderers and the dashboard say so under it.
    */
   confirmed: boolean;
 }
