@@ -1,5 +1,8 @@
 """``sentient projects``: list, show, search, export and delete the projects in the store.
 
+``list`` prints a table sized to the terminal; piped, tab-separated values with every column
+(the goal whole); with ``--json``, one JSON array.
+
 Exit codes: 0 done, 1 not done (deletion declined), 2 bad input (unknown id, invalid id, a
 project that is still running).
 """
@@ -12,6 +15,7 @@ import os
 import re
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +29,7 @@ from sentient.exceptions import SentientError
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
 from sentient.projects import ProjectService
-from sentient.report.html import render_html
+from sentient.report.html import to_html
 from sentient.settings import Settings
 from sentient.store import ProjectRecord, ProjectStatus, ProjectStore, owner_alive
 from sentient.trace import write_text
@@ -57,7 +61,8 @@ def add_projects_parser(subparsers: Any) -> argparse.ArgumentParser:
     commands = projects.add_subparsers(
         dest="projects_command", required=True, metavar="{list,show,knowledge,export,delete}"
     )
-    commands.add_parser("list", help="every project, newest first")
+    listing = commands.add_parser("list", help="every project, newest first")
+    listing.add_argument("--json", action="store_true", help="print one JSON array of the projects")
     show = commands.add_parser("show", help="a project's status, statistics, reviews and task tree")
     show.add_argument("project_id")
     knowledge = commands.add_parser(
@@ -96,8 +101,14 @@ def run_projects(
 
 def _list(args: argparse.Namespace, service: ProjectService, out: Console, err: Console) -> int:
     projects = service.list()
+    if args.json:
+        out.file.write(json.dumps([_listed(project) for project in projects], ensure_ascii=False) + "\n")
+        return EXIT_OK
     if not projects:
         err.print(f"no projects yet in {service.store.location}", highlight=False, soft_wrap=True)
+        return EXIT_OK
+    if not out.is_terminal:
+        _list_tsv(projects, out)
         return EXIT_OK
     now = time.time()
     rows = []
@@ -141,6 +152,44 @@ def _list(args: argparse.Namespace, service: ProjectService, out: Console, err: 
         table.add_row(*row)
     out.print(table, crop=False)
     return EXIT_OK
+
+
+def _list_tsv(projects: list[ProjectRecord], out: Console) -> None:
+    """The list for a pipe: tab-separated, a header line, every column, goals whole on one line."""
+    now = time.time()
+    lines = ["\t".join(["ID", "Status", "Goal", "Nodes", "Calls", "Cost", "Age"])]
+    for project in projects:
+        stats = project.live_stats()
+        cells = [
+            project.project_id,
+            _status_text(project)[0],
+            " ".join(_printable(project.goal).split()),  # tabs and newlines become spaces
+            str(stats.get("nodes", 0)),
+            str(stats.get("agent_calls", 0)),
+            _cost(stats.get("cost_usd", 0.0)),
+            _age(now - project.created_at),
+        ]
+        lines.append("\t".join(cells))
+    out.file.write("\n".join(lines) + "\n")  # as written: a console would expand the tabs
+
+
+def _listed(project: ProjectRecord) -> dict[str, Any]:
+    """A project as ``list --json`` prints it."""
+    stats = project.live_stats()
+    return {
+        "project_id": project.project_id,
+        "status": _effective_status(project).value,
+        "goal": project.goal,
+        "profile": project.profile,
+        "error": project.error,
+        "nodes": stats.get("nodes", 0),
+        "failed_nodes": stats.get("failed_nodes", 0),
+        "agent_calls": stats.get("agent_calls", 0),
+        "cost_usd": stats.get("cost_usd", 0.0),
+        "pending_reviews": project.pending_reviews,
+        "created_at": _iso(project.created_at),
+        "updated_at": _iso(project.updated_at),
+    }
 
 
 # -- show ----------------------------------------------------------------------------------
@@ -255,8 +304,8 @@ def _export(args: argparse.Namespace, service: ProjectService, out: Console, err
     if args.format == "json":
         text = json.dumps(service.export(args.project_id), indent=2, ensure_ascii=False, default=str) + "\n"
     else:
-        markdown, _ = service.report(args.project_id)  # NoReportError: it has not run
-        text = render_html(markdown, title=service.get(args.project_id).goal) if args.format == "html" else markdown
+        markdown, report = service.report(args.project_id)  # NoReportError: it has not run
+        text = to_html(report) if args.format == "html" else markdown
     if args.out is None:
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -303,10 +352,14 @@ def _status(project: ProjectRecord) -> str:
     return f"[{style}]{text}[/]"
 
 
+def _effective_status(project: ProjectRecord) -> ProjectStatus:
+    if project.status is ProjectStatus.RUNNING and not owner_alive(project):
+        return ProjectStatus.INTERRUPTED  # its process died (kill -9, a crash): resume it
+    return project.status
+
+
 def _status_text(project: ProjectRecord) -> tuple[str, str]:
-    status = project.status
-    if status is ProjectStatus.RUNNING and not owner_alive(project):
-        status = ProjectStatus.INTERRUPTED  # its process died (kill -9, a crash): resume it
+    status = _effective_status(project)
     if status is ProjectStatus.COMPLETED and project.failed_nodes:
         return "completed with failures", "yellow"
     return status.value, _PROJECT_STYLE[status]
@@ -352,3 +405,7 @@ def _age(seconds: float) -> str:
 
 def _when(at: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
+
+
+def _iso(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds")

@@ -34,6 +34,7 @@ class Cli:
 
     def __init__(self, results: Path) -> None:
         self.settings = Settings(results_dir=results, cache_dir=results / "cache")
+        self.terminal = True  # False: stdout is a pipe
         parser = argparse.ArgumentParser(prog="sentient")
         add_projects_parser(parser.add_subparsers(dest="command", required=True))
         self.parser = parser
@@ -46,7 +47,7 @@ class Cli:
         code = run_projects(
             args,
             self.settings,
-            out=Console(file=out, width=200, color_system=None),
+            out=Console(file=out, width=200, color_system=None, force_terminal=self.terminal),
             err=Console(file=err, width=200, color_system=None),
         )
         self.out, self.err = out.getvalue(), err.getvalue()
@@ -158,6 +159,41 @@ def test_list_shows_each_project_newest_first(cli: Cli) -> None:
     assert lines[1].split()[-4:-1] == ["3", "1", "$0.2500"]
 
 
+def test_list_into_a_pipe_is_tab_separated_with_every_column_and_the_whole_goal(cli: Cli) -> None:
+    _stored_run(cli, "older")
+    _stored_run(cli, "newer")
+    cli.terminal = False
+
+    assert cli("list") == 0
+
+    rows = [line.split("\t") for line in cli.out.splitlines()]
+    assert rows[0] == ["ID", "Status", "Goal", "Nodes", "Calls", "Cost", "Age"]
+    assert [row[:5] for row in rows[1:]] == [
+        ["newer", "completed with failures", GOAL, "3", "1"],
+        ["older", "completed with failures", GOAL, "3", "1"],
+    ]
+
+
+def test_list_json_is_one_array_of_the_projects(cli: Cli) -> None:
+    assert cli("list", "--json") == 0
+    assert json.loads(cli.out) == []
+
+    _stored_run(cli)
+    assert cli("list", "--json") == 0
+
+    (project,) = json.loads(cli.out)
+    assert {k: project[k] for k in ("project_id", "status", "goal", "profile", "nodes", "failed_nodes")} == {
+        "project_id": "lists-tuples",
+        "status": "completed",
+        "goal": GOAL,
+        "profile": "general_agent",
+        "nodes": 3,
+        "failed_nodes": 1,
+    }
+    assert project["cost_usd"] == 0.25 and project["pending_reviews"] == 1
+    assert project["created_at"].endswith("+00:00")
+
+
 def test_list_of_an_empty_store(cli: Cli) -> None:
     assert cli("list") == 0
     assert "no projects yet" in cli.err and cli.out == ""
@@ -237,8 +273,11 @@ def test_export_html_writes_a_sanitised_page(cli: Cli, tmp_path: Path) -> None:
     assert cli("export", "lists-tuples", "--format", "html", "--out", str(target)) == 0
 
     page = target.read_text()
-    assert page.startswith("<!DOCTYPE html>") and "<h1>Lists and tuples</h1>" in page
+    assert page.startswith("<!DOCTYPE html>") and f"<h1>{GOAL}</h1>" in page
     assert f"<title>{GOAL}</title>" in page
+    # Rendered from the report as data: its citations link to its references.
+    assert 'Lists are mutable [<a href="#ref-1" rel="noopener noreferrer">1</a>]' in page
+    assert '<li id="ref-1"><code>lists.md</code></li>' in page
     assert f"wrote {target}" in cli.err
 
 
