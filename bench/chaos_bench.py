@@ -190,6 +190,7 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=3, help="subtasks per plan")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout (rows included)")
     args = parser.parse_args()
+    logger.enable("sentient")  # the library is silent until an application enables it
     logger.remove()
     logger.add(sys.stderr, level="ERROR")
     logging.getLogger("agno").setLevel(logging.CRITICAL)

@@ -140,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tune", action="store_true", help="grid-search the fusion settings (use --split dev)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     args = parser.parse_args(argv)
+    logger.enable("sentient")  # the library is silent until an application enables it
     logger.remove()
     logger.add(sys.stderr, level="WARNING")
 

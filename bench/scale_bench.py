@@ -239,6 +239,7 @@ def worker_main(args: argparse.Namespace) -> int:
     from sentient_server import ServerSettings
     from sentient_server.queue_worker import work
 
+    logger.enable("sentient")  # the library is silent until an application enables it
     logger.remove()
     # The Cluster reads the worker's own lines ("worker ready", "project X: running"); a line per
     # agent call, which `sentient worker` does not log either (warnings only, unless -v), would

@@ -86,6 +86,7 @@ def child_main(args: argparse.Namespace) -> int:
     docs = results / "docs"
     docs.mkdir(parents=True, exist_ok=True)
     (docs / "bench.md").write_text("# Bench\n\nThe event loop runs coroutines, tasks and callbacks.\n")
+    logger.enable("sentient")  # the library is silent until an application enables it
     logger.remove()
     logger.add(sys.stderr, level="WARNING")
     config = ServerSettings(

@@ -6,12 +6,17 @@ aggregators combine the results bottom-up into a cited report.
 
 The names below load on first use (PEP 562), so ``import sentient.graph`` and the other core
 modules load no model provider, agno or Flask.
+
+Sentient logs through loguru and is silent as a library: its messages are disabled until the
+application enables them (``logger.enable("sentient")``), as the ``sentient`` CLI and the server do.
 """
 
 from __future__ import annotations
 
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
+
+from loguru import logger
 
 if TYPE_CHECKING:
     from sentient.agents.models.fake import FakeRequest, ScriptedModel
@@ -86,6 +91,10 @@ __all__ = [
     "TaskStatus",
     "TaskType",
 ]
+
+
+# A library never decides what its host application logs (loguru's rule for libraries).
+logger.disable("sentient")
 
 
 def __getattr__(name: str) -> Any:

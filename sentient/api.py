@@ -2,6 +2,18 @@
 
 A facade over :mod:`sentient.projects`: the agent is a :class:`~sentient.projects.Researcher`
 (profile, models, reviewer, docs) and its runs are the service's runs.
+
+What a run does by default, as ``sentient run`` does:
+
+- it writes ``report.md``, ``report.html``, ``graph.json`` and traces to
+  ``project_results/<project-id>/`` (``write_files=False``: none);
+- it is kept in the project store only when given one (``store=ProjectStore.open(...)``): then it
+  is listed by ``sentient projects list`` and the dashboard, and can be resumed;
+- web search is tried when the profile's agents have it; ``Settings(offline=True)`` (or
+  ``SENTIENT_OFFLINE=1``, the CLI's ``--offline``) keeps everything on the machine, and without
+  a network the run says so once and researches the local documents;
+- it logs nothing: the library's loguru messages are disabled until the application enables
+  them (``logger.enable("sentient")``).
 """
 
 from __future__ import annotations
@@ -134,11 +146,13 @@ class ProfiledSentientAgent(Researcher):
         store: ProjectStore | None = None,
         **engine_overrides: Any,
     ) -> RunResult:
-        """Research ``goal`` and return the result; files go to ``project_results/<project-id>/``.
+        """Research ``goal`` and return the result; files go to ``project_results/<project-id>/``
+        (``output_dir`` elsewhere, ``write_files=False`` nowhere).
 
         With a ``store``, the project and every event are persisted as they happen, so the run
-        can be resumed (:meth:`aresume`) after Ctrl-C or a crash. ``subscribers`` receive every
-        event of the run, :class:`RunStarted` (the graph as the run begins) first.
+        can be resumed (:meth:`aresume`) after Ctrl-C or a crash and is listed by ``sentient
+        projects list`` and the dashboard; without one (the default) it is not kept. ``subscribers``
+        receive every event of the run, :class:`RunStarted` (the graph as the run begins) first.
         """
         goal = check_goal(goal)
         return await run_project(

@@ -119,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=5000)
     parser.add_argument("--threads", type=int, default=128, help="server threads; each WebSocket holds one")
     args = parser.parse_args(argv)
+    logger.enable("sentient")  # the library is silent until an application enables it
     logger.remove()  # the library never configures sinks; the server does
     logger.add(sys.stderr, level="INFO")
     try:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from fakes.postgres import PostgresServer, postgres_bindir
 from fakes.redis_server import RedisServer
+from loguru import logger
 
 from sentient.agents.models.fake import ScriptedModel
 from sentient.api import ProfiledSentientAgent
@@ -24,6 +25,8 @@ _STARTED = frozenset({TaskStatus.PLANNING, TaskStatus.EXECUTING})
 # Tests never reach the internet: with this, web tools refuse at once (Settings reads it, and
 # CLI and server subprocesses inherit it).
 os.environ["SENTIENT_OFFLINE"] = "1"
+# The library is silent until an application enables its logging; tests read its warnings.
+logger.enable("sentient")
 
 
 @pytest.fixture(scope="session")

@@ -321,6 +321,7 @@ def _report(result: RunResult, as_json: bool, err: Console) -> int:
 
 
 def _configure_logging(verbose: bool) -> None:
+    logger.enable("sentient")  # the library is silent until an application enables it
     logger.remove()
     logger.add(sys.stderr, level="INFO" if verbose else "WARNING", format="{time:HH:mm:ss} {level} {message}")
     # agno logs parse and provider problems on stdout; Sentient records them on the node and in

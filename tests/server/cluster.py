@@ -29,6 +29,7 @@ from loguru import logger
 from sentient.agents.models.fake import ScriptedModel
 from sentient_server import ServerSettings
 from sentient_server.queue_worker import work
+logger.enable("sentient")  # the library is silent until an application enables it
 logger.remove()
 logger.add(sys.stderr, level="INFO")
 config = ServerSettings.from_env(model=ScriptedModel(latency=float(sys.argv[1])), flush_interval_s=0.05)

@@ -28,6 +28,7 @@ from sentient.store.writer import StoreWriter
 StoreWriter.__init__.__kwdefaults__["linger_s"] = 1.0
 from sentient_server import ServerSettings
 from sentient_server.serve import serve
+logger.enable("sentient")  # the library is silent until an application enables it
 logger.remove()
 logger.add(sys.stderr, level="WARNING")
 config = ServerSettings.from_env(port=int(sys.argv[1]), model=ScriptedModel(latency=0.1), flush_interval_s=0.05)
