@@ -153,8 +153,10 @@ class CircuitBreaker:
                 f"{self.name} is disabled for the rest of this run after an earlier failure: {self.reason}"
             )
 
-    def trip(self, reason: str) -> None:
-        """Open the breaker; only the first trip is logged."""
-        if self.reason is None:
-            self.reason = reason
-            logger.warning("{} disabled for the rest of this run: {}", self.name, reason)
+    def trip(self, reason: str) -> bool:
+        """Open the breaker; only the first trip is logged. True when this call opened it."""
+        if self.reason is not None:
+            return False
+        self.reason = reason
+        logger.warning("{} disabled for the rest of this run: {}", self.name, reason)
+        return True

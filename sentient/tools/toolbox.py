@@ -26,7 +26,7 @@ from sentient.tools.calculator import Calculator
 from sentient.tools.docs_search import DocsIndex
 from sentient.tools.fetch import FetchPage
 from sentient.tools.sandbox import PythonSandbox
-from sentient.tools.web_search import WebSearch
+from sentient.tools.web_search import SearchUnavailableError, WebSearch
 
 # The names agents.yaml may list, in the order a toolbox holds them (docs before the web).
 _ORDER = ("docs_search", "web_search", "fetch_page", "run_python", "calculator")
@@ -200,7 +200,11 @@ class ToolBox:
         return list(self._retrieval)
 
     async def retrieve(self, query: str, limit: int) -> Retrieval:
-        """Run every retrieval tool with `query` at once; a failing tool becomes a warning."""
+        """Run every retrieval tool with `query` at once; a failing tool becomes a warning.
+
+        Web search that becomes unavailable is said once per run, in one line (by the search
+        that switched it off); the provider's own error goes to the debug log.
+        """
         tools = self.retrieval_tools()
         outcomes = await asyncio.gather(*(t.retrieve(query, limit) for t in tools), return_exceptions=True)
         found: dict[str, Source] = {}
@@ -208,7 +212,10 @@ class ToolBox:
         for tool, outcome in zip(tools, outcomes, strict=True):
             if isinstance(outcome, CircuitOpenError):
                 continue  # the tool was switched off earlier in the run: said once, when it happened
-            if isinstance(outcome, ToolError):
+            if isinstance(outcome, SearchUnavailableError):
+                rest = "using local documents only" if "docs_search" in self._tools else "continuing without it"
+                warnings.append(f"web search unavailable ({outcome.reason}); {rest}")
+            elif isinstance(outcome, ToolError):
                 warnings.append(f"{tool.name}: {outcome}")
             elif isinstance(outcome, BaseException):
                 raise outcome  # a bug, or cancellation: not a tool failure

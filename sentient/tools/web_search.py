@@ -4,20 +4,24 @@ Each backend turns a query into title/URL/snippet results; :class:`WebSearch` wr
 chosen one as the ``web_search`` tool and as a retrieval tool whose top results are enriched
 with the fetched page's main text. A connection-level failure (the provider cannot be
 reached, or rejects the key) trips the run's :class:`~sentient.tools.base.CircuitBreaker`, so
-later nodes fail at once with one clear reason instead of each waiting for a timeout.
+later nodes fail at once with one clear reason instead of each waiting for a timeout. Searches that
+fail together (the first wave of a run without network) are reported once: by the one that
+opened the breaker, with a short reason ("no network"); the others count as finding it open.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import math
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 import httpx
 from ddgs import DDGS
-from ddgs.exceptions import DDGSException
+from ddgs.exceptions import DDGSException, TimeoutException
 from loguru import logger
 
 from sentient.exceptions import ToolError
@@ -32,7 +36,15 @@ _DDGS_NO_RESULTS = "No results found"
 
 
 class SearchUnavailableError(ToolError):
-    """The search provider cannot be used for the rest of the run (unreachable, key rejected)."""
+    """The search provider cannot be used for the rest of the run (unreachable, key rejected).
+
+    Attributes:
+        reason: why, in a few words for the user ("no network"); the message has the details.
+    """
+
+    def __init__(self, message: str, *, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason or message
 
 
 @dataclass(frozen=True)
@@ -88,9 +100,17 @@ class DuckDuckGoBackend:
             if _DDGS_NO_RESULTS in str(exc):
                 return []
             # ddgs already retried its engines; rate limits and network errors will not clear up mid-run.
-            raise SearchUnavailableError(f"DuckDuckGo search failed: {type(exc).__name__}: {exc}") from exc
+            message = f"DuckDuckGo search failed: {type(exc).__name__}: {exc}"
+            raise SearchUnavailableError(message, reason=self._reason(exc)) from exc
         results = [SearchResult(_text(r.get("title")), _text(r.get("href")), _text(r.get("body"))) for r in rows]
         return [r for r in results if r.url][:max_results]
+
+    def _reason(self, exc: DDGSException) -> str | None:
+        if _no_network(exc):
+            return "no network"
+        if isinstance(exc, TimeoutException):
+            return f"DuckDuckGo did not answer within {self._timeout_s:g}s"
+        return None  # the message says it best
 
     def _search_sync(self, query: str, max_results: int) -> list[dict[str, Any]]:
         with self._client_factory(timeout=max(1, math.ceil(self._timeout_s))) as client:
@@ -114,7 +134,8 @@ class _JsonApiBackend:
                 response = await client.post(self._url, headers=headers, json=body)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             raise SearchUnavailableError(
-                f"{self.name} is unreachable at {self._url}: {str(exc) or type(exc).__name__}"
+                f"{self.name} is unreachable at {self._url}: {str(exc) or type(exc).__name__}",
+                reason="no network" if _no_network(exc) else f"{self.name} is unreachable at {self._url}",
             ) from exc
         except (TimeoutError, httpx.TimeoutException) as exc:
             raise ToolError(f"{self.name} search took longer than {self._timeout_s:g}s") from exc
@@ -188,6 +209,35 @@ def _text(value: Any) -> str:
     return " ".join(str(value).split()) if value else ""
 
 
+# What a failed request says when the machine has no network: a name that does not resolve, a
+# network that is not there. ddgs's HTTP client (primp, in Rust) has its own DNSError class and
+# otherwise says it in text.
+_NO_NETWORK_ERRNOS = frozenset({errno.ENETUNREACH, errno.ENETDOWN, errno.EHOSTUNREACH})
+_NO_NETWORK_TYPES = frozenset({"DNSError", "DNSTimeoutError"})
+_NO_NETWORK_TEXT = ("dns error", "failed to lookup address", "name resolution", "network is unreachable")
+
+
+def _no_network(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an error it carries) says the machine has no network."""
+    seen: set[int] = set()
+    stack: list[BaseException] = [exc]
+    while stack:
+        error = stack.pop()
+        if id(error) in seen:
+            continue
+        seen.add(id(error))
+        if isinstance(error, socket.gaierror) or (isinstance(error, OSError) and error.errno in _NO_NETWORK_ERRNOS):
+            return True
+        if type(error).__name__ in _NO_NETWORK_TYPES:
+            return True
+        if any(text in str(error).lower() for text in _NO_NETWORK_TEXT):
+            return True
+        # ddgs wraps the engines' errors as arguments, httpx as causes.
+        carried = [error.__cause__, error.__context__, *error.args]
+        stack += [e for e in carried if isinstance(e, BaseException)]
+    return False
+
+
 def make_backend(settings: ToolSettings) -> SearchBackend:
     """The backend `settings` choose.
 
@@ -249,7 +299,9 @@ class WebSearch:
             backend = self._backend or make_backend(self._settings)
             results = await backend.search(query, max(1, min(max_results, _MAX_RESULTS)))
         except SearchUnavailableError as exc:
-            self.breaker.trip(str(exc))
+            logger.debug("web search failed: {}", exc)
+            if not self.breaker.trip(exc.reason):
+                self.breaker.check()  # another search opened it meanwhile and said why: this one is quiet
             raise
         return [r.to_source() for r in results]
 
@@ -260,8 +312,11 @@ class WebSearch:
     async def retrieve(self, query: str, limit: int) -> list[Source]:
         """Search, then replace the snippets of the top `enrich_top` results with page text.
 
-        A page that cannot be fetched keeps its search snippet.
+        A page that cannot be fetched keeps its search snippet. Offline, nothing is found and
+        nothing is said: the user chose it (a search the model asks for is refused, with why).
         """
+        if self._settings.offline:
+            return []
         sources = await self.search(query, limit)
         top = self._settings.enrich_top
         enriched = await asyncio.gather(*(self._enrich(s) for s in sources[:top]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -11,7 +12,8 @@ import pytest
 from agno.models.message import Message
 from agno.models.response import ModelResponse
 from agno.tools.function import Function
-from fakes.web import KEYS, FakeWeb, fake_web
+from ddgs.exceptions import DDGSException
+from fakes.web import KEYS, FakeDDGS, FakeWeb, fake_web
 
 from sentient.agents.models.fake import ScriptedModel
 from sentient.exceptions import ConfigError, ToolError
@@ -19,6 +21,7 @@ from sentient.graph.node import Source
 from sentient.tools.base import CircuitBreaker, RetrievalTool, Tool, ToolOutput, ToolSettings
 from sentient.tools.docs_search import DocsIndex
 from sentient.tools.toolbox import TOOL_NAMES, DocsSearch, SourceSink, ToolBox, render
+from sentient.tools.web_search import DuckDuckGoBackend, WebSearch
 
 OFFLINE = ToolSettings(offline=True)
 
@@ -206,13 +209,42 @@ async def test_a_bug_in_a_tool_propagates_and_is_still_recorded() -> None:
 # -- up-front retrieval -----------------------------------------------------------------------
 
 
-async def test_retrieve_merges_tools_and_turns_a_failing_tool_into_a_warning(docs_index: DocsIndex) -> None:
-    box = ToolBox.for_agent(["docs_search", "web_search"], OFFLINE, docs_index)
+async def test_retrieve_merges_tools_and_turns_a_failing_tool_into_a_warning(
+    docs_index: DocsIndex, web: FakeWeb
+) -> None:
+    web.status_override["tavily"] = 500
+    settings = ToolSettings(search_provider="tavily", tavily_api_key=KEYS["tavily"], tavily_base_url=web.url("/tavily"))
+    box = ToolBox.for_agent(["docs_search", "web_search"], settings, docs_index)
 
     found = await box.retrieve("event loop", 3)
 
     assert found.sources and found.sources[0].ref.endswith("asyncio.md")
-    assert found.warnings == ["web_search: web search is off: Sentient is running offline"]
+    assert found.warnings == ['web_search: Tavily search failed: HTTP 500: {"error": "provider trouble"}']
+
+
+async def test_offline_retrieval_leaves_web_search_out_without_a_warning(docs_index: DocsIndex) -> None:
+    box = ToolBox.for_agent(["docs_search", "web_search"], OFFLINE, docs_index)
+
+    found = await box.retrieve("event loop", 3)
+
+    assert found.sources and found.warnings == []
+
+
+async def test_web_search_without_network_is_said_once_per_run_in_one_line(docs_index: DocsIndex) -> None:
+    # What ddgs raises when no engine resolves its host: primp's DNSError, wrapped twice.
+    engine = DDGSException("DNSError: DNSError('error sending request > DNS error: failed to lookup address')")
+    client = FakeDDGS(error=DDGSException(engine))
+    breaker = CircuitBreaker("web search")
+    web_search = WebSearch(ToolSettings(), breaker=breaker, backend=DuckDuckGoBackend(5, client))
+    nodes = [ToolBox([DocsSearch(docs_index), web_search]) for _ in range(4)]
+
+    first_wave = await asyncio.gather(*(box.retrieve("event loop", 3) for box in nodes))
+    later = await nodes[0].retrieve("event loop", 3)
+
+    warnings = [warning for found in [*first_wave, later] for warning in found.warnings]
+    assert warnings == ["web search unavailable (no network); using local documents only"]
+    assert all(found.sources for found in [*first_wave, later])  # the documents are still searched
+    assert len(client.queries) == 4  # the first wave's searches were under way; none after
 
 
 async def test_toolboxes_of_one_run_share_the_breaker(web: FakeWeb) -> None:
