@@ -67,7 +67,7 @@ class ConfigError(SentientError):
 class InvalidGoalError(ConfigError, ValueError):
     """A goal that cannot be researched as given (empty, or not valid Unicode text)."""
 
-    def __init__(self, message: str, *, fix: str = "pass the goal as valid UTF-8 text."):
+    def __init__(self, message: str, *, fix: str | None = "pass the goal as valid UTF-8 text."):
         super().__init__(message, field="goal", fix=fix)
 
 
