@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -30,6 +30,12 @@ class ReviewMode(StrEnum):
 class ReviewTimeoutAction(StrEnum):
     APPROVE = "approve"
     REJECT = "reject"
+
+
+class ReportLength(StrEnum):
+    SHORT = "short"  # a few short sections
+    STANDARD = "standard"  # the default size of a report
+    LONG = "long"  # more sections, each longer
 
 
 class EngineSettings(BaseModel):
@@ -83,6 +89,10 @@ class EngineSettings(BaseModel):
     max_time_s: float | None = Field(None, gt=0, description="Stop the run after this many seconds.")
     context_token_budget: int = Field(3000, ge=200, description="Approximate tokens of context per agent call.")
     knowledge_results: int = Field(3, ge=0, le=20, description="Related knowledge entries offered per call.")
+    report_length: ReportLength | Annotated[int, Field(ge=100, le=20_000)] | None = Field(
+        None,
+        description="How large a report is: short, standard, long, or about this many words (default: standard).",
+    )
 
 
 class Settings(BaseSettings):

@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from sentient.agents.prompts import ReportSize, TaskTemplates
 from sentient.exceptions import ConfigError
 from sentient.graph.node import TaskType
-from sentient.settings import EngineSettings
+from sentient.settings import EngineSettings, ReportLength
 
 
 class Role(StrEnum):
@@ -30,7 +31,7 @@ class AgentConfig(BaseModel):
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_\-]+$")
     role: Role
-    instructions: str = Field(min_length=1, description="The system prompt.")
+    instructions: str = Field(min_length=1, description="The system prompt; $name takes a value of lengths:.")
     task_types: list[TaskType] = Field(default_factory=list, description="Executors: the task types they handle.")
     model: str | None = Field(None, description="Model string; default is the run's model.")
     tools: list[str] = Field(default_factory=list)
@@ -41,6 +42,21 @@ class AgentsFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     agents: list[AgentConfig] = Field(min_length=1)
+    lengths: dict[str, str | int] = Field(
+        default_factory=dict, description="Parameters of the instructions and tasks: how long an answer is."
+    )
+    report_lengths: dict[ReportLength, ReportSize] = Field(
+        description="How large a report is, per value of the report_length setting."
+    )
+    tasks: TaskTemplates = Field(description="The task of each kind of agent call, with $parameters.")
+
+    @field_validator("report_lengths")
+    @classmethod
+    def _every_length(cls, sizes: dict[ReportLength, ReportSize]) -> dict[ReportLength, ReportSize]:
+        missing = [length.value for length in ReportLength if length not in sizes]
+        if missing:
+            raise ValueError(f"no size for {', '.join(missing)}")
+        return sizes
 
 
 class ProfileAgents(BaseModel):

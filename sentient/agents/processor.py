@@ -19,15 +19,6 @@ from pydantic import BaseModel
 from sentient.agents.config import AgentConfig, Role
 from sentient.agents.passages import Passages
 from sentient.agents.plans import distinct_subtasks, lists_goal, splits_nothing
-from sentient.agents.prompts import (
-    aggregate_task,
-    atomize_task,
-    execute_task,
-    memory_task,
-    modify_task,
-    plan_task,
-    support_task,
-)
 from sentient.agents.registry import Profile
 from sentient.agents.runner import AgentCall, AgentRunner
 from sentient.agents.schemas import (
@@ -98,6 +89,7 @@ class AgentProcessor:
         self._bus = bus
         self._toolboxes = toolboxes or {}
         self._passages = Passages(graph, profile, context, self._toolboxes)
+        self._tasks = profile.prompts.for_run(settings.report_length)
         # Roots answered directly first (:meth:`decide_root_type`). The unconfirmed direct answer
         # of one then planned is kept on the node itself (:meth:`_plan_instead`).
         self._answering_first: set[str] = set()
@@ -155,7 +147,7 @@ class AgentProcessor:
                 node,
                 Role.PLANNER,
                 agent,
-                plan_task(node, self._settings.max_subtasks),
+                self._tasks.plan_task(node, self._settings.max_subtasks),
                 self._context.for_planning(node),
                 PlanReply,
                 enough=partial(lists_goal, node.goal),
@@ -280,7 +272,7 @@ class AgentProcessor:
         agent = self._profile.aggregator_for(is_root)
         try:
             context = self._context.for_aggregation(node)
-            task = aggregate_task(node, is_root=is_root)
+            task = self._tasks.aggregate_task(node, is_root=is_root)
             output = await self._ask(node, Role.AGGREGATOR, agent, task, context, AggregationOutput)
             grounded = Grounded(output.answer, context.sources)
             if fallback is not None:
@@ -327,7 +319,7 @@ class AgentProcessor:
         else it cites the results it was given inline, as verified upstream."""
         sink = SourceSink(context.sources)
         if not sourced:
-            task = execute_task(node, sourced=False)
+            task = self._tasks.execute_task(node, sourced=False)
             plain = await self._ask(node, Role.EXECUTOR, agent, task, context, ExecutionOutput, tools, sink)
             return Grounded(plain.answer, sink.sources)
         # Under a grammar (the embedded model) it can only name a passage it was shown; a hosted
@@ -335,7 +327,7 @@ class AgentProcessor:
         grammar = self._runner.decodes_under_grammar(agent)
         schema = sourced_schema(len(context.sources)) if grammar else SourcedAnswer
         output = await self._ask(
-            node, Role.EXECUTOR, agent, execute_task(node, sourced=True), context, schema, tools, sink
+            node, Role.EXECUTOR, agent, self._tasks.execute_task(node, sourced=True), context, schema, tools, sink
         )
         if not 1 <= output.source <= len(sink.sources):
             return Grounded(output.answer, sink.sources, ["the executor found no source that states its answer"])
@@ -349,7 +341,12 @@ class AgentProcessor:
         context = AgentContext([], sources=list(passages))
         try:
             verdict = await self._ask(
-                node, Role.VERIFIER, self._profile.verifier, support_task(node.goal, answer), context, Verdict
+                node,
+                Role.VERIFIER,
+                self._profile.verifier,
+                self._tasks.support_task(node.goal, answer),
+                context,
+                Verdict,
             )
         except AgentError as exc:
             node.warnings.append(f"the verifier could not be asked, the citation is not verified: {exc}")
@@ -371,7 +368,7 @@ class AgentProcessor:
         agent = self._profile.executor_for(node.task_type)
         try:
             output = await self._ask(
-                node, Role.EXECUTOR, agent, memory_task(node.goal), AgentContext([]), ExecutionOutput
+                node, Role.EXECUTOR, agent, self._tasks.memory_task(node.goal), AgentContext([]), ExecutionOutput
             )
         except AgentError as exc:
             node.warnings.append(f"the answer from the model's own knowledge failed: {exc}")
@@ -442,7 +439,7 @@ class AgentProcessor:
         self, node: TaskNode, plan: PlanOutput | None, instructions: str, context: AgentContext
     ) -> PlanOutput:
         agent = self._profile.plan_modifier
-        task = modify_task(node, plan, instructions)
+        task = self._tasks.modify_task(node, plan, instructions)
         new_plan = await self._ask(node, Role.PLAN_MODIFIER, agent, task, context, PlanOutput)
         self._bus.publish(PlanProposed(node.task_id, new_plan, by="plan_modifier"))
         return new_plan
@@ -468,7 +465,7 @@ class AgentProcessor:
             return NodeType.PLAN
         context = self._context.for_atomizing(node, goal, plan_goals)
         try:
-            task = atomize_task(goal, task_type.value)
+            task = self._tasks.atomize_task(goal, task_type.value)
             verdict = await self._ask(
                 node, Role.ATOMIZER, self._profile.atomizer, task, context, AtomizerOutput, layer=layer
             )

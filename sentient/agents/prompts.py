@@ -1,101 +1,173 @@
-"""The task part of each agent's prompt. The system prompt comes from agents.yaml; the context
-(overall goal, ancestors, dependency results, sources) is rendered by the ContextBuilder."""
+"""The task part of each agent's prompt, rendered from the templates of ``agents.yaml``.
+
+The system prompt is an agent's ``instructions``; the context (overall goal, ancestors,
+dependency results, sources) is rendered by the ContextBuilder; the task is one of the
+``tasks:`` templates of ``agents.yaml``, filled with ``$parameters``. Nothing here writes prompt
+prose or a length: lengths are parameters too (``lengths:`` for answers, ``report_lengths:`` for
+a report of the size the run's ``report_length`` setting names).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from string import Template
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sentient.graph.node import TaskNode
 from sentient.graph.plan import PlanOutput
+from sentient.settings import ReportLength
+
+# What each template is given besides the lengths (``lengths:`` and the report size).
+TEMPLATE_PARAMETERS: dict[str, frozenset[str]] = {
+    "plan": frozenset({"goal", "max_subtasks"}),
+    "atomize": frozenset({"goal", "task_type"}),
+    "execute_sourced": frozenset({"goal"}),
+    "execute": frozenset({"goal"}),
+    "memory": frozenset({"goal"}),
+    "support": frozenset({"question", "answer"}),
+    "aggregate": frozenset({"goal"}),
+    "aggregate_root": frozenset({"goal"}),
+    "modify": frozenset({"goal", "plan", "instructions"}),
+}
 
 
-def plan_task(node: TaskNode, max_subtasks: int) -> str:
-    return (
-        f"Break this goal into 2 to {max_subtasks} subtasks that together achieve it:\n{node.goal}\n\n"
-        "Each subtask has a goal (one specific question or instruction), a task_type and depends_on_indices.\n"
-        "- SEARCH looks facts up in the documents. Write it as a question that keeps the exact names, "
-        "numbers and terms of the goal; never state an answer in it.\n"
-        "- When a search needs what an earlier one finds (first find which thing the goal means, then look "
-        "up the fact about that thing), it lists the earlier subtask's index in depends_on_indices.\n"
-        "- THINK compares, combines or calculates results of earlier subtasks (list them as dependencies).\n"
-        "- Do not add a subtask that writes the final answer: the results are combined automatically.\n"
-        'Answer with JSON: {"subtasks": [{"goal": "...", "task_type": "SEARCH", "depends_on_indices": []}]}'
-    )
+class ReportSize(BaseModel):
+    """How large a report is: the parameters of the report templates (``report_lengths:``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    sections: int = Field(ge=1, le=12, description="Sections the outline asks for.")
+    searches: int = Field(ge=1, le=6, description="What each section must find: searches per section, at most.")
+    section_words: int = Field(ge=20, le=5000, description="Words of one section, about.")
+    summary_words: int = Field(ge=10, le=2000, description="Words of the report's summary, about.")
+
+    @property
+    def words(self) -> int:
+        return self.sections * self.section_words + self.summary_words
+
+    def scaled_to(self, words: int) -> ReportSize:
+        """This size with its sections written longer or shorter, so the report has about ``words``."""
+        per_section = max(20, round((words - self.summary_words) / self.sections))
+        return self.model_copy(update={"section_words": per_section})
 
 
-def atomize_task(goal: str, task_type: str) -> str:
-    # What makes a task atomic is the atomizer's instructions (agents.yaml): in the system
-    # prompt, the embedded model reads them once per run, not once per call (prompt_states).
-    return (
-        f"Can this {task_type} task be done in one step, or must it be split into smaller steps first?\n{goal}\n\n"
-        'Answer with JSON: {"is_atomic": true} if it is one step, otherwise {"is_atomic": false}.'
-    )
+class TaskTemplates(BaseModel):
+    """The ``tasks:`` of ``agents.yaml``: one template per kind of agent call, with ``$parameters``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    plan: str
+    atomize: str
+    execute_sourced: str
+    execute: str
+    memory: str
+    support: str
+    aggregate: str
+    aggregate_root: str
+    modify: str
+
+    @field_validator("*")
+    @classmethod
+    def _is_a_template(cls, text: str) -> str:
+        if not Template(text).is_valid():
+            raise ValueError("not a valid template: write a literal $ as $$")
+        return text
+
+    def unknown_parameters(self, lengths: Mapping[str, object]) -> dict[str, list[str]]:
+        """Per template, the ``$parameters`` it uses that no call gives it."""
+        size = set(ReportSize.model_fields)
+        unknown: dict[str, list[str]] = {}
+        for name, allowed in TEMPLATE_PARAMETERS.items():
+            used = Template(getattr(self, name)).get_identifiers()
+            extra = sorted(set(used) - allowed - set(lengths) - size)
+            if extra:
+                unknown[name] = extra
+        return unknown
 
 
-def execute_task(node: TaskNode, sourced: bool) -> str:
-    """An executor's task. ``sourced``: it answers from the numbered passages it was shown and
-    names the one that states the answer (:class:`~sentient.agents.schemas.SourcedAnswer`);
-    else it works from the results above and cites them inline as [n]."""
-    if sourced:
-        return (
-            f"Task: {node.goal}\n\n"
-            "Answer the task directly and concisely, in one to three sentences, from the numbered sources "
-            "above. Then give the number of the source that states the answer, or 0 if none of them states "
-            "it (then answer from what you know).\n"
-            'Answer with JSON: {"answer": "<the answer, without citation numbers>", "source": <n or 0>}'
-        )
-    return (
-        f"Task: {node.goal}\n\n"
-        "Use the results above and keep their citations [n] next to the facts they support; "
-        "do not invent citation numbers. Be direct and concise.\n"
-        'Answer with JSON: {"answer": "<your answer, citing [n]>"}'
-    )
+def render_instructions(text: str, lengths: Mapping[str, object]) -> str:
+    """An agent's instructions with the ``lengths:`` parameters filled in.
+
+    Raises:
+        KeyError: the text names a parameter ``lengths`` lacks.
+        ValueError: a ``$`` that starts no parameter.
+    """
+    return Template(text).substitute(lengths)
 
 
-def memory_task(goal: str) -> str:
-    """The task of an executor asked from its own knowledge alone (no sources shown)."""
-    return (
-        f"Question: {goal}\n\n"
-        "Answer from what you know, directly and concisely, in one or two sentences.\n"
-        'Answer with JSON: {"answer": "<the answer>"}'
-    )
+def unknown_instruction_parameters(text: str, lengths: Mapping[str, object]) -> list[str]:
+    """The ``$parameters`` of ``text`` that ``lengths`` does not define."""
+    return sorted(set(Template(text).get_identifiers()) - set(lengths))
 
 
-def support_task(question: str, answer: str) -> str:
-    """The verifier's task: do the sources listed above (those ``answer`` cites) support it?"""
-    return (
-        f"Question: {question}\nAnswer: {answer}\n\n"
-        "Do the sources above state this answer to the question? Different wording is fine; sharing words "
-        "with the question is not enough.\n"
-        'Answer with JSON: {"supports": true} or {"supports": false}'
-    )
+@dataclass(frozen=True)
+class Prompts:
+    """The task templates and lengths of ``agents.yaml``, as loaded."""
+
+    templates: TaskTemplates
+    lengths: Mapping[str, str | int]
+    report_lengths: Mapping[ReportLength, ReportSize]
+
+    def for_run(self, report_length: ReportLength | int | None) -> TaskPrompts:
+        """The tasks of one run: its report (if it writes one) of the size ``report_length`` names,
+        or of about that many words; the standard size when it is not set."""
+        return TaskPrompts(self.templates, self.lengths, self.report_size(report_length))
+
+    def report_size(self, report_length: ReportLength | int | None) -> ReportSize:
+        if report_length is None:
+            return self.report_lengths[ReportLength.STANDARD]
+        if isinstance(report_length, ReportLength):
+            return self.report_lengths[report_length]
+        nearest = min(self.report_lengths.values(), key=lambda size: abs(size.words - report_length))
+        return nearest.scaled_to(report_length)
 
 
-def aggregate_task(node: TaskNode, is_root: bool) -> str:
-    """An aggregator's task: combine the children's results, keeping their citations."""
-    opening = (
-        "Start with a direct answer to the goal in one or two sentences. Then give the supporting facts "
-        "as short bullet points. "
-        if is_root
-        else "Answer this goal directly in a few sentences. "
-    )
-    return (
-        f"The results above were gathered for this goal:\n{node.goal}\n\n{opening}"
-        "Use only facts from the results, keep every fact that helps answer the goal, and keep each "
-        "citation [n] next to the fact it supports; do not invent citation numbers. Do not repeat a point.\n"
-        'Answer with JSON: {"answer": "<your answer, citing [n]>"}'
-    )
+@dataclass(frozen=True)
+class TaskPrompts:
+    """The task of each agent call of one run."""
 
+    templates: TaskTemplates
+    lengths: Mapping[str, str | int]
+    size: ReportSize
 
-def modify_task(node: TaskNode, plan: PlanOutput | None, instructions: str) -> str:
-    current = _render_plan(plan.subtasks) if plan else "(no plan yet)"
-    return (
-        f"Revise the plan for this goal:\n{node.goal}\n\nCurrent plan:\n{current}\n\n"
-        f"Instructions:\n{instructions}\n\n"
-        "Return the complete revised plan of the work that still has to be done "
-        "(work listed as already done is kept and must not be repeated).\n"
-        'Answer with JSON: {"subtasks": [{"goal": "...", "task_type": "SEARCH", "depends_on_indices": []}]}'
-    )
+    def _render(self, name: str, **values: Any) -> str:
+        params = {**self.lengths, **self.size.model_dump(), **values}
+        return Template(getattr(self.templates, name)).substitute(params)
+
+    # -- answers -------------------------------------------------------------------------
+
+    def plan_task(self, node: TaskNode, max_subtasks: int) -> str:
+        return self._render("plan", goal=node.goal, max_subtasks=max_subtasks)
+
+    def atomize_task(self, goal: str, task_type: str) -> str:
+        # What makes a task atomic is the atomizer's instructions (agents.yaml): in the system
+        # prompt, the embedded model reads them once per run, not once per call (prompt_states).
+        return self._render("atomize", goal=goal, task_type=task_type)
+
+    def execute_task(self, node: TaskNode, sourced: bool) -> str:
+        """An executor's task. ``sourced``: it answers from the numbered passages it was shown and
+        names the one that states the answer (:class:`~sentient.agents.schemas.SourcedAnswer`);
+        else it works from the results above and cites them inline as [n]."""
+        return self._render("execute_sourced" if sourced else "execute", goal=node.goal)
+
+    def memory_task(self, goal: str) -> str:
+        """The task of an executor asked from its own knowledge alone (no sources shown)."""
+        return self._render("memory", goal=goal)
+
+    def support_task(self, question: str, answer: str) -> str:
+        """The verifier's task: do the sources listed above (those ``answer`` cites) support it?"""
+        return self._render("support", question=question, answer=answer)
+
+    def aggregate_task(self, node: TaskNode, is_root: bool) -> str:
+        """An aggregator's task: combine the children's results, keeping their citations."""
+        return self._render("aggregate_root" if is_root else "aggregate", goal=node.goal)
+
+    def modify_task(self, node: TaskNode, plan: PlanOutput | None, instructions: str) -> str:
+        current = _render_plan(plan.subtasks) if plan else "(no plan yet)"
+        return self._render("modify", goal=node.goal, plan=current, instructions=instructions)
 
 
 def _render_plan(subtasks: Sequence[object]) -> str:

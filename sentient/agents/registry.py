@@ -7,6 +7,7 @@ from pathlib import Path
 
 from sentient.agents.config import AgentConfig, AgentsFile, ProfileConfig, Role, line_in_file, load_yaml_model
 from sentient.agents.models.providers import parse_model_string
+from sentient.agents.prompts import Prompts, render_instructions, unknown_instruction_parameters
 from sentient.exceptions import ConfigError, ProfileNotFoundError
 from sentient.graph.node import TaskType
 from sentient.settings import EngineSettings
@@ -28,6 +29,7 @@ class Profile:
     root_aggregator: AgentConfig
     plan_modifier: AgentConfig
     verifier: AgentConfig
+    prompts: Prompts  # the task templates and lengths of agents.yaml
     models: dict[Role, str] = field(default_factory=dict)  # per-role model strings
 
     def planner_for(self, is_root: bool) -> AgentConfig:
@@ -61,7 +63,9 @@ class AgentRegistry:
             raise ConfigError(
                 "agents file not found.", file=str(agents_path), fix="point SENTIENT_CONFIG_DIR at agent_configs/."
             )
-        agents = _index_agents(agents_path, load_yaml_model(agents_path, AgentsFile))
+        parsed = load_yaml_model(agents_path, AgentsFile)
+        prompts = _prompts(agents_path, parsed)
+        agents = _index_agents(agents_path, parsed)
         profile_paths = sorted((config_dir / "profiles").glob("*.yaml"))
         if not profile_paths:
             raise ConfigError(
@@ -77,7 +81,7 @@ class AgentRegistry:
                     field="name",
                     fix=f"set name: {path.stem}",
                 )
-            profiles[config.name] = _resolve_profile(path, config, agents)
+            profiles[config.name] = _resolve_profile(path, config, agents, prompts)
         return cls(profiles)
 
     def profile_names(self) -> list[str]:
@@ -90,10 +94,43 @@ class AgentRegistry:
             raise ProfileNotFoundError(name, self.profile_names()) from None
 
 
+def _prompts(path: Path, parsed: AgentsFile) -> Prompts:
+    """The task templates and lengths, every ``$parameter`` of each template one that it is given."""
+    unknown_parameters = parsed.tasks.unknown_parameters(parsed.lengths)
+    if unknown_parameters:
+        name, unknown = next(iter(unknown_parameters.items()))
+        raise ConfigError(
+            f"unknown parameter(s) {', '.join('$' + p for p in unknown)}{_at(path, 'tasks', name)}.",
+            file=str(path),
+            field=f"tasks.{name}",
+            fix="use the task's own parameters or a name defined under lengths:; write a literal $ as $$.",
+        )
+    return Prompts(parsed.tasks, dict(parsed.lengths), dict(parsed.report_lengths))
+
+
 def _index_agents(path: Path, parsed: AgentsFile) -> dict[str, AgentConfig]:
     agents: dict[str, AgentConfig] = {}
     for i, agent in enumerate(parsed.agents):
         field = f"agents[{i}] (name '{agent.name}')"
+        unknown_parameters = unknown_instruction_parameters(agent.instructions, parsed.lengths)
+        if unknown_parameters:
+            raise ConfigError(
+                f"unknown parameter(s) {', '.join('$' + p for p in unknown_parameters)}"
+                f"{_at(path, 'agents', i, 'instructions')}.",
+                file=str(path),
+                field=f"{field}.instructions",
+                fix="define it under lengths:, or write a literal $ as $$.",
+            )
+        try:
+            instructions = render_instructions(agent.instructions, parsed.lengths)
+        except ValueError:
+            raise ConfigError(
+                f"a $ that starts no parameter{_at(path, 'agents', i, 'instructions')}.",
+                file=str(path),
+                field=f"{field}.instructions",
+                fix="write a literal $ as $$.",
+            ) from None
+        agent = agent.model_copy(update={"instructions": instructions})
         if agent.name in agents:
             raise ConfigError(
                 f"duplicate agent name{_at(path, 'agents', i, 'name')}.",
@@ -120,7 +157,7 @@ def _index_agents(path: Path, parsed: AgentsFile) -> dict[str, AgentConfig]:
     return agents
 
 
-def _resolve_profile(path: Path, config: ProfileConfig, agents: dict[str, AgentConfig]) -> Profile:
+def _resolve_profile(path: Path, config: ProfileConfig, agents: dict[str, AgentConfig], prompts: Prompts) -> Profile:
     def pick(field: str, name: str, role: Role) -> AgentConfig:
         agent = agents.get(name)
         if agent is None:
@@ -187,6 +224,7 @@ def _resolve_profile(path: Path, config: ProfileConfig, agents: dict[str, AgentC
         ),
         plan_modifier=pick("plan_modifier", slots.plan_modifier, Role.PLAN_MODIFIER),
         verifier=pick("verifier", slots.verifier, Role.VERIFIER),
+        prompts=prompts,
         models=dict(config.models),
     )
 

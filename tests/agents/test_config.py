@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from sentient.agents.config import Role
-from sentient.agents.prompts import atomize_task
 from sentient.agents.registry import AgentRegistry
 from sentient.exceptions import ConfigError, ProfileNotFoundError
 from sentient.graph.node import TaskType
@@ -77,8 +76,9 @@ def test_shipped_configs_load_with_both_profiles() -> None:
 
 def test_the_atomizers_criteria_are_its_system_prompt_not_each_calls_task() -> None:
     # The embedded model reads a system prompt once per run (prompt states), a task every call.
-    atomizer = AgentRegistry.load(SHIPPED).profile("general_agent").atomizer
-    task = atomize_task("What is the timeout of service A?", TaskType.SEARCH.value)
+    profile = AgentRegistry.load(SHIPPED).profile("general_agent")
+    atomizer = profile.atomizer
+    task = profile.prompts.for_run(None).atomize_task("What is the timeout of service A?", TaskType.SEARCH.value)
 
     assert "Most questions are one step" in atomizer.instructions
     assert "Most questions" not in task and "for example" not in task
