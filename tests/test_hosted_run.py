@@ -42,20 +42,15 @@ def research_team(body: dict[str, Any]) -> Reply:
                 ]
             }
         )
+    if kind == "Verdict":
+        return json_reply({"supports": True})
     offered = {t["function"]["name"] for t in body.get("tools", [])}
-    if kind == "ExecutionOutput" and "docs_search" in offered and messages[-1]["role"] == "user":
+    if kind == "SourcedAnswer" and "docs_search" in offered and messages[-1]["role"] == "user":
         return tool_call("docs_search", {"query": "tuple immutable dict key"})
-    if kind == "ExecutionOutput" and messages[-1]["role"] == "tool":
-        tool_text = messages[-1]["content"]
-        # Cite the tuples document with a quote from its snippet (the line under its heading).
-        number, snippet = re.findall(r"^\[(\d+)\] .*tuples\.md\n(.+)$", tool_text, re.MULTILINE)[0]
-        quote = " ".join(snippet.split()[:6])
-        return json_reply(
-            {
-                "citations": [{"source": int(number), "quote": quote}],
-                "answer": f"Tuples are immutable and can be dict keys [{number}].",
-            }
-        )
+    if kind == "SourcedAnswer" and messages[-1]["role"] == "tool":
+        # Name the tuples document the tool found as the passage that states the answer.
+        (number,) = re.findall(r"^\[(\d+)\] .*tuples\.md$", messages[-1]["content"], re.MULTILINE)[:1]
+        return json_reply({"answer": "Tuples are immutable and can be dict keys.", "source": int(number)})
     if kind == "ExecutionOutput":
         return json_reply({"answer": "Lists change; tuples do not [1]."})
     return json_reply({"answer": "# Lists and tuples\n\nTuples are immutable [1], lists are not."})

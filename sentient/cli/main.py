@@ -295,7 +295,7 @@ def _report(result: RunResult, as_json: bool, err: Console) -> int:
         sys.stdout.flush()
         cached = stats.agent_calls - stats.model_calls
         summary = (
-            f"{stats.nodes} tasks, {stats.agent_calls} agent calls"
+            f"{stats.nodes} task{'s' * (stats.nodes != 1)}, {stats.agent_calls} agent call{'s' * (stats.agent_calls != 1)}"
             + (f" ({cached} from cache)" if cached else "")
             + f", {stats.input_tokens + stats.output_tokens} tokens, ${stats.cost_usd:.4f}, {stats.elapsed_s:.1f}s"
         )
