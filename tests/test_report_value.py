@@ -50,7 +50,8 @@ def test_a_complete_report_numbers_cited_sources_with_their_verification_and_lis
     assert report.missing[0].error == "model error: timed out " + "x" * 300  # whole: only Markdown shortens it
     assert (report.sections, report.stopped, report.error) == ([], None, None)
     markdown = to_markdown(report)
-    assert "2. Lists and more — verified: “lists grow in place” — `/docs/lists.md`" in markdown
+    assert "2. Lists and more — verified — `/docs/lists.md`" in markdown
+    assert "*Verified: a model read the passage and judged that it supports the answer it is cited for.*" in markdown
     assert "- root.1: Subtask 1 — model error: timed out " + "x" * 176 + "…\n" in markdown
 
 

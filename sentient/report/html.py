@@ -24,6 +24,7 @@ from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
+from sentient.context.grounding import VERIFIED_MEANS
 from sentient.report.markdown import Block, report_blocks
 from sentient.report.model import Consulted, Reference, Report
 from sentient.text import neutralise_bidi
@@ -201,6 +202,8 @@ def _block_html(block: Block) -> str:
     if block.references:
         items = "\n".join(_reference_html(reference, block.scope) for reference in block.references)
         parts.append(f"<h2>References</h2>\n<ol>\n{items}\n</ol>")
+        if any(reference.verified for reference in block.references):
+            parts.append(f"<p><em>{html.escape(VERIFIED_MEANS)}</em></p>")
     if block.consulted:
         items = "\n".join(f"<li>{_source_html(source)}</li>" for source in block.consulted)
         parts.append(f"<h2>Other sources consulted</h2>\n<ul>\n{items}\n</ul>")
@@ -208,19 +211,18 @@ def _block_html(block: Block) -> str:
 
 
 def _reference_html(reference: Reference, scope: str) -> str:
-    """A numbered reference, the target of its citations; a verified one shows its quote."""
-    quote = reference.quote if reference.verified else None
-    return f'<li id="{html.escape(scope)}ref-{reference.n}">{_source_html(reference, quote)}</li>'
+    """A numbered reference, the target of its citations, marked when verified."""
+    return f'<li id="{html.escape(scope)}ref-{reference.n}">{_source_html(reference, reference.verified)}</li>'
 
 
-def _source_html(source: Reference | Consulted, quote: str | None = None) -> str:
-    """A source by its title (a web page's links to it), the quote checked against it, its URL or path."""
+def _source_html(source: Reference | Consulted, verified: bool = False) -> str:
+    """A source by its title (a web page's links to it), whether it is verified, its URL or path."""
     ref = html.escape(source.ref)
     name = html.escape(source.title) if source.title and source.title != source.ref else None
     if source.kind == "url" and source.ref.lower().startswith(_WEB_PREFIXES):
         shown = f'<a href="{ref}">{name or ref}</a>'
     else:
         shown = name or f"<code>{ref}</code>"
-    if quote is not None:
-        shown += f" — verified: “{html.escape(quote)}”"
-    return f"{shown} — <code>{ref}</code>" if name or quote is not None else shown
+    if verified:
+        shown += " — verified"
+    return f"{shown} — <code>{ref}</code>" if name or verified else shown

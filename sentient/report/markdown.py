@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sentient.context.grounding import VERIFIED_MEANS
 from sentient.graph.task_graph import TaskGraph
 from sentient.report.build import build_report, opening_heading
 from sentient.report.model import Consulted, Missing, Reference, Report
 
 _ERROR_CHARS = 200  # a failed subtask's error is shortened to this in the "Not covered" list
 UNCONFIRMED = (
-    "> **Not confirmed by the sources:** no source the research consulted was found to state this "
+    "> **Not confirmed by the sources:** no passage the research consulted was judged to support this "
     "answer, so it rests on the model alone."
 )
 
@@ -120,6 +121,8 @@ def _markdown(block: Block) -> str:
         parts.append(block.note)
     if block.references:
         parts.append("## References\n\n" + "\n".join(_reference(r) for r in block.references))
+        if any(r.verified for r in block.references):
+            parts.append(f"*{VERIFIED_MEANS}*")
     if block.consulted:
         described = "\n".join(f"- {_describe(s.title, s.ref)}" for s in block.consulted)
         parts.append("## Other sources consulted\n\n" + described)
@@ -127,9 +130,9 @@ def _markdown(block: Block) -> str:
 
 
 def _reference(reference: Reference) -> str:
-    """A numbered reference; a verified one shows the quote that was checked against the source."""
-    if reference.verified and reference.quote is not None:
-        return f"{reference.n}. {reference.title or reference.ref} — verified: “{reference.quote}” — `{reference.ref}`"
+    """A numbered reference, marked when the verifier found that it supports what cites it."""
+    if reference.verified:
+        return f"{reference.n}. {reference.title or reference.ref} — verified — `{reference.ref}`"
     return f"{reference.n}. {_describe(reference.title, reference.ref)}"
 
 

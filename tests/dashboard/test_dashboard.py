@@ -165,6 +165,7 @@ def test_report_renders_with_clickable_references_and_downloads(
     # The reference comes from the report's JSON, with its verification: the executor quoted its source.
     expect(reference).to_have_attribute("data-verified", "true")
     expect(reference.locator(".badge")).to_have_text("verified")
+    expect(report.get_by_test_id("report-verified-means")).to_contain_text("judged that it supports the answer")
     expect(report.get_by_test_id("report-missing")).to_have_count(0)
     expect(report.get_by_test_id("report-unconfirmed")).to_have_count(0)
     citation.click()

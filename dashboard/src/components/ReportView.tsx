@@ -11,6 +11,9 @@ import { referenceId, safeUrl } from "../report/citations";
 import { useStore } from "../state/store";
 import { Markdown } from "./Markdown";
 
+// As the Markdown and HTML reports say it (sentient/context/grounding.py VERIFIED_MEANS).
+const VERIFIED_MEANS = "Verified: a model read the passage and judged that it supports the answer it is cited for.";
+
 const FORMATS = [
   { format: "md", label: "Markdown", ext: "md" },
   { format: "html", label: "HTML", ext: "html" },
@@ -134,8 +137,8 @@ function Cited({
       <Markdown text={text} citationPrefix={prefix} testId="report-text" />
       {unconfirmed && (
         <p className="unconfirmed" data-testid="report-unconfirmed">
-          <strong>Not confirmed by the sources:</strong> no source the research consulted was found to state this
-          answer, so it rests on the model alone.
+          <strong>Not confirmed by the sources:</strong> no passage the research consulted was judged to support
+          this answer, so it rests on the model alone.
         </p>
       )}
       {references.length > 0 && (
@@ -152,14 +155,18 @@ function Cited({
               >
                 <SourceName kind={r.kind} location={r.ref} title={r.title} />
                 {r.verified ? (
-                  <span className="badge verified" title="the quote was found in the source">verified</span>
+                  <span className="badge verified" title={VERIFIED_MEANS}>verified</span>
                 ) : (
-                  <span className="badge unverified" title="no quote from it was checked">not verified</span>
+                  <span className="badge unverified" title="no model judged that it supports the answer">not verified</span>
                 )}
-                {r.quote !== null && <blockquote className="quote">“{r.quote}”</blockquote>}
               </li>
             ))}
           </ol>
+          {references.some((r) => r.verified) && (
+            <p className="verified-means" data-testid="report-verified-means">
+              <em>{VERIFIED_MEANS}</em>
+            </p>
+          )}
         </>
       )}
       {consulted.length > 0 && (
