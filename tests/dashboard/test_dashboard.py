@@ -156,6 +156,7 @@ def test_report_renders_with_clickable_references_and_downloads(
     page: Any, live_server: Any, problems: Any, screenshot: Any
 ) -> None:
     report = finished_report(page, live_server.url, "Summarise quantum drug discovery")
+    expect(report.locator("h1.report-title")).to_have_text("Summarise quantum drug discovery")
     expect(report).to_contain_text("Summary of root")
     expect(page.get_by_test_id("report-partial")).to_have_count(0)
     citation = report.locator("a.citation").first

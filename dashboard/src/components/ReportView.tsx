@@ -8,6 +8,7 @@ import type { Consulted, Missing, Reference, ReportResponse } from "../api/types
 import { errorText } from "../format";
 import { download } from "../graph/export";
 import { referenceId, safeUrl } from "../report/citations";
+import { withoutTitle } from "../report/title";
 import { useStore } from "../state/store";
 import { Markdown } from "./Markdown";
 
@@ -104,13 +105,16 @@ function ReportBody({ report }: { report: ReportResponse }) {
           {report.sections.length === 0 && <p className="muted">No subtask finished.</p>}
         </>
       ) : (
-        <Cited
-          text={report.answer ?? ""}
-          references={report.references}
-          consulted={report.consulted}
-          prefix=""
-          unconfirmed={!report.confirmed}
-        />
+        <>
+          <h1 className="report-title">{report.title}</h1>
+          <Cited
+            text={withoutTitle(report.answer ?? "", report.title)}
+            references={report.references}
+            consulted={report.consulted}
+            prefix=""
+            unconfirmed={!report.confirmed}
+          />
+        </>
       )}
       {report.missing.length > 0 && <NotCovered missing={report.missing} />}
     </article>
