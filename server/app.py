@@ -18,6 +18,8 @@ from .config import ServerSettings
 from .core import Core
 from .errors import register_error_handlers
 from .guard import HandshakeGuard, IdleSessionReaper
+from .hub import GeventHub, Hub, Inline
+from .message_queue import message_queue
 from .routes import meta, projects, reviews
 from .routes.dashboard import dashboard_blueprint
 
@@ -55,11 +57,12 @@ def create_app(config: ServerSettings | None = None, *, store: ProjectStore | No
     )
     app.json.sort_keys = False  # type: ignore[attr-defined]
     redis_url = config.sentient.redis_url
+    hub: Hub = GeventHub(config.threads) if config.async_mode == "gevent" else Inline()
     # With Redis, every emit and room change goes through its message queue (server/relay.py).
-    queue = {"message_queue": redis_url} if redis_url else {}
+    queue = {"client_manager": message_queue(redis_url, hub)} if redis_url else {}
     socketio = SocketIO(
         app,
-        async_mode="threading",
+        async_mode=config.async_mode,
         cors_allowed_origins=auth.socket_origin_checker(config),
         max_http_buffer_size=config.max_request_bytes,
         # A client busy decoding a burst of updates may answer a ping late; with the default
@@ -75,13 +78,23 @@ def create_app(config: ServerSettings | None = None, *, store: ProjectStore | No
     # In front of Socket.IO's own WSGI app: refused handshakes never open an engine.io session.
     guard = HandshakeGuard(app.wsgi_app, config)
     app.wsgi_app = guard  # type: ignore[method-assign]
-    reaper = IdleSessionReaper(socketio.server, config.connect_timeout_s)
+    reaper = IdleSessionReaper(
+        socketio.server, config.connect_timeout_s, config.max_pending_sockets_per_client, config.cap_grace_s
+    )
     try:
         services = Services.open(
-            config, socketio.server, store=store, queue_projects=True, socketio=socketio, guard=guard, reaper=reaper
+            config,
+            socketio.server,
+            store=store,
+            queue_projects=True,
+            hub=hub,
+            socketio=socketio,
+            guard=guard,
+            reaper=reaper,
         )
     except BaseException:
         reaper.stop()
+        hub.close()
         raise
     app.extensions["sentient"] = services
     if redis_url:

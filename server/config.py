@@ -6,7 +6,7 @@ import ipaddress
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from sentient.exceptions import ConfigError
 from sentient.resources import bundled_dir
@@ -15,6 +15,13 @@ from sentient.settings import Settings
 TOKEN_ENV = "SENTIENT_API_TOKEN"
 DOCS_ROOTS_ENV = "SENTIENT_DOCS_ROOTS"
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+LIMITS = (
+    "threads",
+    "max_connections",
+    "max_sockets",
+    "max_partial_requests_per_client",
+    "max_pending_sockets_per_client",
+)
 
 
 def is_loopback(host: str) -> bool:
@@ -43,7 +50,10 @@ class ServerSettings:
         resume_on_start: resume projects that were running when the server stopped.
         flush_interval_s: the longest a node change waits before it is sent as a ``node_update``.
         max_request_bytes: request bodies above this size get 413.
-        threads: worker threads of the production server (each WebSocket holds one).
+        threads: native threads that run requests and Socket.IO handlers in the production server;
+            connections themselves (idle, half-sent, WebSockets) hold none.
+        async_mode: how Socket.IO serves its connections: ``threading`` (Werkzeug's threaded
+            server, as the tests run it) or ``gevent`` (the production server sets it).
         dashboard_dir: the built dashboard, served at ``/`` when it exists.
         docs_roots: the folders under which a REST or Socket.IO client may name a ``docs`` folder
             (``SENTIENT_DOCS_ROOTS``, separated by ``os.pathsep``); none by default, so clients
@@ -52,11 +62,23 @@ class ServerSettings:
         docs_max_bytes: most bytes of documents one docs folder may hold.
         connect_timeout_s: an engine.io session that has not connected to the Socket.IO
             namespace after this long is closed.
-        header_timeout_s: the production server drops a connection whose request headers have
-            not all arrived after this long (slowloris).
-        reserved_threads: threads never given to live connections (WebSockets, long polls), so
-            REST and ``/api/health`` always have some.
-        max_sockets_per_client: most live connections from one client address.
+        header_timeout_s: the production server drops a connection whose request head has not
+            all arrived this long after the connection opened, or after its previous response.
+        body_timeout_s: a request body that has not all arrived this long after its head gets 408.
+        max_connections: most open connections of the production server, of every kind; more
+            wait in the listen backlog.
+        max_sockets: most live connections (WebSockets, long polls) at once; beyond, 503.
+        max_partial_requests_per_client: most connections from one client address whose request
+            has not all arrived (head and body) or that idle between two requests; beyond, the
+            address's oldest are dropped once past ``cap_grace_s``.
+        max_pending_sockets_per_client: most engine.io sessions from one client address that have
+            not connected to the Socket.IO namespace (no token proven, or not yet); beyond, the
+            address's oldest are closed once past ``cap_grace_s``. Connected sockets count only
+            towards ``max_sockets``.
+        cap_grace_s: no connection is dropped for its address's share in its first seconds: a
+            client that sends its request or connects promptly gets in even from an address
+            (loopback, a NAT) crowded by a slow or idle one, and a client that reconnects as soon
+            as it is dropped is dropped at most this often, not as fast as it can reconnect.
     """
 
     host: str = "127.0.0.1"
@@ -69,7 +91,8 @@ class ServerSettings:
     resume_on_start: bool = True
     flush_interval_s: float = 0.1
     max_request_bytes: int = 1 << 20
-    threads: int = 128
+    threads: int = 32
+    async_mode: Literal["threading", "gevent"] = "threading"
     dashboard_dir: Path = field(
         default_factory=lambda: bundled_dir("sentient_server", "_data/dashboard", "dashboard/dist")
     )
@@ -78,8 +101,12 @@ class ServerSettings:
     docs_max_bytes: int = 200 * 1024 * 1024
     connect_timeout_s: float = 5.0
     header_timeout_s: float = 10.0
-    reserved_threads: int = 16
-    max_sockets_per_client: int = 64
+    body_timeout_s: float = 30.0
+    max_connections: int = 4_000
+    max_sockets: int = 1_000
+    max_partial_requests_per_client: int = 64
+    max_pending_sockets_per_client: int = 8
+    cap_grace_s: float = 2.0
 
     @classmethod
     def from_env(cls, **overrides: Any) -> ServerSettings:
@@ -92,18 +119,17 @@ class ServerSettings:
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 
-    def socket_capacity(self) -> int:
-        """How many live connections (WebSockets, long polls) may be served at once."""
-        return max(1, self.threads - self.reserved_threads)
-
     def check(self) -> None:
-        """Refuse settings that would expose an unauthenticated server."""
+        """Refuse settings that would expose an unauthenticated server, or limits below 1."""
         if not is_loopback(self.host) and not self.api_token:
             raise ConfigError(
                 f"binding to {self.host} exposes the server beyond this machine, but no API token is set.",
                 field=TOKEN_ENV,
                 fix=f"set {TOKEN_ENV} to a long random secret, or bind to 127.0.0.1.",
             )
+        for name in LIMITS:
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} is {getattr(self, name)}; it must be at least 1.", field=name)
         if self.api_token is not None and len(self.api_token) < 16:
             raise ConfigError("the API token is too short.", field=TOKEN_ENV, fix="use at least 16 random characters.")
         for root in self.docs_roots:

@@ -23,6 +23,7 @@ from sentient.store import ProjectStore
 from .bridge import EngineLoop
 from .config import ServerSettings
 from .events import Broadcaster
+from .hub import Hub, Inline
 from .jobqueue import QUEUE_ENV, ProjectQueue
 from .relay import OwnerRelay
 from .reviews import ReviewBroker
@@ -31,7 +32,8 @@ from .runs import RunManager
 
 @dataclass
 class Core:
-    """The engine side of a process. ``queue`` is set in a web process that queues its projects."""
+    """The engine side of a process. ``queue`` is set in a web process that queues its projects;
+    ``hub`` is where its Socket.IO connections live (:mod:`sentient_server.hub`)."""
 
     config: ServerSettings
     store: ProjectStore
@@ -41,6 +43,7 @@ class Core:
     runs: RunManager
     relay: OwnerRelay | None
     queue: ProjectQueue | None
+    hub: Hub = field(default_factory=Inline, kw_only=True)
     closed: bool = field(default=False, init=False)
 
     @classmethod
@@ -51,9 +54,11 @@ class Core:
         *,
         store: ProjectStore | None = None,
         queue_projects: bool = False,
+        hub: Hub | None = None,
         **extra: Any,
     ) -> Self:
-        """Wire the parts; ``socket_server`` is the python-socketio server the broadcaster emits on.
+        """Wire the parts; ``socket_server`` is the python-socketio server the broadcaster emits on,
+        and ``hub`` where its connections live (:mod:`sentient_server.hub`; threads by default).
 
         With ``queue_projects`` (a web process given ``SENTIENT_QUEUE_URL``), starting a project
         queues it for the workers. ``extra`` are the fields of a subclass. ConfigError (naming the
@@ -71,7 +76,8 @@ class Core:
         gates.check()  # SENTIENT_REDIS_URL set and Redis not answering: refuse now, naming it
         store = store or ProjectStore.open(settings.results_dir, settings.database_url, lease_s=settings.lease_s)
         engine = EngineLoop()
-        broadcaster = Broadcaster(socket_server)
+        hub = hub or Inline()
+        broadcaster = Broadcaster(socket_server, hub)
         queue: ProjectQueue | None = None
         relay: OwnerRelay | None = None
         try:
@@ -92,7 +98,7 @@ class Core:
             broadcaster.stop()
             store.close()
             raise
-        return cls(config, store, engine, broadcaster, reviews, runs, relay, queue, **extra)
+        return cls(config, store, engine, broadcaster, reviews, runs, relay, queue, hub=hub, **extra)
 
     def close(self) -> None:
         """Stop the runs (they resume at the next start, or on another worker), then the threads and the store."""
@@ -113,4 +119,5 @@ class Core:
         self.broadcaster.flush()
         self.engine.stop()
         self.broadcaster.stop()
+        self.hub.close()
         self.store.close()

@@ -2,8 +2,10 @@
 
 Two pieces keep the engine's loop quick and the clients consistent:
 
-- :class:`Broadcaster` owns one thread that performs every Socket.IO emit and room change, in
-  the order they were queued. The engine loop only enqueues; a slow client never slows a run.
+- :class:`Broadcaster` owns one thread that makes every Socket.IO emit and room change, in the
+  order they were queued. The engine loop only enqueues; a slow client never slows a run. The
+  calls themselves run where the connections live (:mod:`sentient_server.hub`): on this thread
+  with a threaded server, posted to the gevent hub in production, in the same order.
 - :class:`ProjectFeed` is a run's event subscriber. It keeps its own copy of the graph, built
   from the events alone (:class:`sentient.replica.GraphReplica`), notes which nodes changed and,
   at most ``interval`` seconds after the first change, sends just those nodes in one
@@ -30,6 +32,7 @@ from pydantic import BaseModel
 from sentient.events import AgentCallFinished, Event, NodeCreated, NodesRemoved, NodeStatusChanged
 from sentient.replica import GraphReplica
 
+from .hub import Hub, Inline
 from .responses import Graph, NodeUpdate
 
 
@@ -37,15 +40,39 @@ def room_of(project_id: str) -> str:
     return f"project:{project_id}"
 
 
+class SocketOps:
+    """The python-socketio calls the broadcaster makes, run where the connections live.
+
+    Args:
+        server: the python-socketio ``Server`` (``SocketIO.server``).
+        hub: where its sessions live (:class:`~sentient_server.hub.GeventHub` in production).
+    """
+
+    def __init__(self, server: Any, hub: Hub) -> None:
+        self._server = server
+        self._hub = hub
+
+    def emit(self, event: str, data: Any, to: str, namespace: str = "/") -> None:
+        self._hub.post(lambda: self._server.emit(event, data, to=to, namespace=namespace))
+
+    def enter_room(self, sid: str, room: str, namespace: str = "/") -> None:
+        self._hub.post(self._server.enter_room, sid, room, namespace)
+
+    def leave_room(self, sid: str, room: str, namespace: str = "/") -> None:
+        self._hub.post(self._server.leave_room, sid, room, namespace)
+
+
 class Broadcaster:
     """Runs Socket.IO operations on one thread, first in, first out.
 
     Args:
         server: the python-socketio ``Server`` (``SocketIO.server``).
+        hub: where its sessions live; by default the broadcast thread calls it directly.
     """
 
-    def __init__(self, server: Any) -> None:
-        self._server = server
+    def __init__(self, server: Any, hub: Hub | None = None) -> None:
+        self._hub = hub or Inline()
+        self._server = SocketOps(server, self._hub)
         self._queue: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._main, name="sentient-broadcast", daemon=True)
         self._thread.start()
@@ -61,7 +88,8 @@ class Broadcaster:
                 logger.opt(exception=True).error("broadcast job failed")
 
     @property
-    def server(self) -> Any:
+    def server(self) -> SocketOps:
+        """Emits and room changes for jobs running on the broadcast thread (in their order)."""
         return self._server
 
     def submit(self, job: Callable[[], None]) -> None:
@@ -70,19 +98,19 @@ class Broadcaster:
 
     def emit(self, event: str, payload: BaseModel, to: str) -> None:
         """Send ``event`` to a room or a client id; ``payload`` is turned into JSON on the broadcast thread."""
-        self._queue.put(lambda: self._server.emit(event, payload.model_dump(mode="json"), to=to, namespace="/"))
+        self._queue.put(lambda: self._server.emit(event, payload.model_dump(mode="json"), to=to))
 
     def enter_room(self, sid: str, room: str) -> None:
-        self._queue.put(lambda: self._server.enter_room(sid, room, namespace="/"))
+        self._queue.put(lambda: self._server.enter_room(sid, room))
 
     def leave_room(self, sid: str, room: str) -> None:
-        self._queue.put(lambda: self._server.leave_room(sid, room, namespace="/"))
+        self._queue.put(lambda: self._server.leave_room(sid, room))
 
     def flush(self, timeout: float = 5.0) -> bool:
         """Wait until everything queued so far has been sent."""
         done = threading.Event()
-        self._queue.put(done.set)
-        return done.wait(timeout)
+        self._queue.put(lambda: self._hub.post(done.set))
+        return self._hub.wait(done, timeout)
 
     def stop(self, timeout: float = 5.0) -> None:
         self._queue.put(None)

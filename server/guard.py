@@ -2,24 +2,28 @@
 
 Flask-SocketIO checks the token in the namespace ``connect`` handler, which runs only after the
 engine.io handshake has opened a session; a client that never connects to a namespace (or is
-refused there) kept its session, and in the production server each WebSocket holds a thread.
-So, before python-engineio sees a request:
+refused there) kept its session. So, before python-engineio sees a request:
 
 - :class:`HandshakeGuard` (WSGI middleware on ``/socket.io/``) refuses a foreign ``Host`` (403),
   a foreign browser ``Origin`` (403) and, when a token is configured, a new session without the
   token (401; ``Authorization: Bearer <token>`` or the ``token`` query parameter, the only one
   a browser WebSocket can send). It caps the engine.io requests in progress (WebSockets and
-  long polls, each a thread) in all and per client address (503 beyond).
+  long polls) at ``max_sockets`` (503 beyond).
 - :class:`IdleSessionReaper` closes engine.io sessions that have not joined the Socket.IO
-  namespace within ``connect_timeout_s`` (never sent CONNECT, or were refused).
+  namespace within ``connect_timeout_s`` (never sent CONNECT, or were refused), and, beyond
+  ``max_pending_sockets_per_client`` such sessions from one client address, the address's oldest
+  once past ``cap_grace_s``. A dashboard that connects at once so gets in even from the address
+  (loopback) of a process that holds idle sockets.
 
-Slow request headers (slowloris) are the production server's part: see :mod:`sentient_server.worker`.
+In production no connection holds a thread (:mod:`sentient_server.hub`); slow and partial
+requests are the worker's part: see :mod:`sentient_server.worker`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import socket
 import threading
 import time
@@ -43,21 +47,14 @@ class HandshakeGuard:
     Args:
         app: the WSGI app behind it (Flask's ``wsgi_app``).
         config: the server settings.
-        on_socket_request: called with the environ of every admitted engine.io request before it
-            is served (the production server lifts its header deadline for long-lived sockets).
     """
 
-    def __init__(
-        self, app: WSGIApp, config: ServerSettings, on_socket_request: Callable[[dict[str, Any]], None] | None = None
-    ) -> None:
+    def __init__(self, app: WSGIApp, config: ServerSettings) -> None:
         self.app = app
         self.config = config
-        self.on_socket_request = on_socket_request
-        self.max_sockets = config.socket_capacity()
-        self.max_per_client = min(config.max_sockets_per_client, self.max_sockets)
+        self.max_sockets = config.max_sockets
         self._lock = threading.Lock()
         self._in_progress = 0
-        self._per_client: dict[str, int] = {}
 
     @property
     def in_progress(self) -> int:
@@ -67,37 +64,30 @@ class HandshakeGuard:
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
-        if path != SOCKET_PATH and not path.startswith(SOCKET_PATH + "/"):
+        if not is_socket_path(path):
             return self.app(environ, start_response)
         refusal = self._refusal(environ)
         if refusal is not None:
             return _error(start_response, *refusal)
-        client = str(environ.get("REMOTE_ADDR") or "?")
         with self._lock:
-            if self._in_progress >= self.max_sockets:
-                full = "the server has no room for another live connection; try again shortly."
-            elif self._per_client.get(client, 0) >= self.max_per_client:
-                full = f"too many live connections from {client}; close some and try again."
-            else:
-                full = None
+            full = self._in_progress >= self.max_sockets
+            if not full:
                 self._in_progress += 1
-                self._per_client[client] = self._per_client.get(client, 0) + 1
-        if full is not None:
-            logger.warning("refused a Socket.IO request from {}: {}", client, full)
-            return _error(start_response, 503, "unavailable", full)
+        if full:
+            client = environ.get("REMOTE_ADDR") or "?"
+            logger.warning("refused a Socket.IO request from {}: {} live connections already", client, self.max_sockets)
+            return _error(
+                start_response,
+                503,
+                "unavailable",
+                "the server has no room for another live connection; try again shortly.",
+            )
         try:
-            if self.on_socket_request is not None:
-                self.on_socket_request(environ)
             # engine.io answers with a list (or an empty one after a WebSocket): served by now.
             return list(self.app(environ, start_response))
         finally:
             with self._lock:
                 self._in_progress -= 1
-                left = self._per_client[client] - 1
-                if left:
-                    self._per_client[client] = left
-                else:
-                    del self._per_client[client]
 
     def _refusal(self, environ: dict[str, Any]) -> tuple[int, str, str] | None:
         config = self.config
@@ -126,85 +116,132 @@ def _error(start_response: StartResponse, status: int, code: str, message: str) 
     return [body]
 
 
-def _disconnect(eio: Any, eio_sid: str, sock: socket.socket | None, linger_s: float) -> None:
-    if sock is not None:
-        # A client that never reads the close would keep its thread (and this one, which waits
-        # for the close to be sent): end the TCP connection too. A socket closed by then raises,
-        # harmlessly: a closed Python socket no longer holds its fd.
-        timer = threading.Timer(linger_s, _shutdown, args=(sock,))
-        timer.daemon = True
-        timer.start()
-    try:
-        eio.disconnect(eio_sid)
-    except Exception:  # already gone
-        logger.opt(exception=True).debug("closing session {} failed", eio_sid)
-
-
-def _shutdown(sock: socket.socket) -> None:
-    with contextlib.suppress(OSError):
-        sock.shutdown(socket.SHUT_RDWR)
+def is_socket_path(path: str) -> bool:
+    """Whether a request path is engine.io's (``/socket.io/...``)."""
+    return path == SOCKET_PATH or path.startswith(SOCKET_PATH + "/")
 
 
 class IdleSessionReaper:
-    """Closes engine.io sessions that have not connected to the Socket.IO namespace in time.
+    """Closes engine.io sessions that have not connected to the Socket.IO namespace in time, and
+    those beyond ``max_per_client`` such sessions from one client address (its oldest first).
+
+    It runs as python-socketio's own background task: a thread with a threaded server, a greenlet
+    on the hub in production, where python-socketio's sessions live.
 
     Args:
         server: the python-socketio ``Server``.
         timeout_s: how long a session may stay without a namespace connection.
+        max_per_client: most such sessions one client address keeps past ``grace_s``.
+        grace_s: how long a session is safe from being closed for its address's share.
         interval_s: how often sessions are checked (a session lives at most about
             ``timeout_s + interval_s`` without connecting).
         linger_s: how long a closed session's client has to read the close before its TCP
             connection is shut down.
     """
 
-    def __init__(self, server: Any, timeout_s: float, interval_s: float = 0.5, linger_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        server: Any,
+        timeout_s: float,
+        max_per_client: int,
+        grace_s: float,
+        interval_s: float = 0.25,
+        linger_s: float = 1.0,
+    ) -> None:
         self._server = server
+        self._grace_s = grace_s
         self._linger_s = linger_s
         self._timeout_s = timeout_s
+        self._max_per_client = max_per_client
         self._interval_s = interval_s
         self._first_seen: dict[str, float] = {}
-        self._stop = threading.Event()
+        self._closing: set[str] = set()
+        self._stopped = False
         self.closed = 0
-        self._thread = threading.Thread(target=self._main, name="sentient-session-reaper", daemon=True)
-        self._thread.start()
+        server.start_background_task(self._main)
 
     def _main(self) -> None:
-        while not self._stop.wait(self._interval_s):
+        while not self._stopped:
+            self._server.sleep(self._interval_s)
             try:
                 self.sweep()
             except Exception:
                 logger.opt(exception=True).error("idle session sweep failed")
 
     def sweep(self, now: float | None = None) -> int:
-        """Close the sessions idle too long; returns how many were closed."""
+        """Close the sessions idle too long or beyond their address's share; returns how many."""
         now = time.monotonic() if now is None else now
-        eio = self._server.eio
-        live = list(eio.sockets)  # a copy: sessions come and go on other threads
+        server = self._server
+        live = list(server.eio.sockets)  # a copy, in the order the sessions opened
         seen = self._first_seen
         for gone in set(seen) - set(live):
             del seen[gone]
-        closed = 0
+        self._closing &= set(live)
+        pending: dict[str, list[str]] = {}
+        late: list[str] = []
         for eio_sid in live:
             first = seen.setdefault(eio_sid, now)
-            if now - first < self._timeout_s:
+            if eio_sid in self._closing or server.manager.sid_from_eio_sid(eio_sid, "/") is not None:
                 continue
-            if self._server.manager.sid_from_eio_sid(eio_sid, "/") is not None:
-                continue
-            logger.info("closing engine.io session {}: no Socket.IO connect within {:g}s", eio_sid, self._timeout_s)
-            seen.pop(eio_sid, None)
-            environ = self._server.environ.get(eio_sid) or {}
-            sock = environ.get("gunicorn.socket") or environ.get("werkzeug.socket")
-            # Closing waits for the session's writer to send the close packet: not on this thread.
-            threading.Thread(
-                target=_disconnect,
-                args=(eio, eio_sid, sock, self._linger_s),
-                name="sentient-session-close",
-                daemon=True,
-            ).start()
-            closed += 1
-        self.closed += closed
-        return closed
+            if now - first >= self._timeout_s:
+                late.append(eio_sid)
+            else:
+                client = str((server.environ.get(eio_sid) or {}).get("REMOTE_ADDR") or "?")
+                pending.setdefault(client, []).append(eio_sid)
+        crowded: list[str] = []
+        for sids in pending.values():
+            over = sids[: max(0, len(sids) - self._max_per_client)]  # the oldest
+            crowded += [sid for sid in over if now - seen[sid] >= self._grace_s]
+        if late:
+            logger.info(
+                "closing {} engine.io session(s): no Socket.IO connect within {:g}s", len(late), self._timeout_s
+            )
+        if crowded:
+            logger.info(
+                "closing {} engine.io session(s): over {} not connected from one address",
+                len(crowded),
+                self._max_per_client,
+            )
+        for eio_sid in late + crowded:
+            self._close(eio_sid)
+        self.closed += len(late) + len(crowded)
+        return len(late) + len(crowded)
+
+    def _close(self, eio_sid: str) -> None:
+        self._closing.add(eio_sid)
+        environ = self._server.environ.get(eio_sid) or {}
+        sock = environ.get("gunicorn.socket") or environ.get("werkzeug.socket")
+        if sock is not None:
+            # A client that never reads the close would keep its session (and the task closing
+            # it, which waits for the close to be sent): end the TCP connection too.
+            self._server.start_background_task(self._shut_down_later, sock)
+        # Closing waits for the session's writer to send the close packet: not on this task.
+        self._server.start_background_task(_disconnect, self._server.eio, eio_sid)
+
+    def _shut_down_later(self, sock: socket.socket) -> None:
+        self._server.sleep(self._linger_s)
+        shut_down(sock)
 
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(5)
+        self._stopped = True
+
+
+def shut_down(sock: socket.socket) -> None:
+    """End a client's TCP connection; whoever reads it sees the end, whoever writes an error.
+
+    Through a duplicate of its descriptor: gevent's own ``shutdown`` fails a greenlet waiting on
+    the socket with EBADF (logged as an error by gunicorn) instead of letting it read the end.
+    """
+    with contextlib.suppress(OSError):  # already closed: a closed socket no longer holds its fd
+        duplicate = socket.socket(fileno=os.dup(sock.fileno()))
+        try:
+            duplicate.shutdown(socket.SHUT_RDWR)
+        finally:
+            duplicate.close()
+
+
+def _disconnect(eio: Any, eio_sid: str) -> None:
+    try:
+        eio.disconnect(eio_sid)
+    except Exception:  # already gone
+        logger.opt(exception=True).debug("closing session {} failed", eio_sid)

@@ -116,7 +116,7 @@ def work(config: ServerSettings, *, jobs: int = 10) -> int:
             fix="set it to the redis://… URL that `sentient serve` queues projects on.",
         )
     # Write-only: it publishes on the message queue, and the web processes deliver to their clients.
-    socketio = SocketIO(message_queue=settings.redis_url)
+    socketio = SocketIO(message_queue=settings.redis_url, async_mode="threading")  # emits only, from threads
     core = Core.open(config, socketio.server)
     stop = threading.Event()
     try:

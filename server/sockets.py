@@ -2,7 +2,8 @@
 
 Every payload is validated; a problem is sent back to the sender as ``error {code, message}``
 (and as the acknowledgement, for clients that use ``call``). Nothing is broadcast: events go to
-the rooms of the projects a client joined.
+the rooms of the projects a client joined. A handler's work (the store, the engine) runs on a
+thread of the hub's pool (:mod:`sentient_server.hub`), never on the hub itself.
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ from pydantic import BaseModel, ValidationError
 from .auth import host_allowed, token_ok
 from .errors import ApiError, as_api_error, bad_request, describe_validation
 from .events import room_of
+from .hub import Hub
 from .responses import Ack
 from .schemas import ExecuteTask, HitlResponse, JoinProject
 
 
 def register(socketio: SocketIO, services: Any) -> None:
     config = services.config
+    hub = services.hub
 
     @socketio.on("connect")
     def connect(auth: Any = None) -> None:
@@ -40,7 +43,7 @@ def register(socketio: SocketIO, services: Any) -> None:
             services.runs.join(sid, body.project_id)
             return Ack(project_id=body.project_id)
 
-        return _guarded(socketio, handle)
+        return _guarded(socketio, hub, handle)
 
     @socketio.on("leave_project")
     def leave_project(data: Any) -> dict[str, Any]:
@@ -49,7 +52,7 @@ def register(socketio: SocketIO, services: Any) -> None:
             services.broadcaster.leave_room(sid, room_of(body.project_id))
             return Ack(project_id=body.project_id)
 
-        return _guarded(socketio, handle)
+        return _guarded(socketio, hub, handle)
 
     @socketio.on("execute_task")
     def execute_task(data: Any) -> dict[str, Any]:
@@ -66,7 +69,7 @@ def register(socketio: SocketIO, services: Any) -> None:
             services.broadcaster.enter_room(sid, room_of(project_id))
             return Ack(project=runs.execute(project_id, goal, profile))
 
-        return _guarded(socketio, handle)
+        return _guarded(socketio, hub, handle)
 
     @socketio.on("hitl_response")
     def hitl_response(data: Any) -> dict[str, Any]:
@@ -74,7 +77,7 @@ def register(socketio: SocketIO, services: Any) -> None:
             body = _parse(HitlResponse, data)
             return Ack(review=services.reviews.answer(body.review_id, body, by="socket"))
 
-        return _guarded(socketio, handle)
+        return _guarded(socketio, hub, handle)
 
 
 def _parse(model: type[BaseModel], data: Any) -> Any:
@@ -86,16 +89,21 @@ def _parse(model: type[BaseModel], data: Any) -> Any:
         raise bad_request(describe_validation(exc)) from exc
 
 
-def _guarded(socketio: SocketIO, handle: Callable[[str], Ack]) -> dict[str, Any]:
+def _guarded(socketio: SocketIO, hub: Hub, handle: Callable[[str], Ack]) -> dict[str, Any]:
     """The handler's acknowledgement, as the JSON python-socketio sends; a failure is also emitted as ``error``."""
     sid: str = request.sid  # type: ignore[attr-defined]
+    ack = hub.offload(_acknowledge, handle, sid)
+    if ack.error is not None:
+        socketio.emit("error", ack.error, to=sid)
+    return ack.model_dump(mode="json")
+
+
+def _acknowledge(handle: Callable[[str], Ack], sid: str) -> Ack:
     try:
-        ack = handle(sid)
+        return handle(sid)
     except Exception as exc:
         error = as_api_error(exc)
         if error is None:
             logger.opt(exception=exc).error("unhandled error in a Socket.IO handler")
             error = ApiError(500, "internal_error", "the server hit an unexpected error; it has been logged.")
-        socketio.emit("error", error.payload(), to=sid)
-        ack = Ack(ok=False, error=error.payload())
-    return ack.model_dump(mode="json")
+        return Ack(ok=False, error=error.payload())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -89,10 +90,10 @@ def test_sessions_that_never_connect_the_namespace_are_closed(
     assert authorised.sio.call("join_project", {"project_id": "nope"}, timeout=10)["error"]["code"] == "not_found"
 
 
-def test_live_connections_are_capped_per_client_address(
+def test_live_connections_are_capped_in_all(
     live: Callable[..., Any], server_settings: ServerSettings, connect: Any
 ) -> None:
-    server = live(replace(server_settings, max_sockets_per_client=3, connect_timeout_s=30))
+    server = live(replace(server_settings, max_sockets=3, connect_timeout_s=30))
     held = [open_session(server) for _ in range(3)]
     assert refused_status(server) == 503
     with pytest.raises(socketio.exceptions.ConnectionError):
@@ -102,6 +103,22 @@ def test_live_connections_are_capped_per_client_address(
     guard = server.app.extensions["sentient"].guard
     wait_for(lambda: guard.in_progress == 2, what="the closed socket to be counted out")
     assert connect(server.url).sio.connected
+
+
+def test_unconnected_sessions_beyond_an_address_share_are_closed_oldest_first(
+    live: Callable[..., Any], server_settings: ServerSettings, connect: Any
+) -> None:
+    settings = replace(server_settings, max_pending_sockets_per_client=3, cap_grace_s=0.5, connect_timeout_s=60)
+    server = live(settings)
+    idle = [open_session(server) for _ in range(6)]
+    for ws in idle[:3]:
+        assert wait_for(lambda ws=ws: closed_by_server(ws), what="an old idle session to be closed")
+    assert not any(closed_by_server(ws) for ws in idle[3:])  # the newest three are the address's share
+    # A client that connects at once gets in from the same address, and stays.
+    authorised = connect(server.url)
+    time.sleep(1.0)  # past its grace: connected sessions are not counted
+    assert authorised.sio.connected
+    assert authorised.sio.call("join_project", {"project_id": "nope"}, timeout=10)["error"]["code"] == "not_found"
 
 
 @pytest.mark.parametrize("token", [None, 12345, ["a"], {"t": 1}, "\ud800\udfff-lone-surrogates", "ü" * 30, ""])

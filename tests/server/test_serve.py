@@ -1,7 +1,9 @@
-"""``python -m sentient_server.serve`` (gunicorn, gthread) with a real WebSocket client; the dashboard files."""
+"""``python -m sentient_server.serve`` (gunicorn, gevent worker) with a real WebSocket client; its options; the
+dashboard files."""
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import signal
 import subprocess
@@ -46,7 +48,7 @@ def test_serve_runs_gunicorn_with_websocket_transport_and_stops_cleanly(tmp_path
         proc.send_signal(signal.SIGTERM)  # before the client's close, which would wait for a close frame
         output, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0, output
-    assert "SentientThreadWorker" in output  # gthread with request deadlines
+    assert "SentientGeventWorker" in output  # connections are greenlets, requests run on threads
     wait_for(lambda: not sio.connected, what="the client to see the server go")
 
 
@@ -59,6 +61,30 @@ def test_sentient_serve_refuses_a_public_bind_without_a_token(monkeypatch: Any, 
     assert main(["serve", "--host", "0.0.0.0", "--port", str(free_port())]) == 2
     assert "SENTIENT_API_TOKEN" in capsys.readouterr().err
     assert not (tmp_path / "results").exists()  # refused before anything was opened
+
+
+def test_sentient_serve_refuses_a_connection_limit_below_one(monkeypatch: Any, capsys: Any, tmp_path: Path) -> None:
+    from sentient.cli.main import main
+
+    monkeypatch.setenv("SENTIENT_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.setenv("SENTIENT_OFFLINE", "1")
+    assert main(["serve", "--port", str(free_port()), "--max-partial-per-client", "0"]) == 2
+    assert "max_partial_requests_per_client is 0" in capsys.readouterr().err
+    assert not (tmp_path / "results").exists()
+
+
+def test_the_serve_options_name_the_server_defaults() -> None:
+    from sentient.cli.serve import add_connection_limits, connection_limits
+
+    parser = argparse.ArgumentParser()
+    add_connection_limits(parser)
+    helps = {action.dest: str(action.help) for action in parser._actions}
+    unset = connection_limits(parser.parse_args([]))
+    assert set(unset.values()) == {None}  # not given: the settings' own defaults apply
+    defaults = ServerSettings()
+    options = ("threads", "max_connections", "max_partial_per_client", "max_pending_sockets_per_client")
+    for field, option in zip(unset, options, strict=True):
+        assert f"(default {getattr(defaults, field)})" in helps[option], option
 
 
 def test_the_server_refuses_to_start_when_the_redis_for_provider_limits_does_not_answer(
