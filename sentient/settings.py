@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from sentient.exceptions import ConfigError
 from sentient.resources import agent_configs_dir
 
 MAX_CALL_TIMEOUT_S = 3600.0  # the longest a model call attempt may be given: an hour
+REPORT_WORDS = (100, 20_000)  # the report_length a number of words may ask for
 
 
 class FailurePolicy(StrEnum):
@@ -89,10 +90,31 @@ class EngineSettings(BaseModel):
     max_time_s: float | None = Field(None, gt=0, description="Stop the run after this many seconds.")
     context_token_budget: int = Field(3000, ge=200, description="Approximate tokens of context per agent call.")
     knowledge_results: int = Field(3, ge=0, le=20, description="Related knowledge entries offered per call.")
-    report_length: ReportLength | Annotated[int, Field(ge=100, le=20_000)] | None = Field(
+    report_length: ReportLength | int | None = Field(
         None,
-        description="How large a report is: short, standard, long, or about this many words (default: standard).",
+        description=(
+            "Write a report of this size (short, standard, long, or about this many words) whatever the goal;"
+            " unset, a goal the atomizer finds asks for a report gets one of standard size, others an answer."
+        ),
     )
+    max_items: int = Field(
+        12, ge=1, le=30, description="A report's 'for each' part covers at most this many items it discovers."
+    )
+
+    @field_validator("report_length", mode="before")
+    @classmethod
+    def _a_size_or_words(cls, value: Any) -> Any:
+        """A size's name, or a number of words (as a number or in digits) within REPORT_WORDS."""
+        if value is None or isinstance(value, ReportLength):
+            return value
+        if isinstance(value, str) and value.strip().lower() in set(ReportLength):
+            return ReportLength(value.strip().lower())
+        words = int(value) if isinstance(value, str) and value.strip().isdigit() else value
+        if type(words) is not int or not REPORT_WORDS[0] <= words <= REPORT_WORDS[1]:
+            raise ValueError(
+                f"use short, standard, long or a number of words from {REPORT_WORDS[0]} to {REPORT_WORDS[1]}"
+            )
+        return words
 
 
 class Settings(BaseSettings):

@@ -72,6 +72,9 @@ class ProfileAgents(BaseModel):
     root_aggregator: str | None = None
     plan_modifier: str
     verifier: str = "verifier"
+    outliner: str = "outliner"  # a report's outline, and the items of its "for each" parts
+    section_writer: str = "section_writer"  # a report's section, from its searches
+    report_aggregator: str = "report_aggregator"  # a report's title, summary and transitions
 
 
 class ProfileConfig(BaseModel):

@@ -20,6 +20,7 @@ from sentient.agents.config import AgentConfig, Role
 from sentient.agents.passages import Passages
 from sentient.agents.plans import distinct_subtasks, lists_goal, splits_nothing
 from sentient.agents.registry import Profile
+from sentient.agents.report import ReportPhases
 from sentient.agents.runner import AgentCall, AgentRunner
 from sentient.agents.schemas import (
     AggregationOutput,
@@ -90,6 +91,7 @@ class AgentProcessor:
         self._toolboxes = toolboxes or {}
         self._passages = Passages(graph, profile, context, self._toolboxes)
         self._tasks = profile.prompts.for_run(settings.report_length)
+        self._report = ReportPhases(self)  # the phases of a report's nodes
         # Roots answered directly first (:meth:`decide_root_type`). The unconfirmed direct answer
         # of one then planned is kept on the node itself (:meth:`_plan_instead`).
         self._answering_first: set[str] = set()
@@ -120,6 +122,8 @@ class AgentProcessor:
         gets them, a simple one costs about as much as one retrieve-then-answer call. Any other
         goal goes to the atomizer.
         """
+        if self._report.forced(root):
+            return
         if self._settings.force_root_planning:
             return
         if root.unconfirmed_answer is not None:  # resumed: answered first in an earlier run, and planned
@@ -128,7 +132,7 @@ class AgentProcessor:
             self._answering_first.add(root.task_id)
             root.node_type = NodeType.EXECUTE
             return
-        root.node_type = await self._node_type_for(root, root.goal, root.task_type, [], layer=0)
+        root.node_type = await self._report.root_type(root)
 
     def _answers_first(self, root: TaskNode) -> bool:
         """Whether the root is a question whose executor searches (a source can support its answer)."""
@@ -139,7 +143,11 @@ class AgentProcessor:
 
     async def plan(self, node: TaskNode) -> None:
         """PLANNING -> (review) -> ATOMIZATION -> PLAN_DONE, or FAILED; a root whose planner
-        fails is executed instead (:meth:`execute`)."""
+        fails is executed instead (:meth:`execute`). A report's nodes are planned by its shape
+        (:mod:`sentient.agents.report`)."""
+        if self._report.plans(node):
+            await self._report.plan(node)
+            return
         self.move(node, _S.PLANNING)
         try:
             agent = self._profile.planner_for(node.parent_id is None)
@@ -216,8 +224,11 @@ class AgentProcessor:
 
         A question answered first whose answer no source supports is planned instead; its
         model's own answer, asked without sources, stands if the plan comes to nothing
-        (:meth:`_plan_instead`).
+        (:meth:`_plan_instead`). A section's searches and writing step are a report's.
         """
+        if self._report.executes(node):
+            await self._report.execute(node)
+            return
         self.move(node, _S.EXECUTING)
         agent = self._profile.executor_for(node.task_type)
         tools = self._toolboxes.get(agent.name)
@@ -253,8 +264,12 @@ class AgentProcessor:
         """PLAN_DONE -> AGGREGATING -> DONE; fails without a call if no child succeeded.
 
         The aggregate of a question that was planned because its direct answer was unconfirmed
-        is read by the verifier: unsupported, the model's own answer stands instead.
+        is read by the verifier: unsupported, the model's own answer stands instead. A report and
+        its parts are assembled (:mod:`sentient.agents.report`).
         """
+        if self._report.assembles(node):
+            await self._report.aggregate(node)
+            return
         children = self.graph.children(node.task_id)
         done = [c for c in children if c.status is _S.DONE]
         if not done:

@@ -31,6 +31,11 @@ TEMPLATE_PARAMETERS: dict[str, frozenset[str]] = {
     "aggregate": frozenset({"goal"}),
     "aggregate_root": frozenset({"goal"}),
     "modify": frozenset({"goal", "plan", "instructions"}),
+    "atomize_root": frozenset({"goal"}),
+    "outline": frozenset({"goal"}),
+    "discover": frozenset({"goal", "max_items"}),
+    "write_section": frozenset({"goal"}),
+    "assemble": frozenset({"goal", "count"}),
 }
 
 
@@ -68,6 +73,11 @@ class TaskTemplates(BaseModel):
     aggregate: str
     aggregate_root: str
     modify: str
+    atomize_root: str
+    outline: str
+    discover: str
+    write_section: str
+    assemble: str
 
     @field_validator("*")
     @classmethod
@@ -168,6 +178,28 @@ class TaskPrompts:
     def modify_task(self, node: TaskNode, plan: PlanOutput | None, instructions: str) -> str:
         current = _render_plan(plan.subtasks) if plan else "(no plan yet)"
         return self._render("modify", goal=node.goal, plan=current, instructions=instructions)
+
+    # -- reports -------------------------------------------------------------------------
+
+    def atomize_root_task(self, goal: str) -> str:
+        """The atomizer's task for the root: does the goal ask for a report, else is it one step?"""
+        return self._render("atomize_root", goal=goal)
+
+    def outline_task(self, goal: str) -> str:
+        """The outliner's task: a report's sections, from a quick search shown above."""
+        return self._render("outline", goal=goal)
+
+    def discover_task(self, items: str, max_items: int) -> str:
+        """The outliner's task for a fan-out: list the ``items`` the passages above name."""
+        return self._render("discover", goal=items, max_items=max_items)
+
+    def write_section_task(self, section: str) -> str:
+        """A section writer's task: write ``section`` from the passages above."""
+        return self._render("write_section", goal=section)
+
+    def assemble_task(self, goal: str, count: int) -> str:
+        """The report aggregator's task: the title, summary and transitions of ``count`` sections."""
+        return self._render("assemble", goal=goal, count=count)
 
 
 def _render_plan(subtasks: Sequence[object]) -> str:

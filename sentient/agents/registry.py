@@ -29,6 +29,9 @@ class Profile:
     root_aggregator: AgentConfig
     plan_modifier: AgentConfig
     verifier: AgentConfig
+    outliner: AgentConfig  # reports: the outline, the items of a fan-out
+    section_writer: AgentConfig  # reports: a section from its searches
+    report_aggregator: AgentConfig  # reports: the title, summary and transitions
     prompts: Prompts  # the task templates and lengths of agents.yaml
     models: dict[Role, str] = field(default_factory=dict)  # per-role model strings
 
@@ -46,6 +49,7 @@ class Profile:
             a.name: a for a in (self.planner, self.root_planner, self.atomizer, self.aggregator, self.root_aggregator)
         }
         seen.update({a.name: a for a in (*self.executors.values(), self.plan_modifier, self.verifier)})
+        seen.update({a.name: a for a in (self.outliner, self.section_writer, self.report_aggregator)})
         return list(seen.values())
 
 
@@ -224,6 +228,9 @@ def _resolve_profile(path: Path, config: ProfileConfig, agents: dict[str, AgentC
         ),
         plan_modifier=pick("plan_modifier", slots.plan_modifier, Role.PLAN_MODIFIER),
         verifier=pick("verifier", slots.verifier, Role.VERIFIER),
+        outliner=pick("outliner", slots.outliner, Role.PLANNER),
+        section_writer=pick("section_writer", slots.section_writer, Role.EXECUTOR),
+        report_aggregator=pick("report_aggregator", slots.report_aggregator, Role.AGGREGATOR),
         prompts=prompts,
         models=dict(config.models),
     )

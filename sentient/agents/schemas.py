@@ -71,3 +71,91 @@ class PlanReply(PlanOutput):
     model_config = ConfigDict(title="PlanOutput")
 
     subtasks: list[SubTask] = Field(min_length=1, max_length=12, json_schema_extra={"minItems": 2})
+
+
+# -- reports -------------------------------------------------------------------------------
+
+
+def _every_field_required(schema: dict[str, Any]) -> None:
+    """A model asked under a grammar writes every field, defaults too."""
+    schema["required"] = list(schema.get("properties", {}))
+
+
+class RootAtomizerOutput(BaseModel):
+    """The atomizer's verdict on the root goal: whether it asks for a report, else whether it is one step."""
+
+    model_config = ConfigDict(title="AtomizerOutput", json_schema_extra=_every_field_required)
+
+    is_report: bool = Field(
+        False,
+        description="true if the goal asks for a report, an overview, a briefing or a comparison: a document "
+        "of several sections; false for a question or a task.",
+    )
+    is_atomic: bool = Field(description="true if one executor can do this directly, false if it needs a plan.")
+
+
+class OutlineSection(BaseModel):
+    """One section of a report's outline."""
+
+    model_config = ConfigDict(json_schema_extra=_every_field_required)
+
+    title: str = Field(min_length=1, description="The section's title.")
+    for_each: str = Field(
+        "",
+        description="When the section covers every item of a kind (each incident, each service): what the items "
+        "are; its questions are then asked about each item. Empty otherwise.",
+    )
+    find: list[str] = Field(min_length=1, description="What the section must find: one short question per search.")
+
+
+class Outline(BaseModel):
+    """A report's outline: its sections in order."""
+
+    model_config = ConfigDict(json_schema_extra=_every_field_required)
+
+    sections: list[OutlineSection] = Field(min_length=1)
+
+
+def outline_schema(sections: int, searches: int) -> type[Outline]:
+    """``Outline`` of at most ``sections`` sections that each find at most ``searches`` things (a
+    model decoded under a grammar cannot write more)."""
+    section = create_model(
+        "OutlineSection",
+        __base__=OutlineSection,
+        find=(
+            list[str],
+            Field(min_length=1, max_length=searches, description=OutlineSection.model_fields["find"].description),
+        ),
+    )
+    return create_model(
+        "Outline",
+        __base__=Outline,
+        sections=(list[section], Field(min_length=1, max_length=sections)),
+    )
+
+
+class Items(BaseModel):
+    """The items a fan-out covers, as the passages name them."""
+
+    items: list[str] = Field(description="Each item the passages name, once, in their words.")
+
+
+def items_schema(max_items: int) -> type[Items]:
+    """``Items`` of at most ``max_items`` items."""
+    return create_model(
+        "Items",
+        __base__=Items,
+        items=(list[str], Field(max_length=max_items, description=Items.model_fields["items"].description)),
+    )
+
+
+class ReportFrame(BaseModel):
+    """What the report's aggregator writes around the sections: they are assembled as written."""
+
+    model_config = ConfigDict(json_schema_extra=_every_field_required)
+
+    title: str = Field(min_length=1, description="The report's title, one line.")
+    summary: Answer = Field(description="A short, direct summary of what the sections found.")
+    transitions: list[str] = Field(
+        default_factory=list, description="One sentence that leads into each section, in the sections' order."
+    )

@@ -61,6 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--profile", default="general_agent", help="agent profile (default: general_agent)")
     run.add_argument("--docs", type=Path, help="folder of documents to research (.md .txt .rst .html .py)")
     run.add_argument("--max-depth", type=int, help="deepest layer that is planned further")
+    run.add_argument(
+        "--report-length",
+        metavar="SIZE",
+        help="write a report of this size: short, standard, long or about N words"
+        " (default: a report only when the goal asks for one)",
+    )
     run.add_argument("--review", action="store_true", help="approve, edit or reject each plan in the terminal")
     run.add_argument("--out", type=Path, help="output folder, new or empty (default: project_results/<project-id>)")
     run.add_argument(
@@ -160,6 +166,7 @@ def _run(args: argparse.Namespace, settings: Settings, err: Console) -> int:
             return EXIT_USAGE
     overrides = {
         "max_depth": getattr(args, "max_depth", None),
+        "report_length": getattr(args, "report_length", None),
         "review": "all" if args.review else None,
         "max_cost_usd": args.max_cost,
         "max_llm_calls": args.max_llm_calls,

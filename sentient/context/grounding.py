@@ -15,17 +15,17 @@ Text code here only places and reads citation markers (``[n]``); it never decide
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
 
 from sentient.context.citations import cited_numbers, renumber
+from sentient.context.wording import sentences
 from sentient.graph.node import Source
 
 # Said under every report's references, in the HTML and by the dashboard.
 VERIFIED_MEANS = "Verified: a model read the passage and judged that it supports the answer it is cited for."
-NOT_CONFIRMED = "Not confirmed by the sources: no passage was judged to support this answer."
 MAX_JUDGED = 3  # cited passages shown to one verifier call
 
 
@@ -93,6 +93,32 @@ def rejudged(answer: Grounded, supports: bool) -> Grounded:
     return Grounded(
         answer.text, sources, [*answer.notes, "the verifier found that the cited passages do not support the answer"]
     )
+
+
+def citing_sentences(text: str, count: int) -> dict[int, str]:
+    """For each source number (1..``count``) that ``text`` cites, the sentences that cite it,
+    without markers: what the verifier reads that source against (a section of a report)."""
+    cited: dict[int, list[str]] = {}
+    for sentence in sentences(text):
+        for n in cited_numbers(sentence):
+            if 1 <= n <= count:
+                cited.setdefault(n, []).append(strip_markers(sentence))
+    return {n: " ".join(lines) for n, lines in cited.items()}
+
+
+def judged_each(text: str, sources: Sequence[Source], supports: Mapping[int, bool]) -> Grounded:
+    """``text`` citing ``sources`` after the verifier read each cited source against the sentences
+    that cite it (``supports``, by source number). A supported source is marked verified; an
+    unsupported one is marked unverified and its markers are removed, so its sentences are not
+    shown as resting on it."""
+    marked = [
+        source.model_copy(update={"verified": supports[n]}) if n in supports else source
+        for n, source in enumerate(sources, start=1)
+    ]
+    kept = {n: n for n in range(1, len(sources) + 1) if supports.get(n, True)}
+    refused = sorted(n for n, ok in supports.items() if not ok)
+    note = [f"the verifier found that source(s) {refused} do not support what cites them"] if refused else []
+    return Grounded(renumber(text, kept), marked, note)
 
 
 def to_judge(answer: Grounded) -> list[int]:

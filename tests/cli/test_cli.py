@@ -206,6 +206,22 @@ def test_out_of_range_max_depth_is_refused_naming_the_setting(sandbox: Sandbox) 
     assert "99" in line
 
 
+def test_report_length_writes_a_report_of_sections_whatever_the_goal(sandbox: Sandbox) -> None:
+    proc = sandbox.run("run", GOAL, "--docs", str(sandbox.docs), "--report-length", "short", "--json")
+    assert proc.returncode == 0, proc.stderr
+    payload = only_json_object(proc.stdout)
+    answer = payload["final_answer"]
+    assert answer.startswith("# ") and answer.count("\n## ") >= 2  # a title, then the outline's sections
+    report = Path(payload["output_dir"]) / "report.md"
+    assert report.read_text().startswith(answer.split("\n")[0])
+
+
+@pytest.mark.parametrize("size", ["huge", "50"])
+def test_a_bad_report_length_is_refused_naming_the_setting(sandbox: Sandbox, size: str) -> None:
+    line = one_line_error(sandbox.run("run", GOAL, "--docs", str(sandbox.docs), "--report-length", size))
+    assert "report_length" in line and "short, standard, long or a number of words" in line
+
+
 def test_unknown_model_is_refused_naming_the_variable(sandbox: Sandbox) -> None:
     line = one_line_error(sandbox.run("run", GOAL, "--docs", str(sandbox.docs), SENTIENT_MODEL="gpt-99"))
     assert "cannot use model 'gpt-99': unknown provider" in line

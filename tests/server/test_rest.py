@@ -106,6 +106,7 @@ DEEP_CONFIG = '{"goal": "x", "config": ' + "[" * 1000 + "]" * 1000 + "}"
         ({"json": {"goal": "x", "config": {"max_dpth": 1}}}, 400, "max_dpth"),
         ({"json": {"goal": "x", "config": {"max_depth": 99}}}, 400, "max_depth"),
         ({"json": {"goal": "x", "config": {"review": "sometimes"}}}, 400, "review"),
+        ({"json": {"goal": "x", "config": {"report_length": "huge"}}}, 400, "report_length"),
         ({"json": {"goal": "x", "config": {"docs": "no-such-folder"}}}, 400, "not a folder"),
         ({"json": {"goal": "x", "config": {"docs": "/no/such/folder"}}}, 403, "not inside a docs root"),
         ({"json": {"goal": "\x1c\x1d\x1e\x1f"}}, 400, "control character U+001C"),
@@ -172,6 +173,15 @@ def test_execute_runs_to_completion_with_graph_nodes_and_report(client: FlaskCli
     assert_error(client.get(f"/api/projects/{pid}/report?format=pdf"), 400, contains="format")
     assert_error(client.post(f"/api/projects/{pid}/resume"), 409, "conflict", "completed")
     assert_error(client.post(f"/api/projects/{pid}/cancel"), 409, "conflict", "not running")
+
+
+def test_a_project_with_a_report_length_is_written_as_a_report(client: FlaskClient) -> None:
+    project = create(client, profile="general_agent", config={"report_length": "short"})
+    assert project["settings"]["report_length"] == "short"
+    assert run_to_end(client, project["project_id"])["status"] == "completed"
+    report = client.get(f"/api/projects/{project['project_id']}/report?format=json").get_json()
+    assert report["answer"].startswith("# ") and report["answer"].count("\n## ") == 2  # the outline's sections
+    assert report["title"] == report["answer"].splitlines()[0].removeprefix("# ")
 
 
 def test_report_json_is_the_stored_report_value_or_built_from_the_graph(client: FlaskClient, app: Flask) -> None:

@@ -24,7 +24,15 @@ from agno.models.response import ModelResponse
 from pydantic import BaseModel
 
 from sentient.agents.models.embedded import ENOUGH_KEY, Enough
-from sentient.agents.schemas import AggregationOutput, AtomizerOutput, ExecutionOutput
+from sentient.agents.schemas import (
+    AggregationOutput,
+    AtomizerOutput,
+    ExecutionOutput,
+    Items,
+    Outline,
+    OutlineSection,
+    ReportFrame,
+)
 from sentient.context.grounding import Verdict
 from sentient.graph.node import TaskType
 from sentient.graph.plan import PlanOutput, SubTask
@@ -99,7 +107,14 @@ def _stopped(text: str, enough: Enough) -> str:
 
 
 def default_response(request: FakeRequest) -> Output:
-    """A valid answer for any role: two-step plans for the root, atomic subtasks, echoing executors."""
+    """A valid answer for any role: two-step plans for the root, atomic subtasks, echoing executors;
+    a report's outline of two sections, two items for a fan-out, and a title and summary."""
+    if request.role == "planner" and asks_for(request, "sections"):
+        return Outline(sections=[OutlineSection(title=f"Part {i} of {request.goal}", find=["What?"]) for i in (1, 2)])
+    if request.role == "planner" and asks_for(request, "items") and not asks_for(request, "subtasks"):
+        return Items(items=["First item", "Second item"])
+    if request.role == "aggregator" and asks_for(request, "summary"):
+        return ReportFrame(title=f"Report: {request.goal}", summary=f"Summary of {request.goal}", transitions=[])
     if request.role in ("planner", "plan_modifier"):
         return PlanOutput(
             subtasks=[

@@ -1,0 +1,353 @@
+"""Reports: an outline of sections, each researched in its own subtree, assembled in order.
+
+A goal that asks for a report (the atomizer says so, or the run's ``report_length`` is set) is
+not answered but written. Its tree::
+
+    root                      PLAN   the goal; its plan is the outline, drafted from a quick search
+      part                    WRITE, PLAN   a section: its goal is its title and what it must find
+        search                SEARCH, EXECUTE   one per thing to find: passages, no model call
+        write                 WRITE, EXECUTE    writes the section from those passages only
+      part ({item} = ...)     WRITE, PLAN   a fan-out: its items are found when it is planned
+        part                  WRITE, PLAN   one section per item, asked what the fan-out asks
+          search, write
+
+Every node's role follows from its place (a planned WRITE task under a report is a part), so a
+resumed run reads the tree back as it was. A part's goal is its own small format, which the
+reviewer of a plan reads and edits: the title on the first line, ``{item} = <which items>`` for
+a fan-out, and one ``- <what to find>`` line per search. Parts are assembled without a model
+call; the root's aggregator writes only the title, a short summary and the transitions, and the
+sections follow as written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from sentient.agents.config import Role
+from sentient.agents.passages import RETRIEVED_SOURCES
+from sentient.agents.schemas import (
+    ExecutionOutput,
+    Items,
+    Outline,
+    ReportFrame,
+    RootAtomizerOutput,
+    items_schema,
+    outline_schema,
+)
+from sentient.context.builder import AgentContext, Section
+from sentient.context.citations import SourceList, renumber
+from sentient.context.grounding import citing_sentences, judged_each, strip_markers
+from sentient.context.wording import normalize
+from sentient.events import PlanProposed
+from sentient.exceptions import AgentError
+from sentient.graph.node import NodeType, Source, TaskNode, TaskType
+from sentient.graph.plan import PlanOutput, SubTask
+from sentient.graph.status import TaskStatus
+
+if TYPE_CHECKING:
+    from sentient.agents.processor import AgentProcessor
+
+_S = TaskStatus
+ITEM = "{item}"  # a part whose goal has a line "{item} = <which items>" is a fan-out
+_FIND = "- "
+
+
+@dataclass(frozen=True)
+class Part:
+    """A part of a report as its goal writes it: a title, what it must find, and for a fan-out
+    which items it covers (what it must find is then asked about each)."""
+
+    title: str
+    find: list[str] = field(default_factory=list)
+    items: str = ""
+
+    @classmethod
+    def parse(cls, goal: str) -> Part:
+        lines = [line.strip() for line in goal.strip().splitlines() if line.strip()]
+        title, items, find = (lines[0] if lines else ""), "", []
+        for line in lines[1:]:
+            if line.startswith(ITEM) and "=" in line:
+                items = line.partition("=")[2].strip()
+            elif line.startswith(_FIND):
+                find.append(line.removeprefix(_FIND).strip())
+            else:
+                title = f"{title} {line}"  # a long title written over two lines
+        return cls(title, [f for f in find if f], items)
+
+    @property
+    def goal(self) -> str:
+        lines = [self.title]
+        if self.items:
+            lines.append(f"{ITEM} = {self.items}")
+        lines += [f"{_FIND}{f}" for f in self.find]
+        return "\n".join(lines)
+
+    def for_item(self, item: str) -> Part:
+        """The section of one item of this fan-out."""
+        return Part(item, list(self.find))
+
+
+class ReportPhases:
+    """The phases of a report's nodes, for an :class:`AgentProcessor` (whose agent calls, plan
+    reviews and status moves they use)."""
+
+    def __init__(self, processor: AgentProcessor) -> None:
+        self._p = processor
+        self._graph = processor.graph
+        self._roots: set[str] = set()  # roots this run found to ask for a report
+
+    # -- which nodes are a report's ----------------------------------------------------------
+
+    def is_report(self, node: TaskNode) -> bool:
+        """Whether ``node`` is a report's root: found so in this run, or (resumed) planned as one."""
+        if node.parent_id is not None:
+            return False
+        if node.task_id in self._roots:
+            return True
+        children = self._graph.children(node.task_id)
+        return bool(children) and all(_planned_write(c) for c in children)
+
+    def is_part(self, node: TaskNode) -> bool:
+        """Whether ``node`` is a section or a fan-out of a report."""
+        parent = self._graph.parent(node.task_id)
+        return _planned_write(node) and parent is not None and (self.is_report(parent) or self.is_part(parent))
+
+    def plans(self, node: TaskNode) -> bool:
+        return self.is_report(node) or self.is_part(node)
+
+    def executes(self, node: TaskNode) -> bool:
+        """A search or the writing step of a section."""
+        parent = self._graph.parent(node.task_id)
+        return node.task_type in (TaskType.SEARCH, TaskType.WRITE) and parent is not None and self.is_part(parent)
+
+    def assembles(self, node: TaskNode) -> bool:
+        return self.is_report(node) or self.is_part(node)
+
+    # -- deciding ------------------------------------------------------------------------
+
+    def forced(self, root: TaskNode) -> bool:
+        """Whether the run writes a report whatever the goal (its ``report_length`` is set)."""
+        if self._p._settings.report_length is None:
+            return False
+        self._mark(root)
+        return True
+
+    async def root_type(self, root: TaskNode) -> NodeType:
+        """Ask the atomizer whether the root goal asks for a report (then it is one, planned as an
+        outline), else whether it is one step."""
+        settings = self._p._settings
+        if settings.max_depth == 0 or settings.skip_atomization:
+            return await self._p._node_type_for(root, root.goal, root.task_type, [], layer=0)
+        context = self._p._context.for_atomizing(root, root.goal, [])
+        task = self._p._tasks.atomize_root_task(root.goal)
+        try:
+            verdict = await self._p._ask(
+                root, Role.ATOMIZER, self._p._profile.atomizer, task, context, RootAtomizerOutput
+            )
+        except AgentError as exc:
+            root.warnings.append(f"atomizer failed for the goal, executing it directly: {exc}")
+            return NodeType.EXECUTE
+        if verdict.is_report:
+            self._mark(root)
+            return NodeType.PLAN
+        return NodeType.EXECUTE if verdict.is_atomic else NodeType.PLAN
+
+    def _mark(self, root: TaskNode) -> None:
+        self._roots.add(root.task_id)
+        root.node_type = NodeType.PLAN
+
+    # -- planning ------------------------------------------------------------------------
+
+    async def plan(self, node: TaskNode) -> None:
+        """READY -> PLANNING -> (review) -> ATOMIZATION -> PLAN_DONE: the root's outline, a
+        fan-out's items, or a section's searches and writing step."""
+        self._p.move(node, _S.PLANNING)
+        if self.is_report(node):
+            parts = await self._outline(node)
+            await self._adopt(node, [SubTask(goal=p.goal, task_type=TaskType.WRITE) for p in parts], NodeType.PLAN)
+            return
+        part = Part.parse(node.goal)
+        if part.items:
+            items = await self._discover(node, part)
+            if items:
+                subtasks = [SubTask(goal=part.for_item(item).goal, task_type=TaskType.WRITE) for item in items]
+                await self._adopt(node, subtasks, NodeType.PLAN)
+                return
+            part = Part(part.title, part.find or [part.items])
+        await self._adopt(node, _section_plan(part), NodeType.EXECUTE)
+
+    async def _outline(self, root: TaskNode) -> list[Part]:
+        """The report's parts: the outliner's, from a quick search of the sources (a part of the
+        whole goal if it could not write one)."""
+        size = self._p._tasks.size
+        found = await self._search(root, root.goal, RETRIEVED_SOURCES + size.sections)
+        context = self._p._context.for_planning(root)
+        context = AgentContext(context.sections, sources=found, cut=context.cut)
+        # Under a grammar (the embedded model) it cannot write more than the size asks for; what
+        # another model writes beyond it is cut.
+        grammar = self._p._runner.decodes_under_grammar(self._p._profile.outliner)
+        schema = outline_schema(size.sections, size.searches) if grammar else Outline
+        try:
+            outline = await self._p._ask(
+                root, Role.PLANNER, self._p._profile.outliner, self._p._tasks.outline_task(root.goal), context, schema
+            )
+        except AgentError as exc:
+            root.warnings.append(f"the outline could not be written, the report has one section: {exc}")
+            return [Part(root.goal.strip().splitlines()[0], [root.goal.strip()])]
+        parts = []
+        for section in outline.sections[: size.sections]:
+            find = [f.strip() for f in section.find[: size.searches] if f.strip()] or [section.title]
+            parts.append(Part(" ".join(section.title.split()), find, " ".join(section.for_each.split())))
+        return parts
+
+    async def _discover(self, node: TaskNode, part: Part) -> list[str]:
+        """The items of a fan-out: a search for them, and the outliner's list of those the passages
+        name (at most ``max_items``, each once)."""
+        max_items = self._p._settings.max_items
+        found = await self._search(node, f"{part.items}\n{part.title}", max(max_items, RETRIEVED_SOURCES))
+        if not found:
+            node.warnings.append(f"no passage names the items ({part.items}): the part is one section")
+            return []
+        context = AgentContext([Section("Overall goal", self._graph.root.goal, required=True)], sources=found)
+        task = self._p._tasks.discover_task(part.items, max_items)
+        agent = self._p._profile.outliner
+        schema = items_schema(max_items) if self._p._runner.decodes_under_grammar(agent) else Items
+        try:
+            listed = await self._p._ask(node, Role.PLANNER, agent, task, context, schema)
+        except AgentError as exc:
+            node.warnings.append(f"the items could not be listed, the part is one section: {exc}")
+            return []
+        return _distinct(listed, max_items)
+
+    async def _adopt(self, node: TaskNode, subtasks: list[SubTask], node_type: NodeType) -> None:
+        """Review ``subtasks`` like any plan, then make them ``node``'s children (no atomizer: a
+        report's shape decides what is planned and what is executed)."""
+        plan = PlanOutput.model_construct(subtasks=subtasks)  # a fan-out may find a single item
+        self._p._bus.publish(PlanProposed(node.task_id, plan, by="planner"))
+        approved = await self._p._review(node, plan)
+        if approved is None:
+            return
+        self._p.move(node, _S.ATOMIZATION)
+        children = self._graph.add_children(node.task_id, approved.subtasks, [node_type] * len(approved.subtasks))
+        for child in children:
+            self._p.announce(child)
+        self._p.move(node, _S.PLAN_DONE)
+
+    # -- executing -----------------------------------------------------------------------
+
+    async def execute(self, node: TaskNode) -> None:
+        """A section's search (its passages, no model call) or writing step."""
+        self._p.move(node, _S.EXECUTING)
+        if node.task_type is TaskType.SEARCH:
+            parent = self._graph.parent(node.task_id)
+            title = Part.parse(parent.goal).title if parent is not None else ""
+            found = await self._search(node, f"{node.goal}\n{title}", RETRIEVED_SOURCES)
+            listed = "\n".join(f"[{n}] {s.title or s.ref}" for n, s in enumerate(found, start=1))
+            self._p._finish(node, listed, found)
+            return
+        await self._write(node)
+
+    async def _write(self, node: TaskNode) -> None:
+        """Write a section from its searches' passages only; then the verifier reads each cited
+        passage against the sentences that cite it."""
+        sources = SourceList(s for dep in self._graph.dependencies(node.task_id) for s in dep.sources)
+        frame = [Section("Overall goal", self._graph.root.goal, required=True)]
+        context = AgentContext(frame, sources=sources.sources)
+        agent = self._p._profile.section_writer
+        task = self._p._tasks.write_section_task(node.goal)
+        try:
+            output = await self._p._ask(node, Role.EXECUTOR, agent, task, context, ExecutionOutput)
+        except AgentError as exc:
+            self._p.fail(node, str(exc))
+            return
+        text = renumber(output.answer, {n: n for n in range(1, len(sources) + 1)})
+        supports = {}
+        for n, cited in citing_sentences(text, len(sources)).items():
+            supports[n] = await self._p._judged(node, cited, [sources.sources[n - 1]])
+        grounded = judged_each(text, sources.sources, supports)
+        node.warnings.extend(grounded.notes)
+        self._p._finish(node, grounded.text, grounded.sources)
+
+    # -- assembling ----------------------------------------------------------------------
+
+    async def aggregate(self, node: TaskNode) -> None:
+        """PLAN_DONE -> AGGREGATING -> DONE: a part is its sections as written, under their
+        headings; the root adds its title, summary and transitions (one call)."""
+        children = self._graph.children(node.task_id)
+        sources = SourceList()
+        blocks = [(c, sources.adopt(c.result or "", c.sources)) for c in children if _written(c)]
+        if not blocks:
+            self._p.fail(node, f"none of its {len(children)} parts was written")
+            return
+        self._p.move(node, _S.AGGREGATING)
+        if not self.is_report(node):
+            text = "\n\n".join(_block(child, text) for child, text in blocks)
+            self._p._finish(node, text, sources.sources)
+            return
+        frame = await self._frame(node, blocks)
+        parts = [f"# {frame.title}", strip_markers(frame.summary)] if frame is not None else []
+        for i, (child, text) in enumerate(blocks):
+            lead = frame.transitions[i].strip() if frame is not None and i < len(frame.transitions) else ""
+            parts.append(_block(child, f"{strip_markers(lead)}\n\n{text}" if lead else text))
+        self._p._finish(node, "\n\n".join(p for p in parts if p), sources.sources)
+
+    async def _frame(self, root: TaskNode, blocks: Sequence[tuple[TaskNode, str]]) -> ReportFrame | None:
+        """The report aggregator's title, summary and transitions for the sections (None, noted,
+        if it fails: the sections stand alone)."""
+        sections = [
+            Section(f"Section {i}: {Part.parse(child.goal).title}", strip_markers(text))
+            for i, (child, text) in enumerate(blocks, start=1)
+        ]
+        context = AgentContext([Section("Overall goal", root.goal, required=True), *sections])
+        task = self._p._tasks.assemble_task(root.goal, len(blocks))
+        try:
+            return await self._p._ask(
+                root, Role.AGGREGATOR, self._p._profile.report_aggregator, task, context, ReportFrame
+            )
+        except AgentError as exc:
+            root.warnings.append(f"the report's title and summary could not be written: {exc}")
+            return None
+
+    async def _search(self, node: TaskNode, query: str, limit: int) -> list[Source]:
+        tools = self._p._passages.executor_tools(TaskType.SEARCH)
+        if tools is None:
+            return []
+        found = await tools.retrieve(query, limit)
+        node.warnings.extend(found.warnings)
+        return found.sources[:limit]
+
+
+def _planned_write(node: TaskNode) -> bool:
+    return node.task_type is TaskType.WRITE and node.node_type is NodeType.PLAN
+
+
+def _written(node: TaskNode) -> bool:
+    """A part or a writing step that finished with a text (searches are not assembled)."""
+    return node.status is _S.DONE and bool(node.result) and node.task_type is TaskType.WRITE
+
+
+def _block(child: TaskNode, text: str) -> str:
+    """A written child under its heading (a part's title, one level per layer), or as written."""
+    if child.node_type is not NodeType.PLAN:
+        return text
+    return f"{'#' * min(child.layer + 1, 6)} {Part.parse(child.goal).title}\n\n{text}"
+
+
+def _section_plan(part: Part) -> list[SubTask]:
+    """A search per thing the section must find, then its writing step on all of them."""
+    finds = part.find or [part.title]
+    searches = [SubTask(goal=f, task_type=TaskType.SEARCH) for f in finds]
+    write = SubTask(goal=part.goal, task_type=TaskType.WRITE, depends_on_indices=list(range(len(searches))))
+    return [*searches, write]
+
+
+def _distinct(listed: Items, limit: int) -> list[str]:
+    """The listed items, each once (case, accents and punctuation aside), at most ``limit``."""
+    seen: dict[str, str] = {}
+    for item in listed.items:
+        name = " ".join(item.split())
+        if name and normalize(name) not in seen:
+            seen[normalize(name)] = name
+    return list(seen.values())[:limit]

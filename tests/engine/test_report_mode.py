@@ -1,0 +1,318 @@
+"""Report mode: a goal that asks for a report gets an outline drafted from a quick search, a
+subtree per section (its searches, then a writing step on their passages only), fan-out over the
+items a "for each" part discovers, and a root that writes only the title, summary and transitions
+around the sections, assembled in order."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sentient.agents.models.fake import FakeRequest, ScriptedModel, asks_for, executor_answer, listed_sources
+from sentient.agents.schemas import (
+    AggregationOutput,
+    AtomizerOutput,
+    ExecutionOutput,
+    Items,
+    Outline,
+    OutlineSection,
+    ReportFrame,
+)
+from sentient.agents.schemas import RootAtomizerOutput as Root
+from sentient.api import ProfiledSentientAgent
+from sentient.context.grounding import Verdict
+from sentient.graph.node import NodeType, TaskType
+from sentient.graph.plan import PlanOutput, SubTask
+from sentient.graph.status import TaskStatus
+from sentient.hitl.protocol import Approve, Modify, ReviewDecision, ReviewRequest
+from sentient.settings import ReportLength, Settings
+from sentient.store import ProjectStore
+from sentient.tools.docs_search import DocsIndex
+
+GOAL = "Write a briefing on the outages of the ferry booking service and how the team handles them"
+OUTLINE = Outline(
+    sections=[
+        OutlineSection(title="Outages", find=["Which outages did the booking service have?"]),
+        OutlineSection(title="Handling", find=["Who is paged for an outage?", "How fast must a page be answered?"]),
+    ]
+)
+FRAME = ReportFrame(
+    title="Ferry booking outages",
+    summary="The service failed twice; the duty engineer answers pages within ten minutes.",
+    transitions=["First, the outages.", "Then, how they are handled."],
+)
+
+
+@pytest.fixture(scope="module")
+def docs(tmp_path_factory: pytest.TempPathFactory) -> DocsIndex:
+    folder: Path = tmp_path_factory.mktemp("ferry")
+    (folder / "outage_harbour.md").write_text(
+        "# Outage report: harbour gate\n\nThe booking service failed at the harbour gate on 3 May; "
+        "the ticket printer queue overflowed.\n"
+    )
+    (folder / "outage_island.md").write_text(
+        "# Outage report: island pier\n\nThe booking service failed at the island pier on 9 June; "
+        "a certificate had expired.\n"
+    )
+    (folder / "outage_quay.md").write_text(
+        "# Outage report: east quay\n\nThe booking service failed at the east quay on 2 July; a disk filled up.\n"
+    )
+    (folder / "paging.md").write_text(
+        "# Paging policy\n\nThe duty engineer is paged for an outage and must answer a page within ten minutes.\n"
+    )
+    return DocsIndex.from_folder(folder)
+
+
+def agent(settings: Settings, docs: DocsIndex, model: ScriptedModel, **engine: Any) -> ProfiledSentientAgent:
+    return ProfiledSentientAgent.create_with_profile(
+        "deep_research_agent", settings=settings, model=model, docs=docs, **engine
+    )
+
+
+def atomizer(is_report: bool = True):
+    """The atomizer: the root goal asks for a report (or not); everything else is one step."""
+
+    def answer(request: FakeRequest) -> Root | AtomizerOutput:
+        if asks_for(request, "is_report"):
+            return Root(is_report=is_report, is_atomic=False)
+        return AtomizerOutput(is_atomic=True)
+
+    return answer
+
+
+def section_writer(request: FakeRequest) -> ExecutionOutput:
+    """Writes one sentence per passage it was shown, citing it."""
+    numbers = listed_sources(request.prompt)
+    first_line = request.goal.splitlines()[0]
+    return ExecutionOutput(answer=" ".join(f"{first_line} fact {n} [{n}]." for n in numbers) or "Nothing found.")
+
+
+def outliner(outline: Outline = OUTLINE, items: tuple[str, ...] = ()):
+    def answer(request: FakeRequest) -> Outline | Items:
+        return outline if asks_for(request, "sections") else Items(items=list(items))
+
+    return answer
+
+
+def model_for(**script: Any) -> ScriptedModel:
+    base: dict[str, Any] = {
+        "atomizer": atomizer(),
+        "planner": outliner(),
+        "executor": section_writer,
+        "verifier": Verdict(supports=True),
+        "aggregator": FRAME,
+    }
+    return ScriptedModel(script={**base, **script})
+
+
+async def test_a_report_goal_is_outlined_researched_per_section_and_assembled_in_order(settings, docs) -> None:
+    model = model_for()
+    result = await agent(settings, docs, model).arun(GOAL, write_files=False)
+
+    assert result.status == "completed"
+    graph, root = result.graph, result.graph.root
+    parts = graph.children("root")
+    assert [p.goal.splitlines()[0] for p in parts] == ["Outages", "Handling"]
+    assert all(p.task_type is TaskType.WRITE and p.node_type is NodeType.PLAN for p in parts)
+    # Each section is its own subtree: one search per thing to find, then a writing step on them.
+    handling = graph.children(parts[1].task_id)
+    assert [(c.task_type, c.node_type) for c in handling] == [
+        (TaskType.SEARCH, NodeType.EXECUTE),
+        (TaskType.SEARCH, NodeType.EXECUTE),
+        (TaskType.WRITE, NodeType.EXECUTE),
+    ]
+    assert handling[2].depends_on == [handling[0].task_id, handling[1].task_id]
+    # The outline was drafted from a quick search: the outliner saw passages.
+    (outline_call,) = model.calls_for(role="planner")
+    assert "Sources you may cite" in outline_call.request.prompt
+    assert "Draft the outline of a report" in outline_call.request.prompt
+    # Searches make no model call; each writing step is one call and sees only its own searches' passages.
+    roles = [c.request.role for c in model.calls]
+    assert roles.count("executor") == 2 and roles.count("aggregator") == 1 and roles.count("planner") == 1
+    writer = model.calls_for(role="executor", task_id=handling[2].task_id)[0].request
+    own = {s.ref for search in handling[:2] for s in search.sources}
+    assert len(listed_sources(writer.prompt)) == len(own) and "Paging policy" in writer.prompt
+    assert "Outages fact" not in writer.prompt and "Related finding" not in writer.prompt  # no other section's text
+    assert writer.agent == "section_writer"
+    # The root writes only the title, summary and transitions; the sections follow as written.
+    (assembly,) = model.calls_for(role="aggregator")
+    assert "Handling fact 1" in assembly.request.prompt
+    text = root.result or ""
+    assert text.startswith("# Ferry booking outages\n\nThe service failed twice")
+    assert text.index("## Outages\n\nFirst, the outages.") < text.index("## Handling\n\nThen, how they are handled.")
+    assert "Outages fact 1 [" in text and "Handling fact 2 [" in text
+    report = result.report
+    assert report is not None and report.title == "Ferry booking outages"
+    assert report.references and all(r.verified for r in report.references)
+
+
+async def test_report_length_writes_a_report_of_that_size_without_asking_the_atomizer(settings, docs) -> None:
+    model = model_for()
+    result = await agent(settings, docs, model, report_length="short").arun("Which port?", write_files=False)
+
+    assert result.status == "completed"
+    assert not model.calls_for(role="atomizer")  # the setting decided: even a question is written as a report
+    short = agent(settings, docs, model).profile.prompts.report_size(ReportLength.SHORT)
+    (outline_call,) = model.calls_for(role="planner")
+    assert f"Write about {short.sections} sections" in outline_call.request.prompt
+    writer = model.calls_for(role="executor")[0].request
+    assert f"About {short.section_words} words" in writer.prompt
+    assert (result.graph.root.result or "").startswith("# Ferry booking outages")
+
+
+async def test_a_goal_the_atomizer_does_not_find_a_report_is_not_outlined(settings, docs) -> None:
+    plan = PlanOutput(
+        subtasks=[SubTask(goal="Which outages?", task_type="SEARCH"), SubTask(goal="Who is paged?", task_type="SEARCH")]
+    )
+    model = model_for(
+        atomizer=atomizer(is_report=False),
+        planner=plan,
+        executor=lambda request: executor_answer(request, "An answer."),
+        aggregator=AggregationOutput(answer="An answer [1]."),
+    )
+    result = await agent(settings, docs, model, max_depth=1).arun(GOAL, write_files=False)
+
+    assert result.status == "completed"
+    assert len(model.calls_for(role="planner")) == 1
+    assert not any(asks_for(c.request, "sections") for c in model.calls_for(role="planner"))
+    assert result.graph.root.result == "An answer [1]."
+    assert not any(c.task_type is TaskType.WRITE and c.node_type is NodeType.PLAN for c in result.graph)
+
+
+async def test_a_for_each_part_discovers_its_items_and_writes_one_section_each(settings, docs) -> None:
+    fan_out = Outline(
+        sections=[OutlineSection(title="Outages", for_each="outage report", find=["What failed, and when?"])]
+    )
+    items = ("harbour gate", "island pier", "east quay")
+    model = model_for(planner=outliner(fan_out, items))
+    result = await agent(settings, docs, model, max_items=2).arun(GOAL, write_files=False)
+
+    assert result.status == "completed"
+    (part,) = result.graph.children("root")
+    assert part.goal == "Outages\n{item} = outage report\n- What failed, and when?"
+    discover = next(c for c in model.calls_for(role="planner") if not asks_for(c.request, "sections"))
+    assert "List each outage report" in discover.request.prompt
+    assert "Sources you may cite" in discover.request.prompt
+    sections = result.graph.children(part.task_id)
+    assert [s.goal for s in sections] == [  # one per item, capped by max_items, from the per-item lines
+        "harbour gate\n- What failed, and when?",
+        "island pier\n- What failed, and when?",
+    ]
+    assert all(s.task_type is TaskType.WRITE and s.node_type is NodeType.PLAN for s in sections)
+    # Each item's search looks for that item.
+    search = result.graph.children(sections[1].task_id)[0]
+    assert search.task_type is TaskType.SEARCH and search.sources[0].ref.endswith("outage_island.md")
+    text = result.graph.root.result or ""
+    assert text.index("## Outages") < text.index("### harbour gate") < text.index("### island pier")
+    assert "east quay" not in text.split("### island pier")[0]
+
+
+class Reviewer:
+    """Decides each node's first review as told (by task id), approves the rest, records every request."""
+
+    def __init__(self, decisions: dict[str, ReviewDecision]) -> None:
+        self._decisions = dict(decisions)
+        self.requests: dict[str, ReviewRequest] = {}
+
+    async def review_plan(self, request: ReviewRequest) -> ReviewDecision:
+        self.requests.setdefault(request.task_id, request)
+        return self._decisions.pop(request.task_id, Approve())
+
+
+async def test_the_outline_and_the_discovered_items_are_reviewed_like_a_plan(settings, docs) -> None:
+    outline = Outline(
+        sections=[
+            OutlineSection(title="Outages", for_each="outage report", find=["What failed?"]),
+            OutlineSection(title="Paging", find=["Who is paged?"]),
+        ]
+    )
+    # The reviewer renames the second section and changes what it must find, then drops a discovered item.
+    edited_outline = PlanOutput(
+        subtasks=[
+            SubTask(goal="Outages\n{item} = outage report\n- What failed?", task_type=TaskType.WRITE),
+            SubTask(goal="Who answers pages\n- How fast must a page be answered?", task_type=TaskType.WRITE),
+        ]
+    )
+    edited_items = PlanOutput(
+        subtasks=[
+            SubTask(goal="east quay\n- What failed?", task_type=TaskType.WRITE),
+            SubTask(goal="harbour gate\n- What failed?", task_type=TaskType.WRITE),
+        ]
+    )
+    reviewer = Reviewer({"root": Modify(plan=edited_outline), "root.0": Modify(plan=edited_items)})
+    model = model_for(planner=outliner(outline, ("harbour gate", "island pier", "east quay")))
+    result = await ProfiledSentientAgent.create_with_profile(
+        "deep_research_agent", settings=settings, model=model, docs=docs, reviewer=reviewer, review="all"
+    ).arun(GOAL, write_files=False)
+
+    assert result.status == "completed"
+    outline_review, items_review = reviewer.requests["root"], reviewer.requests["root.0"]
+    assert [s.goal.splitlines()[0] for s in outline_review.plan.subtasks] == ["Outages", "Paging"]
+    assert [s.goal.splitlines()[0] for s in items_review.plan.subtasks] == ["harbour gate", "island pier", "east quay"]
+    outages, paging = result.graph.children("root")
+    assert [s.goal.splitlines()[0] for s in result.graph.children(outages.task_id)] == ["east quay", "harbour gate"]
+    assert result.graph.children(paging.task_id)[0].goal == "How fast must a page be answered?"
+    text = result.graph.root.result or ""
+    assert text.index("### east quay") < text.index("### harbour gate") < text.index("## Who answers pages")
+    assert "island pier" not in text and "## Paging" not in text
+
+
+async def test_a_citation_the_verifier_rejects_is_not_verified_and_not_shown(settings, docs) -> None:
+    outline = Outline(sections=[OutlineSection(title="Paging", find=["Who is paged for an outage?"])])
+
+    def reads(request: FakeRequest) -> Verdict:
+        return Verdict(supports="Paging policy" in request.prompt)
+
+    model = model_for(planner=outliner(outline), verifier=reads)
+    result = await agent(settings, docs, model).arun(GOAL, write_files=False)
+
+    write = next(n for n in result.graph if n.task_type is TaskType.WRITE and n.node_type is NodeType.EXECUTE)
+    shown = len(write.sources)
+    assert shown > 1 and len(model.calls_for(role="verifier")) == shown  # each cited passage read once
+    verified = [s for s in write.sources if s.verified]
+    assert [s.ref.rsplit("/", 1)[-1] for s in verified] == ["paging.md"]
+    report = result.report
+    assert report is not None
+    assert [r.ref.rsplit("/", 1)[-1] for r in report.references] == ["paging.md"]
+    assert all(r.verified for r in report.references)
+
+
+async def test_a_section_that_fails_is_left_out_and_listed_as_not_covered(settings, docs) -> None:
+    def writer(request: FakeRequest) -> ExecutionOutput | Exception:
+        if request.goal.startswith("Handling"):
+            return RuntimeError("the model crashed")
+        return section_writer(request)
+
+    model = model_for(executor=writer)
+    result = await agent(settings, docs, model, failure_policy="continue").arun(GOAL, write_files=False)
+
+    assert result.status == "completed_with_failures"
+    text = result.graph.root.result or ""
+    assert "## Outages" in text and "## Handling" not in text
+    report = result.report
+    assert report is not None and [m.goal.splitlines()[0] for m in report.missing] == ["Handling"]
+    assert result.graph.get("root.1").status is TaskStatus.FAILED
+
+
+async def test_a_report_stopped_midway_resumes_as_a_report(settings, docs, tmp_path: Path) -> None:
+    store = ProjectStore.open(tmp_path / "results")
+    try:
+        # The atomizer, the outline and one section's writing step, then the call budget is spent.
+        first = model_for()
+        stopped = await agent(settings, docs, first, max_llm_calls=3, max_concurrent_llm_calls=1).arun(
+            GOAL, project_id="p-report", store=store, write_files=False
+        )
+        assert stopped.status == "stopped"
+        second = model_for()
+        resumed = await agent(settings, docs, second).aresume(
+            "p-report", store=store, write_files=False, max_llm_calls=100
+        )
+    finally:
+        store.close()
+
+    assert resumed.status == "completed"
+    assert not second.calls_for(role="atomizer") and not second.calls_for(role="planner")  # the outline is kept
+    text = resumed.graph.root.result or ""
+    assert text.startswith("# Ferry booking outages") and text.index("## Outages") < text.index("## Handling")
