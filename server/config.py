@@ -104,9 +104,9 @@ class ServerSettings:
     body_timeout_s: float = 30.0
     max_connections: int = 4_000
     max_sockets: int = 1_000
-    max_partial_requests_per_client: int = 64
-    max_pending_sockets_per_client: int = 8
-    cap_grace_s: float = 2.0
+    max_partial_requests_per_client: int = 128
+    max_pending_sockets_per_client: int = 32
+    cap_grace_s: float = 3.0
 
     @classmethod
     def from_env(cls, **overrides: Any) -> ServerSettings:

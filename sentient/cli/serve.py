@@ -34,12 +34,12 @@ def add_connection_limits(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-partial-per-client",
         type=int,
-        help="connections of one address still sending their request; beyond, its oldest is dropped (default 64)",
+        help="connections of one address still sending their request; beyond, its oldest is dropped (default 128)",
     )
     parser.add_argument(
         "--max-pending-sockets-per-client",
         type=int,
-        help="Socket.IO sessions of one address not yet connected; beyond, its oldest are closed (default 8)",
+        help="Socket.IO sessions of one address not yet connected; beyond, its oldest are closed (default 32)",
     )
 
 
