@@ -1,6 +1,6 @@
 """Server benchmark: N concurrent projects, M Socket.IO clients on loopback, no lost events.
 
-The server runs as in production (``sentient_server.serve``: gunicorn, one gthread worker) in a child
+The server runs as in production (``sentient_server.serve``: gunicorn, one gevent worker) in a child
 process, with the scripted fake model (fixed latency per agent call) so the numbers are the
 server's and the engine's own. The parent creates the projects over REST, connects M real
 python-socketio clients (WebSocket), has every client join every project, starts all projects
@@ -96,7 +96,7 @@ def child_main(args: argparse.Namespace) -> int:
         model=model,
         docs=docs,
         threads=args.threads,
-        max_sockets_per_client=args.threads,  # every bench client connects from 127.0.0.1
+        max_pending_sockets_per_client=args.threads,  # every bench client connects from 127.0.0.1, at once
         flush_interval_s=args.flush_interval,
         resume_on_start=False,
     )
