@@ -19,6 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from sentient.eval.dataset import SPLITS
 from sentient.eval.harness import EvalOptions, EvalProgress, run_eval
 from sentient.eval.records import QuestionRecord
+from sentient.eval.reports import ReportEvalOptions, is_report_dataset, run_report_eval
 from sentient.eval.systems import DEFAULT_SYSTEMS
 from sentient.settings import Settings
 
@@ -31,7 +32,11 @@ def add_eval_parser(commands: Any) -> None:
         description="Run systems on a dataset of questions with accepted answers and summarise accuracy, cost "
         "and where answers were lost. Re-runs replay from the response cache; an interrupted eval continues.",
     )
-    command.add_argument("dataset", type=Path, help="questions: JSONL {id, question, answers}, SimpleQA or FRAMES CSV")
+    command.add_argument(
+        "dataset",
+        type=Path,
+        help="questions: JSONL {id, question, answers}, SimpleQA or FRAMES CSV; or report goals: JSONL {id, goal, points}",
+    )
     command.add_argument(
         "--system",
         action="append",
@@ -49,11 +54,19 @@ def add_eval_parser(commands: Any) -> None:
         "--docs", type=Path, help="folder to research (default: X/ beside X_qa.jsonl, else Python docs)"
     )
     command.add_argument("--online", action="store_true", help="allow web tools (default: offline, reproducible)")
+    command.add_argument(
+        "--report-length",
+        metavar="SIZE",
+        help="report goals: the profiles write reports of this size (short, standard, long or N words) whatever"
+        " the goal (default: the goal decides)",
+    )
 
 
 def run_eval_command(args: argparse.Namespace, settings: Settings) -> int:
     """Run ``sentient eval``; print the summary table; 0 when every question got an answer, else 1."""
     err = Console(stderr=True)
+    if is_report_dataset(args.dataset):
+        return _run_report_eval(args, settings, err)
     options = EvalOptions(
         dataset=args.dataset,
         systems=tuple(args.systems) if args.systems else None,
@@ -77,6 +90,36 @@ def run_eval_command(args: argparse.Namespace, settings: Settings) -> int:
         f"results in {report.run_dir}",
         highlight=False,
         soft_wrap=True,
+    )
+    return 1 if errors else 0
+
+
+def _run_report_eval(args: argparse.Namespace, settings: Settings, err: Console) -> int:
+    """``sentient eval`` on report goals (:mod:`sentient.eval.reports`): one plain line per report on stderr."""
+    options = ReportEvalOptions(
+        dataset=args.dataset,
+        systems=tuple(args.systems) if args.systems else None,
+        split=args.split,
+        limit=args.limit,
+        out=args.out,
+        concurrency=args.concurrency,
+        docs=args.docs,
+        online=args.online,
+        model=args.model,
+        judge=args.judge,
+        report_length=args.report_length,
+    )
+
+    def say(line: str) -> None:
+        err.print(line, highlight=False, markup=False, soft_wrap=True)
+
+    result = asyncio.run(run_report_eval(options, settings, progress=say))
+    sys.stdout.write(result.table)
+    sys.stdout.flush()
+    errors = sum(r.error is not None for r in result.new_records)
+    say(
+        f"{len(result.new_records)} new reports ({result.model_calls} model calls), {errors} errors; "
+        f"results in {result.run_dir}"
     )
     return 1 if errors else 0
 
