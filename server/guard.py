@@ -155,7 +155,7 @@ class IdleSessionReaper:
         self._max_per_client = max_per_client
         self._interval_s = interval_s
         self._first_seen: dict[str, float] = {}
-        self._closing: set[str] = set()
+        self._closing: dict[str, float] = {}  # when each close began
         self._stopped = False
         self.closed = 0
         server.start_background_task(self._main)
@@ -176,12 +176,18 @@ class IdleSessionReaper:
         seen = self._first_seen
         for gone in set(seen) - set(live):
             del seen[gone]
-        self._closing &= set(live)
+        for gone in set(self._closing) - set(live):
+            del self._closing[gone]
+        # A close that has not ended after the linger (its writer stuck) is made again: a second
+        # disconnect drops the session at once.
+        retry_after = self._linger_s + 1.0
         pending: dict[str, list[str]] = {}
         late: list[str] = []
         for eio_sid in live:
             first = seen.setdefault(eio_sid, now)
-            if eio_sid in self._closing or server.manager.sid_from_eio_sid(eio_sid, "/") is not None:
+            if now - self._closing.get(eio_sid, -retry_after) < retry_after:
+                continue
+            if server.manager.sid_from_eio_sid(eio_sid, "/") is not None:
                 continue
             if now - first >= self._timeout_s:
                 late.append(eio_sid)
@@ -203,12 +209,12 @@ class IdleSessionReaper:
                 self._max_per_client,
             )
         for eio_sid in late + crowded:
-            self._close(eio_sid)
+            self._close(eio_sid, now)
         self.closed += len(late) + len(crowded)
         return len(late) + len(crowded)
 
-    def _close(self, eio_sid: str) -> None:
-        self._closing.add(eio_sid)
+    def _close(self, eio_sid: str, now: float) -> None:
+        self._closing[eio_sid] = now
         environ = self._server.environ.get(eio_sid) or {}
         sock = environ.get("gunicorn.socket") or environ.get("werkzeug.socket")
         if sock is not None:
