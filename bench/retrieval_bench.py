@@ -1,26 +1,28 @@
-"""Retrieval benchmark: BM25, dense (MiniLM) and fused docs search on a question set.
+"""Retrieval benchmark: BM25, dense and fused docs search on a question set.
 
     python bench/retrieval_bench.py DATASET.jsonl --docs FOLDER           # a folder corpus
     python bench/retrieval_bench.py DATASET.jsonl --python-docs CACHE_DIR  # the default corpus
-    python bench/retrieval_bench.py ... --split dev --tune                 # grid-search the fusion
+    python bench/retrieval_bench.py ... --negatives OTHER.jsonl            # questions the corpus cannot answer
+    python bench/retrieval_bench.py ... --tune                             # grid-search the fusion
     python bench/retrieval_bench.py ... --json                             # one JSON object on stdout
 
-Dataset lines are ``{"question", "answers": [...]}`` with an optional ``"split"`` (``--split``
-keeps one; tune only on ``dev``). For each retrieval mode (``bm25``, ``dense``, ``hybrid``):
+Dataset lines are ``{"question", "answers": [...], "evidence": [...], "hops"}`` (the format of
+bench/datasets/README.md); ``--split`` keeps one split (tune on ``dev`` only). Hits are what the
+docs tool returns (top 5, one per source). For each retrieval mode (``bm25``, ``dense``, ``hybrid``):
 
-- ``recall@5``: share of questions where the FULL text of some top-5 passage contains an
-  accepted answer (``sentient.eval.grading.contains_answer``);
-- ``mrr@10``: mean of 1 / rank of the first such passage in the top 10 (0 when none);
-- ``snippet@5``: share where some top-5 SNIPPET (what the model is shown) contains an answer;
-  ``legacy_snippet@5`` is the same for the old 600-character window around the first query
-  word, on the same hits, so the snippet change is measured apart from the ranking change;
-- ``passage_recall@5``: recall@5 over the top 5 passages without the one-per-source rule
-  (what a second passage of an already listed file would add);
-- ``query_ms``: median search latency (p90 beside it).
+- ``recall@5``: share of questions with a hit from an evidence document (for a two-hop question,
+  one that holds the answer: ``evidence[1:]``) whose shown text holds an accepted answer
+  (``sentient.eval.grading.contains_answer``): the answer passage reached the model;
+- ``answer@5``: some hit's shown text holds an accepted answer, whatever its document;
+- ``evidence@5``: some hit is from an evidence document;
+- ``none``: share of questions for which the search returned nothing ("nothing relevant");
+- ``chars``: characters shown per question; ``query_ms``: median search latency.
 
-``build_s`` is the index build (for ``--python-docs`` a cold build when the cache folder is
-empty, vectors included). Hits are one per source, as callers see them. The bench checks that
-every mode returned hits for most questions (a broken index raises) and never asserts timings.
+Evidence names a file of the folder, or for the Python docs a passage title with its prefix
+shortened (``topics#with``, ``module json``, ``json.loads``). With ``--negatives``, the questions
+of that file are asked too, and ``negatives_none`` is the share of them that got nothing, as they
+should. ``build_s`` is the index build, ``build_cpu_s`` its CPU time (for ``--python-docs``, a cold
+build when the cache folder is empty, vectors included). The bench never asserts timings.
 """
 
 from __future__ import annotations
@@ -28,21 +30,20 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import re
 import statistics
 import sys
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from loguru import logger
 
 from sentient.eval.grading import contains_answer
-from sentient.tools import DocsIndex, Retrieval
-from sentient.tools.dense import Fusion
+from sentient.tools import DocsIndex, Retrieval, SearchHit
 from sentient.tools.embeddings import default_embedder
 
-_LEGACY_SNIPPET_CHARS = 600
+LIMIT = 5
 
 
 class BenchError(RuntimeError):
@@ -53,91 +54,93 @@ class BenchError(RuntimeError):
 class Question:
     question: str
     answers: list[str]
+    evidence: frozenset[str]  # the documents that hold the answer
+    hops: int
     split: str
 
 
-def load_questions(path: Path, split: str | None) -> list[Question]:
+def load_questions(path: Path, split: str) -> list[Question]:
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    questions = [Question(r["question"], list(r["answers"]), r.get("split", "")) for r in rows]
-    return [q for q in questions if split in (None, "all") or q.split == split]
+    questions = []
+    for row in rows:
+        evidence = row.get("evidence", [])
+        hops = int(row.get("hops", 1))
+        answering = evidence[1:] if hops == 2 else evidence
+        questions.append(
+            Question(row["question"], list(row["answers"]), frozenset(answering), hops, row.get("split", ""))
+        )
+    return [q for q in questions if split == "all" or q.split == split]
 
 
-def score(index: DocsIndex, questions: list[Question], mode: Retrieval, all_metrics: bool = True) -> dict[str, float]:
-    """recall@5, mrr@10, snippet@5, followed_snippet@5, legacy_snippet@5 and latency for one retrieval mode."""
-    recall = mrr = snippet = followed = legacy = answered = passages = 0.0
+def evidence_name(hit: SearchHit, python_docs: bool) -> str:
+    """The dataset's evidence name of ``hit``'s document (see the module docstring)."""
+    if not python_docs:
+        return Path(hit.source.partition("#")[0]).name
+    for prefix, short in (("Python reference: ", "topics#"), ("Python module ", "module ")):
+        if hit.title.startswith(prefix):
+            return short + hit.title.removeprefix(prefix)
+    return hit.title
+
+
+def score(
+    search: Callable[[str], list[SearchHit]], questions: list[Question], python_docs: bool
+) -> dict[str, float | str]:
+    recall = answer = evidence = empty = chars = 0
+    hops = [0, 0]
     latencies = []
     for q in questions:
         started = time.perf_counter()
-        hits = index.search(q.question, limit=10, retrieval=mode)
+        hits = search(q.question)
         latencies.append((time.perf_counter() - started) * 1000)
-        if all_metrics:
-            top = index.search(q.question, limit=5, retrieval=mode, per_source=5)
-            passages += any(contains_answer(hit.passage, q.answers) for hit in top)
-            shown = index.search(q.question, limit=5, retrieval=mode, follow=True)  # what an agent's executor sees
-            followed += any(contains_answer(hit.snippet, q.answers) for hit in shown)
-        answered += bool(hits)
-        ranks = [i for i, hit in enumerate(hits, start=1) if contains_answer(hit.passage, q.answers)]
-        recall += bool(ranks and ranks[0] <= 5)
-        mrr += 1 / ranks[0] if ranks else 0.0
-        snippet += any(contains_answer(hit.snippet, q.answers) for hit in hits[:5])
-        legacy += any(contains_answer(legacy_excerpt(hit.passage, q.question), q.answers) for hit in hits[:5])
+        holds = [contains_answer(hit.snippet, q.answers) for hit in hits]
+        from_evidence = [evidence_name(hit, python_docs) in q.evidence for hit in hits]
+        found = any(h and e for h, e in zip(holds, from_evidence, strict=True))
+        recall += found
+        answer += any(holds)
+        evidence += any(from_evidence)
+        empty += not hits
+        chars += sum(len(hit.snippet) for hit in hits)
+        if q.hops == 2:
+            hops[0] += found
+            hops[1] += 1
     n = len(questions)
-    if answered < 0.5 * n:
-        raise BenchError(f"{mode.value}: only {answered:.0f} of {n} questions got any hit")
-    latencies.sort()
     return {
         "recall@5": recall / n,
-        "mrr@10": mrr / n,
-        "snippet@5": snippet / n,
-        "followed_snippet@5": followed / n,
-        "legacy_snippet@5": legacy / n,
-        "passage_recall@5": passages / n,
+        "answer@5": answer / n,
+        "evidence@5": evidence / n,
+        "two_hop_recall@5": f"{hops[0]}/{hops[1]}",
+        "none": empty / n,
+        "chars": chars / n,
         "query_ms": statistics.median(latencies),
-        "query_p90_ms": latencies[int(0.9 * (n - 1))],
     }
 
 
-def tune(index: DocsIndex, questions: list[Question]) -> list[dict[str, float]]:
-    """Hybrid recall@5 / mrr@10 for a grid of fusion settings, best first."""
+def tune(index: DocsIndex, questions: list[Question], python_docs: bool) -> list[dict[str, float]]:
+    """Hybrid recall@5 for a grid of fusion weights, best first."""
     rows = []
-    grid = itertools.product((0.75, 1.0, 1.5, 2.0, 3.0), (1.0,), (5, 20, 60), (0.0, 0.3, 0.4))
-    for bm25_weight, dense_weight, k, min_similarity in grid:
-        index.fusion = Fusion(bm25_weight, dense_weight, k, min_similarity)
-        result = score(index, questions, Retrieval.HYBRID, all_metrics=False)
-        rows.append(
-            {"bm25_weight": bm25_weight, "k": k, "min_similarity": min_similarity}
-            | {m: result[m] for m in ("recall@5", "mrr@10")}
-        )
-    index.fusion = Fusion()
-    return sorted(rows, key=lambda r: (-r["recall@5"], -r["mrr@10"]))
-
-
-def legacy_excerpt(body: str, query: str) -> str:
-    """The snippet rule before sentence windows: 600 characters around the first query word."""
-    from sentient.tools.docs_search import _query_tokens
-
-    if len(body) <= _LEGACY_SNIPPET_CHARS:
-        return body
-    tokens = _query_tokens(query)
-    stems = "|".join(re.escape(t[: max(4, len(t) - 3)]) for t in tokens) or "$^"
-    found = re.search(rf"\b(?:{stems})", body, re.IGNORECASE)
-    start = max(0, (found.start() if found else 0) - _LEGACY_SNIPPET_CHARS // 4)
-    if start:
-        start = body.find(" ", start) + 1 or start
-    end = start + _LEGACY_SNIPPET_CHARS - 2
-    if end < len(body):
-        end = max(body.rfind(" ", start, end), start + _LEGACY_SNIPPET_CHARS // 2)
-    return body[start:end]
+    base = index.fusion
+    for bm25_weight, k in itertools.product((1.0, 2.0, 3.0), (5, 60)):
+        index.fusion = replace(base, bm25_weight=bm25_weight, k=k)
+        result = score(lambda q: index.search(q, LIMIT, Retrieval.HYBRID), questions, python_docs)
+        rows.append({"bm25_weight": bm25_weight, "k": k, "recall@5": float(result["recall@5"])})
+    index.fusion = base
+    return sorted(rows, key=lambda r: -r["recall@5"])
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("dataset", type=Path)
     corpus = parser.add_mutually_exclusive_group(required=True)
     corpus.add_argument("--docs", type=Path, help="a documents folder to index")
     corpus.add_argument("--python-docs", type=Path, metavar="CACHE_DIR", help="the Python docs index cache folder")
     parser.add_argument("--split", default="all", help="dev, heldout or all (default)")
-    parser.add_argument("--tune", action="store_true", help="grid-search the fusion settings (use --split dev)")
+    parser.add_argument("--negatives", type=Path, help="questions this corpus does not answer")
+    parser.add_argument(
+        "--min-relevance",
+        type=float,
+        help="override Fusion.min_relevance (-inf: dense and hybrid always return passages)",
+    )
+    parser.add_argument("--tune", action="store_true", help="grid-search the fusion weights (use --split dev)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     args = parser.parse_args(argv)
     logger.enable("sentient")  # the library is silent until an application enables it
@@ -147,25 +150,40 @@ def main(argv: list[str] | None = None) -> int:
     questions = load_questions(args.dataset, args.split)
     if not questions:
         raise BenchError(f"no questions with split {args.split!r} in {args.dataset}")
-    started = time.perf_counter()
-    embeddings = default_embedder  # hybrid is opt-in in the product; the bench compares all modes
+    negatives = load_questions(args.negatives, "all") if args.negatives else []
+    python_docs = args.python_docs is not None
+    started, cpu_started = time.perf_counter(), time.process_time()
     if args.docs:
-        index = DocsIndex.from_folder(args.docs, embeddings=embeddings)
+        index = DocsIndex.from_folder(args.docs, embeddings=default_embedder)
     else:
-        index = DocsIndex.python_docs(args.python_docs, embeddings=embeddings)
+        index = DocsIndex.python_docs(args.python_docs, embeddings=default_embedder)
     index.search("warm up", retrieval=Retrieval.HYBRID)  # loads the model outside the timings
-    build_s = time.perf_counter() - started
+    build_s, build_cpu_s = time.perf_counter() - started, time.process_time() - cpu_started
+    if index.default_retrieval is not Retrieval.HYBRID:
+        raise BenchError("the embedding model did not load: only BM25 could be measured")
+    if args.min_relevance is not None:
+        index.fusion = replace(index.fusion, min_relevance=args.min_relevance)
+    modes: dict[str, dict[str, float | str]] = {}
+    for mode in Retrieval:
+        modes[mode.value] = score(lambda q, m=mode: index.search(q, LIMIT, m), questions, python_docs)
+        if negatives:
+            wrong = score(lambda q, m=mode: index.search(q, LIMIT, m), negatives, python_docs)
+            modes[mode.value]["negatives_none"] = wrong["none"]
+    if float(modes["bm25"]["none"]) > 0.5:
+        raise BenchError(f"BM25 found nothing for {modes['bm25']['none']:.0%} of the questions")
     result: dict[str, object] = {
         "dataset": args.dataset.name,
         "split": args.split,
         "questions": len(questions),
         "passages": len(index),
+        "embedding_model": index.embedding_model,
         "build_s": round(build_s, 1),
-        "embedded_passages": index.embedded_passages,
-        "modes": {mode.value: score(index, questions, mode) for mode in Retrieval},
+        "build_cpu_s": round(build_cpu_s, 1),
+        "fusion": vars(index.fusion),
+        "modes": modes,
     }
     if args.tune:
-        result["tuning"] = tune(index, questions)
+        result["tuning"] = tune(index, questions, python_docs)
     index.close()
     if args.json:
         print(json.dumps(result, indent=2))
@@ -177,26 +195,23 @@ def main(argv: list[str] | None = None) -> int:
 def print_table(result: dict) -> None:
     print(
         f"{result['dataset']} ({result['split']}, {result['questions']} questions, {result['passages']} passages, "
-        f"build {result['build_s']} s with {result['embedded_passages']} passages embedded)\n"
+        f"{result['embedding_model']}, build {result['build_s']} s, {result['build_cpu_s']} s of CPU)\n"
     )
     print(
-        "| retrieval | recall@5 | MRR@10 | answer in top-5 snippets | (following references) "
-        "| (old 600-char window) | recall@5, any 5 passages | query ms (p90) |"
+        "| retrieval | recall@5 | answer@5 | evidence@5 | two-hop | nothing returned | (negatives) "
+        "| chars shown | query ms |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for mode, m in result["modes"].items():
+        negatives = f"{m['negatives_none']:.2f}" if "negatives_none" in m else "–"
         print(
-            f"| {mode} | {m['recall@5']:.2f} | {m['mrr@10']:.2f} | {m['snippet@5']:.2f} | "
-            f"{m['followed_snippet@5']:.2f} | {m['legacy_snippet@5']:.2f} | {m['passage_recall@5']:.2f} | "
-            f"{m['query_ms']:.0f} ({m['query_p90_ms']:.0f}) |"
+            f"| {mode} | {m['recall@5']:.2f} | {m['answer@5']:.2f} | {m['evidence@5']:.2f} | {m['two_hop_recall@5']} "
+            f"| {m['none']:.2f} | {negatives} | {m['chars']:.0f} | {m['query_ms']:.0f} |"
         )
     if "tuning" in result:
-        print("\n| bm25 weight | k | min similarity | recall@5 | MRR@10 |\n|---|---|---|---|---|")
-        for row in result["tuning"][:10]:
-            print(
-                f"| {row['bm25_weight']} | {row['k']} | {row['min_similarity']} | "
-                f"{row['recall@5']:.2f} | {row['mrr@10']:.2f} |"
-            )
+        print("\n| bm25 weight | k | recall@5 |\n|---|---|---|")
+        for row in result["tuning"]:
+            print(f"| {row['bm25_weight']} | {row['k']} | {row['recall@5']:.2f} |")
 
 
 if __name__ == "__main__":

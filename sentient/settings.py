@@ -181,7 +181,10 @@ class Settings(BaseSettings):
     )
     retrieval: Literal["bm25", "hybrid"] = Field(
         "bm25",
-        description="Docs search ranking: BM25, or BM25 fused with MiniLM vectors (slower to index; see bench/README.md).",
+        description=(
+            "Docs search ranking: BM25, or BM25 fused with multilingual sentence vectors, which finds"
+            " paraphrases and says when nothing is relevant (slower to index; see bench/README.md)."
+        ),
     )
 
 

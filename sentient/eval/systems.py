@@ -134,10 +134,7 @@ class Baseline:
         self._factory.check()
         self._executor = executor
         tool_settings = ToolSettings(offline=deps.settings.offline)
-        # One plain search: following references is part of what the agent adds (tools/follow.py).
-        self._tools = ToolBox.for_agent(
-            executor.tools, tool_settings, deps.docs, breaker=CircuitBreaker("web search"), follow_references=False
-        )
+        self._tools = ToolBox.for_agent(executor.tools, tool_settings, deps.docs, breaker=CircuitBreaker("web search"))
 
     async def answer(self, question: str) -> Outcome:
         started = time.perf_counter()

@@ -99,7 +99,7 @@ def open_docs_index(
     folder: Path | DocsFolder | None, settings: Settings, cancel: threading.Event | None = None
 ) -> DocsIndex:
     """The index a run researches: ``folder``, or Python's own documentation; hybrid (BM25 and
-    MiniLM vectors) when ``settings.retrieval`` says so. Blocking: call it from a thread;
+    sentence vectors) when ``settings.retrieval`` says so. Blocking: call it from a thread;
     setting ``cancel`` stops a folder's indexing."""
     embeddings = default_embedder if settings.retrieval == "hybrid" else None
     if folder is not None:

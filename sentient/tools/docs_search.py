@@ -1,20 +1,23 @@
-"""Local documents search: a SQLite FTS5 full-text index ranked with BM25.
+"""Local documents search: passages ranked by BM25 (SQLite FTS5) and by sentence vectors, fused.
 
 Documents are split into passages of about 1,200 characters (at headings, then at blank
 lines: :mod:`sentient.tools.documents`) so a hit points at a focused piece of text rather than
-a whole file. Queries are
-free user text: they are reduced to quoted word tokens joined with OR, so no input can
-produce an FTS5 syntax error.
+a whole file. Queries are free user text: they are reduced to quoted word tokens joined with OR,
+so no input can produce an FTS5 syntax error.
 
-Search is BM25 unless the index is given an embedder (``embeddings=default_embedder``):
-then a dense ranking (MiniLM sentence vectors, computed once when the index is built and
-stored in the same database) is fused with BM25 by weighted reciprocal rank, so a passage
-that says the same thing in other words is found too. Hybrid is opt-in because it did not
-beat BM25 on the dev questions (recall@5, bench/README.md) while the first build of the
-Python docs index embeds for minutes. Each hit's snippet is the passage cut around its
-best-matching sentences. One passage per source is shown by default: its best-ranked one,
-unless another holds a table row the query names (:func:`~sentient.tools.tables.named_row`);
-then that one, from that row.
+Given an embedder (``embeddings=default_embedder``: the multilingual Universal Sentence Encoder,
+:mod:`sentient.tools.embeddings`), each passage's vector is computed once, when the index is
+built, and stored in the same database; a search fuses the dense ranking with BM25 by weighted
+reciprocal rank (:mod:`sentient.tools.dense`), so a passage that says the same thing in other
+words, or in another language, is found too. "Nothing relevant" is a valid result: when the
+passage nearest the query stands no further above the corpus than an unrelated question's would
+(:attr:`~sentient.tools.dense.Fusion.min_relevance`), the search returns no passage at all
+rather than five weak ones.
+
+One passage per source is shown by default: its best-ranked one, whole, joined with the passages
+either side of it in its section that the search ranked too (an answer often runs on past a
+passage's cut). Each passage is shown under its document's title. Every choice here was measured
+on questions it was not written for (``bench/retrieval_bench.py``).
 
 `DocsIndex.python_docs` builds the default offline corpus from the documentation that ships
 with Python itself (the language reference topics and the standard-library docstrings), so a
@@ -28,7 +31,6 @@ never by a path of the machine that indexed it: sources are what reports cite.
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import re
 import sqlite3
@@ -38,7 +40,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from loguru import logger
@@ -56,25 +58,19 @@ from sentient.tools.documents import (
     split_passages,
 )
 from sentient.tools.embeddings import Embedder
-from sentient.tools.follow import KEEP, bridge_terms, merge, subject
-from sentient.tools.snippets import best_window, word_patterns
-from sentient.tools.superseded import shown_title, split_superseded
-from sentient.tools.tables import holds_records, named_first, named_row
 
 # Bump when the table layout or the passage rules change, so old caches get rebuilt.
-_SCHEMA_VERSION = 5
+_SCHEMA_VERSION = 6
 # Passages each ranking hands to the fusion: enough that one-per-source still fills `limit`.
 _CANDIDATES = 100
-_STOPWORDS = frozenset(
+# Words that say nothing of what a question asks about; kept out of the BM25 query (measured:
+# without them the text ranking follows "what", "does" and "we" into unrelated passages).
+STOPWORDS = frozenset(
     "a an and are as at be but by can do does for from had has have how i if in into is it its me my no "  # noqa: SIM905
     "not of on or our so than that the their them then there these they this to was we were what when "
     "where which who why will with you your".split()
 )
 _WORD = re.compile(r"\w+")
-# A code of dash-joined parts that starts with a letter ("INC-2024-031", "utf-8"); it names one thing.
-_CODE = re.compile(r"\b[A-Za-z]\w*(?:-\w+)+\b")
-# Code quoted in Markdown backticks ("`except E as N:`").
-_QUOTED_CODE = re.compile(r"`([^`\n]+)`")
 _SCHEMA = """
 CREATE VIRTUAL TABLE IF NOT EXISTS passages
     USING fts5(source UNINDEXED, title, body, tokenize = 'porter unicode61');
@@ -92,9 +88,10 @@ class SearchHit:
             standard library's folder), optionally with a '#anchor' (topic, class or function).
         title: file name, the document's title (when it opens with one) and section headings,
             topic name or module name.
-        snippet: the passage cut around its best-matching sentences, at most about 700 characters.
+        snippet: what the model is shown: the passage, joined with the neighbouring passages of its
+            section that the search ranked too.
         score: relevance, higher is better (BM25, cosine or fused-rank score, by retrieval mode).
-        passage: the whole passage the snippet was cut from, whitespace collapsed.
+        passage: the passage the hit was ranked for, whitespace collapsed.
     """
 
     source: str
@@ -319,56 +316,55 @@ class DocsIndex:
             self._insert(source, title, text)
 
     def search(
-        self,
-        query: str,
-        limit: int = 5,
-        retrieval: Retrieval | None = None,
-        *,
-        per_source: int = 1,
-        follow: bool = False,
-        fill: bool = True,
+        self, query: str, limit: int = 5, retrieval: Retrieval | None = None, *, per_source: int = 1
     ) -> list[SearchHit]:
         """Return up to `limit` passages for `query`, best first, at most `per_source` per source.
 
-        `retrieval` picks the ranking (default: `default_retrieval`; DENSE and HYBRID fall
-        back to BM25 when the embedding model is unavailable). `follow` searches a second time
-        with the names the best passage mentions (:mod:`sentient.tools.follow`) and shows what
-        that finds after the first search's best hits. Without `fill`, the first search's
-        hits after its best ``follow.KEEP`` are left out (a lookup needs no more). Any text is
-        accepted; a query with no searchable words returns an empty list.
+        `retrieval` picks the ranking (default: `default_retrieval`; DENSE and HYBRID fall back to
+        BM25 when the embedding model is unavailable). Any text is accepted. The list is empty when
+        the query has no searchable words, or when, with vectors, no passage is relevant to it
+        (:attr:`~sentient.tools.dense.Fusion.min_relevance`).
         """
         tokens = _query_tokens(query)
         if not tokens or limit < 1:
             return []
-        hits = self._search(query, tokens, limit, retrieval, per_source)
-        best = hits if fill else hits[:KEEP]
-        if not follow or not hits:
-            return best
-        patterns = word_patterns(tokens)
-        read = subject(hits, query)
-        ordinary = _query_tokens(" ".join(w for w in query.split() if w[:1].islower()))  # not its names
-        stems = [t[: max(3, len(t) - 3)] for t in ordinary if len(t) > 3]  # "own" of "owns" is "Owner"'s
-        terms = bridge_terms(
-            read,
-            lambda w: w in _STOPWORDS or any(p.match(w) for p in patterns),
-            self._frequency,
-            lambda w: w.startswith(tuple(stems)),
-        )
-        if not terms:
-            return best
-        second = f"{query} {' '.join(terms)}"
-        # Whether superseded documents were asked for is the question's to say, not the names it led to
-        # (the current policy names the one it replaced).
-        second_tokens = _query_tokens(second)
-        followed = self._search(
-            second, second_tokens, 2 * limit, retrieval, per_source, asked=query, keep_superseded=False
-        )
-        # A document the first search already shows is cut again with the names weighing double: the
-        # team table's Bittern row, not its introduction, which holds more of the question's words.
-        shown = {hit.source for hit in hits[:KEEP]}
-        emphasis = second_tokens + _query_tokens(" ".join(terms))
-        followed = [replace(h, snippet=best_window(h.passage, emphasis)) if h.source in shown else h for h in followed]
-        return merge(hits, followed, terms, read, limit, fill=fill)
+        with self._lock, self._conn:
+            embedder = self._embedder_now()
+            mode = Retrieval.BM25 if embedder is None else retrieval or Retrieval.HYBRID
+            rows: dict[int, tuple[str, str, str]] = {}
+            rankings: list[list[tuple[int, float]]] = []
+            fusion = self.fusion
+            if mode is not Retrieval.DENSE:
+                rankings.append(self._bm25(tokens, rows))
+            if mode is not Retrieval.BM25 and embedder is not None:
+                self._update_vectors()
+                dense, relevance = self._vectors.nearest(embedder.embed([query])[0], _CANDIDATES)
+                if relevance < fusion.min_relevance:
+                    return []
+                rankings.append(dense)
+                self._fetch([rowid for rowid, _ in dense if rowid not in rows], rows)
+        if len(rankings) == 1:
+            ranked = rankings[0]
+        else:
+            weighted = [(fusion.bm25_weight, rankings[0]), (fusion.dense_weight, rankings[1])]
+            ranked = fuse([(weight, [rowid for rowid, _ in ranking]) for weight, ranking in weighted], fusion.k)
+        best: list[tuple[int, float]] = []
+        taken: dict[str, int] = {}
+        for rowid, score in ranked:  # best first: the first passage of each source is its best one
+            source = rows[rowid][0]
+            if taken.get(source, 0) < per_source:
+                taken[source] = taken.get(source, 0) + 1
+                best.append((rowid, score))
+                if len(best) == limit:
+                    break
+        documents = self._document_titles({rows[rowid][0] for rowid, _ in best})
+        chosen = {rowid for rowid, _ in best}
+        hits = []
+        for rowid, score in best:
+            source, title, body = rows[rowid]
+            shown = _with_neighbours(rowid, rows, chosen)
+            hits.append(SearchHit(source, _shown_title(source, title, documents.get(source)), shown, score, body))
+        return hits
 
     def __len__(self) -> int:
         with self._lock:
@@ -386,75 +382,6 @@ class DocsIndex:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _search(
-        self,
-        query: str,
-        tokens: list[str],
-        limit: int,
-        retrieval: Retrieval | None,
-        per_source: int,
-        asked: str | None = None,
-        keep_superseded: bool = True,
-    ) -> list[SearchHit]:
-        """The ranked hits of `tokens` (and of `query`, for dense ranking). Superseded documents
-        that `asked` (default: `query`) does not ask for rank after all others, or are left out
-        (``keep_superseded=False``)."""
-        with self._lock, self._conn:
-            embedder = self._embedder_now()
-            mode = retrieval or Retrieval.HYBRID
-            if embedder is None:
-                mode = Retrieval.BM25
-            rows: dict[int, tuple[str, str, str]] = {}
-            rankings: list[tuple[float, list[tuple[int, float]]]] = []
-            fusion = self.fusion
-            if mode is not Retrieval.DENSE:
-                rankings.append((fusion.bm25_weight, self._bm25(tokens + _code_phrases(query), rows)))
-            if mode is not Retrieval.BM25 and embedder is not None:
-                self._update_vectors()
-                dense = self._vectors.nearest(embedder.embed([query])[0], _CANDIDATES)
-                if mode is Retrieval.HYBRID:
-                    dense = [(rowid, sim) for rowid, sim in dense if sim >= fusion.min_similarity]
-                rankings.append((fusion.dense_weight, dense))
-                self._fetch([rowid for rowid, _ in dense if rowid not in rows], rows)
-        if len(rankings) == 1:
-            ranked = rankings[0][1]
-        else:
-            ranked = fuse([(weight, [rowid for rowid, _ in ranking]) for weight, ranking in rankings], fusion.k)
-        documents = self._document_titles({rows[rowid][0] for rowid, _ in ranked})
-        current, superseded = split_superseded(ranked, lambda rowid: documents.get(rows[rowid][0]), asked or query)
-        ranked = current + superseded if keep_superseded else current
-        # Within a source, a passage holding a table row the question names comes first: "the usable
-        # capacity of KESTREL-archive" is its limits table's row, not the capacity-planning section
-        # that says "capacity" more often. The snippet then starts at that row.
-        shown_sources = list(dict.fromkeys(rows[rowid][0] for rowid, _ in ranked))[:limit]
-        named: dict[int, int] = {}
-        for rowid, _ in ranked:
-            source, title, body = rows[rowid]
-            if source in shown_sources:
-                row = named_row(body, asked or query, shown_title(source, title, documents.get(source)))
-                if row is not None:
-                    named[rowid] = row
-        ranked = named_first(ranked, lambda rowid: rows[rowid][0], named)
-        best: list[tuple[int, float]] = []
-        taken: dict[str, int] = {}
-        for rowid, score in ranked:  # best first: the first passage of each source is its best one
-            source = rows[rowid][0]
-            if taken.get(source, 0) < per_source:
-                taken[source] = taken.get(source, 0) + 1
-                best.append((rowid, score))
-                if len(best) == limit:
-                    break
-        hits = []
-        chosen = {rowid for rowid, _ in best}
-        patterns = word_patterns(tokens)
-        for rowid, score in best:
-            source, title, _ = rows[rowid]
-            row = named.get(rowid)  # a named row is a table's: its passage is shown alone
-            body = rows[rowid][2] if row is not None else _with_neighbours(rowid, rows, chosen, patterns)
-            shown = shown_title(source, title, documents.get(source))
-            hits.append(SearchHit(source, shown, best_window(body, tokens, row=row), score, body))
-        return hits
-
     def _document_titles(self, sources: set[str]) -> dict[str, str]:
         """The titles of the documents ``sources`` (those that have one)."""
         if not sources:
@@ -463,23 +390,6 @@ class DocsIndex:
         with self._lock:
             found = self._conn.execute(f"SELECT source, title FROM documents WHERE source IN ({marks})", list(sources))
             return dict(found.fetchall())
-
-    def rarity(self, word: str) -> float:
-        """How rare ``word`` (one lower-case word) is in the index: log(1 + passages / (1 + passages
-        holding it)), as BM25 weighs it; 0 in an empty index."""
-        passages = len(self)
-        holding = self._frequency(word, "")[1] if passages else 0
-        return math.log(1 + passages / (1 + holding))
-
-    def _frequency(self, word: str, source: str) -> tuple[int, int]:
-        """(other sources than `source` that contain `word`, passages that contain it)."""
-        sql = """
-            SELECT count(DISTINCT CASE WHEN source != ? THEN source END), count(*)
-            FROM passages WHERE passages MATCH ?
-        """  # one pass over the word's passages for both counts
-        with self._lock:
-            elsewhere, passages = self._conn.execute(sql, (source, f'"{word}"')).fetchone()
-        return int(elsewhere), int(passages)
 
     def _insert(self, source: str, title: str, text: str) -> None:
         # Callers hold the lock and own the transaction, so bulk builds commit once.
@@ -504,10 +414,9 @@ class DocsIndex:
             logger.info("embedded {} passages in {:.1f}s", count, time.perf_counter() - started)
         self._vectors_current = True
 
-    def _bm25(self, terms: list[str], rows: dict[int, tuple[str, str, str]]) -> list[tuple[int, float]]:
-        """The best BM25 passages for any of ``terms`` (words or phrases of words) as (rowid, score),
-        filling `rows` with their text."""
-        match = " OR ".join(f'"{term}"' for term in terms)
+    def _bm25(self, tokens: list[str], rows: dict[int, tuple[str, str, str]]) -> list[tuple[int, float]]:
+        """The best BM25 passages for any of ``tokens`` as (rowid, score), filling `rows` with their text."""
+        match = " OR ".join(f'"{token}"' for token in tokens)
         sql = """
             SELECT rowid, source, title, body, bm25(passages, 0.0, 2.0, 1.0) FROM passages
             WHERE passages MATCH ? ORDER BY bm25(passages, 0.0, 2.0, 1.0) LIMIT ?
@@ -526,51 +435,35 @@ class DocsIndex:
                 rows[rowid] = (source, title, body)
 
 
-def _with_neighbours(
-    rowid: int, rows: dict[int, tuple[str, str, str]], chosen: set[int], patterns: list[re.Pattern[str]]
-) -> str:
-    """The passage ``rowid`` joined with the passages either side of it in its section that hold
-    a query word (one of ``patterns``) it lacks and are not hits of their own.
+def _with_neighbours(rowid: int, rows: dict[int, tuple[str, str, str]], chosen: set[int]) -> str:
+    """The passage ``rowid`` joined with the passages either side of it in its section that the
+    search ranked too (they are in ``rows``) and that are not hits of their own (``chosen``).
 
-    A section is cut into passages of about ``documents.PASSAGE_CHARS``, and the sentence that answers may
-    sit in the next one: "Boolean operations" opens with the grammar and most of the question's
-    words, and its second passage, which says what ``and`` and ``or`` return, is the one that
-    says "restrict". One passage a source hid it; the snippet is now cut from both. Tables are
-    left alone: a row the question names is found by :func:`~sentient.tools.tables.named_row`.
+    A section is cut into passages of about ``documents.PASSAGE_CHARS``, and the sentence that
+    answers often sits in the next one (measured: bench/retrieval_bench.py).
     """
-    source, title, body = rows[rowid]
-    if holds_records(body):
-        return body
-    missing = [p for p in patterns if not p.search(title) and not p.search(body)]
+    source, title, _ = rows[rowid]
+    parts = []
+    for n in (rowid - 1, rowid, rowid + 1):
+        other = rows.get(n)
+        if n == rowid or (other is not None and other[:2] == (source, title) and n not in chosen):
+            parts.append(rows[n][2])
+    return " ".join(parts)
 
-    def adds(neighbour: int) -> str | None:
-        other = rows.get(neighbour)
-        if other is None or other[:2] != (source, title) or neighbour in chosen or holds_records(other[2]):
-            return None
-        return other[2] if any(p.search(other[2]) for p in missing) else None
 
-    before, after = adds(rowid - 1), adds(rowid + 1)
-    return " ".join(text for text in (before, body, after) if text is not None)
+def _shown_title(source: str, title: str, document: str | None) -> str:
+    """A passage's title as the model is shown it: the document's title before the passage's
+    headings ("policy.md - Key policy (current) / Expiry"). Only shown, never indexed."""
+    if not document or document in title:
+        return title
+    name = Path(source).name  # titles are "<file name>" or "<file name> - <headings>" (from_folder)
+    headings = title.removeprefix(f"{name} - ") if title != name else ""
+    return f"{name} - {document} / {headings}" if headings else f"{name} - {document}"
 
 
 def _query_tokens(query: str) -> list[str]:
-    words = (w for w in _WORD.findall(query.lower()) if len(w) > 1 and w not in _STOPWORDS)
+    words = (w for w in _WORD.findall(query.casefold()) if len(w) > 1 and w not in STOPWORDS)
     return list(dict.fromkeys(words))  # de-duplicated, first-seen order
-
-
-def _code_phrases(query: str) -> list[str]:
-    """The codes with a digit in `query`, and the code it quotes in backticks, as phrases of
-    their words ("INC-2024-031" gives "inc 2024 031", "`except E as N:`" gives "except e as n").
-
-    The index splits a code into words, and each of them is common: "INC-2024-031" was ranked
-    below two other postmortems that share "inc", "2024" and "031" but not the code. As a phrase
-    it matches only where the parts stand together, and weighs as the rare thing it is. Quoted
-    code is what the passage shows verbatim; its words alone are mostly too short or too common
-    to be searched ("e", "as", "n"), and the passage on ``except E as N:`` ranked seventh.
-    """
-    codes = [code for code in _CODE.findall(query) if any(ch.isdigit() for ch in code)]
-    phrases = (" ".join(_WORD.findall(code.lower())) for code in [*codes, *_QUOTED_CODE.findall(query)])
-    return list(dict.fromkeys(phrase for phrase in phrases if " " in phrase))  # one word is searched anyway
 
 
 def _try_load(loader: EmbedderLoader | None) -> Embedder | None:

@@ -25,7 +25,6 @@ from pathlib import Path
 from loguru import logger
 
 from sentient.exceptions import DocsFolderError
-from sentient.tools.tables import tables_as_records
 
 _EXTENSIONS = frozenset({".md", ".txt", ".rst", ".html", ".htm", ".py"})
 _SKIP_DIRS = frozenset({"__pycache__", "node_modules", ".git"})
@@ -38,7 +37,8 @@ _SKIP_STDLIB_PACKAGES = frozenset({"test", "idlelib", "lib2to3", "turtledemo", "
 _MD_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
 _RST_UNDERLINE = re.compile(r"^([=\-~^\"'`#*+:.])\1{2,}\s*$")
 _BLANK_LINES = re.compile(r"\n\s*\n")
-_SENTENCE_GAP = re.compile(r"(?<=[.!?])\s")  # where a long paragraph is best cut
+# Where a long paragraph is best cut: after a sentence end (CJK full stops need no space after them).
+_SENTENCE_GAP = re.compile(r"(?<=[.!?])\s|(?<=[。！？])")
 
 
 def printable_path(path: Path | str) -> str:
@@ -258,16 +258,14 @@ def html_to_text(html: str) -> str:
 
 
 def split_passages(text: str) -> list[str]:
-    """Pack paragraphs into passages of about `PASSAGE_CHARS`, whitespace collapsed (tables as
-    one sentence per row, see :mod:`sentient.tools.tables`).
+    """Pack paragraphs into passages of about `PASSAGE_CHARS`, whitespace collapsed.
 
     A longer paragraph is cut at its last sentence end that leaves the passage at least half
-    full, else at a space: a table's rows are one paragraph, and a row cut in two loses its
-    column names in the second half ("Name: Casimir Dunleavy; Role: Senior" / "Engineer; Team: ...").
+    full, else at a space.
     """
     passages: list[str] = []
     current = ""
-    for raw in _BLANK_LINES.split(tables_as_records(text)):
+    for raw in _BLANK_LINES.split(text):
         paragraph = " ".join(raw.split())
         while len(paragraph) > PASSAGE_CHARS:  # one huge paragraph: cut it
             ends = [m.start() for m in _SENTENCE_GAP.finditer(paragraph, PASSAGE_CHARS // 2, PASSAGE_CHARS)]

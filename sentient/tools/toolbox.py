@@ -49,25 +49,18 @@ class DocsSearch:
         "required": ["query"],
     }
 
-    def __init__(self, index: DocsIndex, default_results: int = 5, *, follow: bool = True) -> None:
+    def __init__(self, index: DocsIndex, default_results: int = 5) -> None:
         self._index = index
         self._default_results = default_results
-        self._follow = follow  # search again with the names the best passage mentions (tools/follow.py)
 
-    async def retrieve(self, query: str, limit: int, *, fill: bool = True) -> list[Source]:
-        """Up to ``limit`` passages for ``query`` (``fill``: see :meth:`DocsIndex.search`)."""
-        hits = await asyncio.to_thread(
-            self._index.search, query, max(1, min(limit, 20)), follow=self._follow, fill=fill
-        )
+    async def retrieve(self, query: str, limit: int) -> list[Source]:
+        """Up to ``limit`` passages for ``query``; none when nothing in the documents is relevant to it."""
+        hits = await asyncio.to_thread(self._index.search, query, max(1, min(limit, 20)))
         return [Source(ref=h.source, title=h.title, snippet=h.snippet) for h in hits]
-
-    def rarity(self, word: str) -> float:
-        """How rare ``word`` is in the documents (:meth:`DocsIndex.rarity`)."""
-        return self._index.rarity(word)
 
     async def run(self, *, query: str, max_results: int | None = None) -> ToolOutput:
         sources = await self.retrieve(query, max_results or self._default_results)
-        return ToolOutput(text="" if sources else f"No documents match {query!r}.", sources=sources)
+        return ToolOutput(text="" if sources else f"No passage matches {query!r}.", sources=sources)
 
 
 @dataclass(frozen=True)
@@ -137,13 +130,11 @@ class ToolBox:
         docs_index: DocsIndex | None = None,
         *,
         breaker: CircuitBreaker | None = None,
-        follow_references: bool = True,
     ) -> ToolBox:
         """Build the tools `names` lists.
 
         Pass one `breaker` to every toolbox of a run, so a web search that failed to connect
-        is not retried by every node. ``docs_search`` is left out when there is no index;
-        ``follow_references=False`` makes it one plain search (the ``rag`` baseline's).
+        is not retried by every node. ``docs_search`` is left out when there is no index.
 
         Raises:
             ConfigError: a name that is not in TOOL_NAMES.
@@ -162,7 +153,7 @@ class ToolBox:
                 continue
             if name == "docs_search":
                 if docs_index is not None:
-                    tools.append(DocsSearch(docs_index, follow=follow_references))
+                    tools.append(DocsSearch(docs_index))
             elif name == "web_search":
                 tools.append(WebSearch(settings, breaker=breaker))
             elif name == "fetch_page":

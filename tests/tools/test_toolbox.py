@@ -90,7 +90,7 @@ async def test_docs_search_with_no_match_says_so(docs_index: DocsIndex) -> None:
     output = await DocsSearch(docs_index).run(query="xylophonequartz")
 
     assert output.sources == []
-    assert output.text == "No documents match 'xylophonequartz'."
+    assert output.text == "No passage matches 'xylophonequartz'."
 
 
 # -- source numbering and call records --------------------------------------------------------
