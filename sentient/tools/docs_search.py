@@ -417,10 +417,9 @@ class DocsIndex:
     def _bm25(self, tokens: list[str], rows: dict[int, tuple[str, str, str]]) -> list[tuple[int, float]]:
         """The best BM25 passages for any of ``tokens`` as (rowid, score), filling `rows` with their text."""
         match = " OR ".join(f'"{token}"' for token in tokens)
-        sql = """
-            SELECT rowid, source, title, body, bm25(passages, 0.0, 2.0, 1.0) FROM passages
-            WHERE passages MATCH ? ORDER BY bm25(passages, 0.0, 2.0, 1.0) LIMIT ?
-        """  # title words weigh double: a heading or topic name that matches says a lot
+        sql = (
+            "SELECT rowid, source, title, body, bm25(passages) FROM passages WHERE passages MATCH ? ORDER BY 5 LIMIT ?"
+        )
         ranking = []
         for rowid, source, title, body, bm25 in self._conn.execute(sql, (match, _CANDIDATES)):
             rows[rowid] = (source, title, body)
