@@ -15,58 +15,15 @@ project store (a run that persists nothing) the entries are only in memory.
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+from sentient.context.wording import STOPWORDS, normalize
 from sentient.events import Event, NodesRemoved, NodeStatusChanged, RunStarted
 from sentient.graph.status import TaskStatus
 from sentient.store import ProjectStore
-
-_WORD = re.compile(r"[A-Za-z0-9_]{3,}")
-_STOPWORDS = frozenset(
-    [
-        "the",
-        "and",
-        "for",
-        "with",
-        "that",
-        "this",
-        "from",
-        "into",
-        "are",
-        "was",
-        "were",
-        "what",
-        "which",
-        "who",
-        "how",
-        "why",
-        "when",
-        "where",
-        "about",
-        "its",
-        "their",
-        "them",
-        "they",
-        "than",
-        "then",
-        "there",
-        "these",
-        "those",
-        "has",
-        "have",
-        "had",
-        "not",
-        "but",
-        "can",
-        "will",
-        "would",
-        "should",
-    ]
-)
 
 
 @dataclass(frozen=True)
@@ -185,4 +142,4 @@ def _entry(row: dict[str, Any], score: float = 0.0) -> KnowledgeEntry:
 
 
 def _terms(text: str) -> set[str]:
-    return {w for w in (m.lower() for m in _WORD.findall(text)) if w not in _STOPWORDS}
+    return {w for w in normalize(text).split() if len(w) > 2 and w not in STOPWORDS}

@@ -2,6 +2,7 @@
 
 Texts are compared as case-folded Unicode words with accents folded (:func:`normalize`); a goal
 asks a question when one of its sentences ends in a question mark of any script (:func:`questions`).
+Searches leave out :data:`STOPWORDS`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,14 @@ _NON_WORD = re.compile(r"[\W_]+")
 # Sentence ends of Latin, CJK, Arabic and Devanagari scripts, followed by space or not (CJK).
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？؟।])\s+|(?<=[。！？])")
 _QUESTION_MARKS = ("?", "？", "؟")
+# Words that say nothing of what a question asks about, left out of searches (the docs index's and
+# the knowledge store's). English only: in other languages every word is searched, which BM25's
+# weights make cheap; the list was measured for the docs search (bench/retrieval_bench.py).
+STOPWORDS = frozenset(
+    "a about an and are as at be but by can do does for from had has have how i if in into is it its me "  # noqa: SIM905
+    "my no not of on or our should so than that the their them then there these they this those to was "
+    "we were what when where which who why will with would you your".split()
+)
 
 
 def normalize(text: str) -> str:

@@ -45,6 +45,7 @@ from pathlib import Path
 
 from loguru import logger
 
+from sentient.context.wording import STOPWORDS
 from sentient.exceptions import DocsFolderError, EmbeddingModelError
 from sentient.tools.dense import Fusion, PassageVectors, Retrieval, fuse
 from sentient.tools.documents import (
@@ -63,13 +64,6 @@ from sentient.tools.embeddings import Embedder
 _SCHEMA_VERSION = 6
 # Passages each ranking hands to the fusion: enough that one-per-source still fills `limit`.
 _CANDIDATES = 100
-# Words that say nothing of what a question asks about; kept out of the BM25 query (measured:
-# without them the text ranking follows "what", "does" and "we" into unrelated passages).
-STOPWORDS = frozenset(
-    "a an and are as at be but by can do does for from had has have how i if in into is it its me my no "  # noqa: SIM905
-    "not of on or our so than that the their them then there these they this to was we were what when "
-    "where which who why will with you your".split()
-)
 _WORD = re.compile(r"\w+")
 _SCHEMA = """
 CREATE VIRTUAL TABLE IF NOT EXISTS passages

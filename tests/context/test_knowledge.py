@@ -90,6 +90,14 @@ def test_adding_a_task_again_replaces_its_entry(projects: ProjectStore, store: K
     assert [e.result for e in store.related("clay", ALL)] == ["Clay soil drains slowly."]
 
 
+def test_entries_in_any_script_relate_by_their_words(projects: ProjectStore) -> None:
+    projects.add_knowledge(PROJECT, "root.0", "Найти, как растут списки", "Списки растут с запасом.", [])
+    projects.add_knowledge(PROJECT, "root.1", "Cómo crecen las tuplas", "Las tuplas no crecen.", [])
+    store = KnowledgeStore(projects, PROJECT)
+    assert [e.task_id for e in store.related("Почему списки растут?", ALL)] == ["root.0"]
+    assert [e.task_id for e in store.related("¿Las TUPLAS crecen?", ALL)] == ["root.1"]
+
+
 def test_concurrent_adds_from_threads_are_all_kept(projects: ProjectStore) -> None:
     knowledge = KnowledgeStore(projects, PROJECT)
     with ThreadPoolExecutor(max_workers=8) as pool:
