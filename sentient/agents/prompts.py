@@ -28,6 +28,8 @@ TEMPLATE_PARAMETERS: dict[str, frozenset[str]] = {
     "execute": frozenset({"goal"}),
     "memory": frozenset({"goal"}),
     "support": frozenset({"question", "answer"}),
+    "support_choice": frozenset({"question", "answer"}),
+    "support_each": frozenset({"question", "answer"}),
     "aggregate": frozenset({"goal"}),
     "aggregate_root": frozenset({"goal"}),
     "modify": frozenset({"goal", "plan", "instructions"}),
@@ -46,6 +48,7 @@ class ReportSize(BaseModel):
 
     sections: int = Field(ge=1, le=12, description="Sections the outline asks for.")
     searches: int = Field(ge=1, le=6, description="What each section must find: searches per section, at most.")
+    passages: int = Field(ge=1, le=10, description="Passages each of a section's searches gives its writer.")
     section_words: int = Field(ge=20, le=5000, description="Words of one section, about.")
     summary_words: int = Field(ge=10, le=2000, description="Words of the report's summary, about.")
 
@@ -78,6 +81,7 @@ class TaskTemplates(BaseModel):
     discover: str
     write_section: str
     assemble: str
+    support_each: str
 
     @field_validator("*")
     @classmethod
@@ -90,9 +94,9 @@ class TaskTemplates(BaseModel):
         """Per template, the ``$parameters`` it uses that no call gives it."""
         size = set(ReportSize.model_fields)
         unknown: dict[str, list[str]] = {}
-        for name, allowed in TEMPLATE_PARAMETERS.items():
+        for name in type(self).model_fields:
             used = Template(getattr(self, name)).get_identifiers()
-            extra = sorted(set(used) - allowed - set(lengths) - size)
+            extra = sorted(set(used) - TEMPLATE_PARAMETERS.get(name, frozenset()) - set(lengths) - size)
             if extra:
                 unknown[name] = extra
         return unknown
@@ -196,6 +200,11 @@ class TaskPrompts:
     def write_section_task(self, section: str) -> str:
         """A section writer's task: write ``section`` from the passages above."""
         return self._render("write_section", goal=section)
+
+    def support_each_task(self, question: str, text: str) -> str:
+        """The verifier's task for a section: which of the sources listed above (those ``text``
+        cites) state what the sentences citing them say?"""
+        return self._render("support_each", question=question, answer=text)
 
     def assemble_task(self, goal: str, count: int) -> str:
         """The report aggregator's task: the title, summary and transitions of ``count`` sections."""

@@ -33,12 +33,14 @@ from sentient.agents.schemas import (
     Outline,
     ReportFrame,
     RootAtomizerOutput,
+    Supported,
     items_schema,
     outline_schema,
+    supported_schema,
 )
 from sentient.context.builder import AgentContext, Section
-from sentient.context.citations import SourceList, renumber
-from sentient.context.grounding import citing_sentences, judged_each, strip_markers
+from sentient.context.citations import SourceList, cited_numbers, renumber
+from sentient.context.grounding import judged_each, strip_markers
 from sentient.context.wording import normalize
 from sentient.events import PlanProposed
 from sentient.exceptions import AgentError
@@ -52,6 +54,10 @@ if TYPE_CHECKING:
 _S = TaskStatus
 ITEM = "{item}"  # a part whose goal has a line "{item} = <which items>" is a fan-out
 _FIND = "- "
+# What the outliner and the item finder read of each passage of their search: its title and how
+# it begins (which documents there are matters to them, not every fact; and the small model reads
+# a long prompt slowly).
+BRIEF_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -184,7 +190,7 @@ class ReportPhases:
         size = self._p._tasks.size
         found = await self._search(root, root.goal, RETRIEVED_SOURCES + size.sections)
         context = self._p._context.for_planning(root)
-        context = AgentContext(context.sections, sources=found, cut=context.cut)
+        context = AgentContext(context.sections, sources=_brief(found), cut=context.cut)
         # Under a grammar (the embedded model) it cannot write more than the size asks for; what
         # another model writes beyond it is cut.
         grammar = self._p._runner.decodes_under_grammar(self._p._profile.outliner)
@@ -210,7 +216,7 @@ class ReportPhases:
         if not found:
             node.warnings.append(f"no passage names the items ({part.items}): the part is one section")
             return []
-        context = AgentContext([Section("Overall goal", self._graph.root.goal, required=True)], sources=found)
+        context = AgentContext([Section("Overall goal", self._graph.root.goal, required=True)], sources=_brief(found))
         task = self._p._tasks.discover_task(part.items, max_items)
         agent = self._p._profile.outliner
         schema = items_schema(max_items) if self._p._runner.decodes_under_grammar(agent) else Items
@@ -243,15 +249,15 @@ class ReportPhases:
         if node.task_type is TaskType.SEARCH:
             parent = self._graph.parent(node.task_id)
             title = Part.parse(parent.goal).title if parent is not None else ""
-            found = await self._search(node, f"{node.goal}\n{title}", RETRIEVED_SOURCES)
+            found = await self._search(node, f"{node.goal}\n{title}", self._p._tasks.size.passages)
             listed = "\n".join(f"[{n}] {s.title or s.ref}" for n, s in enumerate(found, start=1))
             self._p._finish(node, listed, found)
             return
         await self._write(node)
 
     async def _write(self, node: TaskNode) -> None:
-        """Write a section from its searches' passages only; then the verifier reads each cited
-        passage against the sentences that cite it."""
+        """Write a section from its searches' passages only; then the verifier reads the passages
+        it cites against the sentences that cite them (:meth:`_supported`)."""
         sources = SourceList(s for dep in self._graph.dependencies(node.task_id) for s in dep.sources)
         frame = [Section("Overall goal", self._graph.root.goal, required=True)]
         context = AgentContext(frame, sources=sources.sources)
@@ -263,12 +269,27 @@ class ReportPhases:
             self._p.fail(node, str(exc))
             return
         text = renumber(output.answer, {n: n for n in range(1, len(sources) + 1)})
-        supports = {}
-        for n, cited in citing_sentences(text, len(sources)).items():
-            supports[n] = await self._p._judged(node, cited, [sources.sources[n - 1]])
-        grounded = judged_each(text, sources.sources, supports)
+        grounded = judged_each(text, sources.sources, await self._supported(node, text, sources.sources))
         node.warnings.extend(grounded.notes)
         self._p._finish(node, grounded.text, grounded.sources)
+
+    async def _supported(self, node: TaskNode, text: str, sources: Sequence[Source]) -> dict[int, bool]:
+        """Which of the sources ``text`` cites the verifier finds state what cites them, read in
+        one call (by source number; empty, noted, when it cannot be asked: nothing is verified)."""
+        cited = cited_numbers(text)
+        if not cited:
+            return {}
+        shown = {n: i for i, n in enumerate(cited, start=1)}  # the verifier sees the cited sources only
+        agent = self._p._profile.verifier
+        schema = supported_schema(len(cited)) if self._p._runner.decodes_under_grammar(agent) else Supported
+        task = self._p._tasks.support_each_task(node.goal, renumber(text, shown))
+        context = AgentContext([], sources=[sources[n - 1] for n in cited])
+        try:
+            verdict = await self._p._ask(node, Role.VERIFIER, agent, task, context, schema)
+        except AgentError as exc:
+            node.warnings.append(f"the verifier could not be asked, the section's citations are not verified: {exc}")
+            return {}
+        return {n: shown[n] in verdict.supported for n in cited}
 
     # -- assembling ----------------------------------------------------------------------
 
@@ -317,6 +338,18 @@ class ReportPhases:
         found = await tools.retrieve(query, limit)
         node.warnings.extend(found.warnings)
         return found.sources[:limit]
+
+
+def _brief(found: Sequence[Source]) -> list[Source]:
+    """``found`` with each passage cut to its beginning (``BRIEF_CHARS``, at a word)."""
+    brief = []
+    for source in found:
+        snippet = " ".join(source.snippet.split())
+        if len(snippet) > BRIEF_CHARS:
+            cut = snippet.rfind(" ", 0, BRIEF_CHARS)
+            snippet = snippet[: cut if cut > 0 else BRIEF_CHARS] + " …"
+        brief.append(source.model_copy(update={"snippet": snippet}))
+    return brief
 
 
 def _planned_write(node: TaskNode) -> bool:

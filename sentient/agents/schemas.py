@@ -159,3 +159,21 @@ class ReportFrame(BaseModel):
     transitions: list[str] = Field(
         default_factory=list, description="One sentence that leads into each section, in the sections' order."
     )
+
+
+class Supported(BaseModel):
+    """The verifier's reading of the sources a section cites: those that state what cites them."""
+
+    supported: list[int] = Field(
+        description="The numbers of the sources that state what the sentences citing them say."
+    )
+
+
+def supported_schema(count: int) -> type[Supported]:
+    """``Supported`` naming only sources 1..``count`` (the ones shown)."""
+    allowed: Any = Literal[tuple(range(1, count + 1))]
+    return create_model(
+        "Supported",
+        __base__=Supported,
+        supported=(list[allowed], Field(description=Supported.model_fields["supported"].description)),
+    )

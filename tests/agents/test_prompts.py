@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from sentient.agents.prompts import TEMPLATE_PARAMETERS, TaskTemplates
 from sentient.agents.registry import AgentRegistry
 from sentient.exceptions import ConfigError
 from sentient.graph.node import NodeType, TaskNode, TaskType
@@ -116,3 +117,8 @@ def test_no_task_prose_or_length_is_written_in_the_agents_python_code() -> None:
                 text = literal.value
                 assert "Answer with JSON" not in text, path
                 assert "at most about" not in text and "sentences, from" not in text, path
+
+
+def test_every_task_template_declares_what_its_calls_give_it() -> None:
+    # A template with no declared parameters could only use lengths: a call's own values would be unknown.
+    assert set(TaskTemplates.model_fields) <= set(TEMPLATE_PARAMETERS)

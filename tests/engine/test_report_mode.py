@@ -10,7 +10,14 @@ from typing import Any
 
 import pytest
 
-from sentient.agents.models.fake import FakeRequest, ScriptedModel, asks_for, executor_answer, listed_sources
+from sentient.agents.models.fake import (
+    FakeRequest,
+    ScriptedModel,
+    asks_for,
+    default_response,
+    executor_answer,
+    listed_sources,
+)
 from sentient.agents.schemas import (
     AggregationOutput,
     AtomizerOutput,
@@ -19,10 +26,10 @@ from sentient.agents.schemas import (
     Outline,
     OutlineSection,
     ReportFrame,
+    Supported,
 )
 from sentient.agents.schemas import RootAtomizerOutput as Root
 from sentient.api import ProfiledSentientAgent
-from sentient.context.grounding import Verdict
 from sentient.graph.node import NodeType, TaskType
 from sentient.graph.plan import PlanOutput, SubTask
 from sentient.graph.status import TaskStatus
@@ -101,7 +108,7 @@ def model_for(**script: Any) -> ScriptedModel:
         "atomizer": atomizer(),
         "planner": outliner(),
         "executor": section_writer,
-        "verifier": Verdict(supports=True),
+        "verifier": default_response,  # every passage a section cites states what cites it
         "aggregator": FRAME,
     }
     return ScriptedModel(script={**base, **script})
@@ -262,15 +269,17 @@ async def test_the_outline_and_the_discovered_items_are_reviewed_like_a_plan(set
 async def test_a_citation_the_verifier_rejects_is_not_verified_and_not_shown(settings, docs) -> None:
     outline = Outline(sections=[OutlineSection(title="Paging", find=["Who is paged for an outage?"])])
 
-    def reads(request: FakeRequest) -> Verdict:
-        return Verdict(supports="Paging policy" in request.prompt)
+    def reads(request: FakeRequest) -> Supported:
+        """Finds that only the paging policy states what cites it."""
+        listed = request.prompt.split("## Sources you may cite as [n]")[-1].split("## Your task")[0]
+        return Supported(supported=[n for n in listed_sources(request.prompt) if f"[{n}] paging.md" in listed])
 
     model = model_for(planner=outliner(outline), verifier=reads)
     result = await agent(settings, docs, model).arun(GOAL, write_files=False)
 
     write = next(n for n in result.graph if n.task_type is TaskType.WRITE and n.node_type is NodeType.EXECUTE)
-    shown = len(write.sources)
-    assert shown > 1 and len(model.calls_for(role="verifier")) == shown  # each cited passage read once
+    (verifier,) = model.calls_for(role="verifier")  # the section's cited passages, read in one call
+    assert len(listed_sources(verifier.request.prompt)) == len(write.sources) > 1
     verified = [s for s in write.sources if s.verified]
     assert [s.ref.rsplit("/", 1)[-1] for s in verified] == ["paging.md"]
     report = result.report

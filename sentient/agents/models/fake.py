@@ -32,6 +32,7 @@ from sentient.agents.schemas import (
     Outline,
     OutlineSection,
     ReportFrame,
+    Supported,
 )
 from sentient.context.grounding import Verdict
 from sentient.graph.node import TaskType
@@ -126,6 +127,8 @@ def default_response(request: FakeRequest) -> Output:
         return AtomizerOutput(is_atomic=request.layer > 0)
     if request.role == "aggregator":
         return AggregationOutput(answer=f"Summary of {request.task_id}: {request.goal}")
+    if request.role == "verifier" and asks_for(request, "supported"):
+        return Supported(supported=listed_sources(request.prompt))  # a report section's sources all state it
     if request.role == "verifier":
         return Verdict(supports=True)
     return executor_answer(request, f"Result of {request.task_id}: {request.goal}")
