@@ -60,9 +60,9 @@ def agent(settings: Settings, **engine: Any) -> ProfiledSentientAgent:
 
 
 def schemas(server: ChaosServer, since: int = 0) -> list[str]:
-    """The structured outputs asked for, in order; the verifier's (one per answer from passages) aside."""
+    """The structured outputs asked for, in order; the verifier's (one or two per answer from passages) aside."""
     names = [b["response_format"]["json_schema"]["name"] for b in server.requests[since:]]
-    return [name for name in names if name != "Verdict"]
+    return [name for name in names if name not in ("Verdict", "Choice")]
 
 
 @pytest.fixture

@@ -32,7 +32,7 @@ from sentient.agents.schemas import (
 )
 from sentient.context.builder import AgentContext, ContextBuilder
 from sentient.context.citations import renumber
-from sentient.context.grounding import Grounded, Verdict, judged, rejudged, to_judge
+from sentient.context.grounding import Choice, Grounded, Verdict, choice_schema, judged, rejudged, to_judge
 from sentient.context.wording import questions
 from sentient.events import (
     EventBus,
@@ -344,10 +344,16 @@ class AgentProcessor:
         output = await self._ask(
             node, Role.EXECUTOR, agent, self._tasks.execute_task(node, sourced=True), context, schema, tools, sink
         )
-        if not 1 <= output.source <= len(sink.sources):
-            return Grounded(output.answer, sink.sources, ["the executor found no source that states its answer"])
-        verdict = await self._judged(node, output.answer, [sink.sources[output.source - 1]])
-        return judged(output.answer, sink.sources, [output.source], verdict)
+        named = output.source if 1 <= output.source <= len(sink.sources) else 0
+        if named and await self._judged(node, output.answer, [sink.sources[named - 1]]):
+            return judged(output.answer, sink.sources, [named], True)
+        # The passage it named does not state its answer, or it named none: the verifier reads
+        # every passage shown and names the one that states the answer, if one does.
+        chosen = await self._chosen(node, output.answer, sink.sources)
+        if chosen:
+            return judged(output.answer, sink.sources, [chosen], True)
+        grounded = judged(output.answer, sink.sources, [named] if named else [], False)
+        return Grounded(grounded.text, grounded.sources, [*grounded.notes, "no source shown states the answer"])
 
     async def _judged(self, node: TaskNode, answer: str, passages: Sequence[Source]) -> bool:
         """Whether the verifier finds that ``passages`` support ``answer`` to the node's goal
@@ -367,6 +373,21 @@ class AgentProcessor:
             node.warnings.append(f"the verifier could not be asked, the citation is not verified: {exc}")
             return False
         return verdict.supports
+
+    async def _chosen(self, node: TaskNode, answer: str, passages: Sequence[Source]) -> int:
+        """The number of the passage the verifier finds states ``answer``, or 0 (also when it
+        cannot be asked)."""
+        grammar = self._runner.decodes_under_grammar(self._profile.verifier)
+        schema = choice_schema(len(passages)) if grammar else Choice
+        task = self._tasks.support_choice_task(node.goal, answer)
+        try:
+            choice = await self._ask(
+                node, Role.VERIFIER, self._profile.verifier, task, AgentContext([], sources=list(passages)), schema
+            )
+        except AgentError as exc:
+            node.warnings.append(f"the verifier could not be asked, the citation is not verified: {exc}")
+            return 0
+        return choice.source if 1 <= choice.source <= len(passages) else 0
 
     async def _rejudged(self, node: TaskNode, answer: Grounded) -> Grounded:
         """``answer`` (an aggregate) after the verifier read the passages it cites, as a whole."""

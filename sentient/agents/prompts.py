@@ -73,6 +73,7 @@ class TaskTemplates(BaseModel):
     execute: str
     memory: str
     support: str
+    support_choice: str
     aggregate: str
     aggregate_root: str
     modify: str
@@ -174,6 +175,10 @@ class TaskPrompts:
     def support_task(self, question: str, answer: str) -> str:
         """The verifier's task: do the sources listed above (those ``answer`` cites) support it?"""
         return self._render("support", question=question, answer=answer)
+
+    def support_choice_task(self, question: str, answer: str) -> str:
+        """The verifier's second reading: which of the sources listed above states ``answer``?"""
+        return self._render("support_choice", question=question, answer=answer)
 
     def aggregate_task(self, node: TaskNode, is_root: bool) -> str:
         """An aggregator's task: combine the children's results, keeping their citations."""

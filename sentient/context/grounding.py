@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from sentient.context.citations import cited_numbers, renumber
 from sentient.context.wording import sentences
@@ -35,6 +36,20 @@ class Verdict(BaseModel):
     supports: bool = Field(
         description="true only if the passages state the answer to the question (in any words); "
         "false if they are about something else, only share words with the question, or contradict the answer."
+    )
+
+
+class Choice(BaseModel):
+    """The verifier's second reading: which of the passages shown states the answer."""
+
+    source: int = Field(ge=0, description="The number n of the source that states the answer; 0 if none does.")
+
+
+def choice_schema(count: int) -> type[Choice]:
+    """``Choice`` that can only name one of ``count`` passages, or 0 (a grammar enforces it)."""
+    allowed: Any = Literal[tuple(range(count + 1))]
+    return create_model(
+        "Choice", __base__=Choice, source=(allowed, Field(description=Choice.model_fields["source"].description))
     )
 
 

@@ -45,10 +45,20 @@ def from_memory(request: FakeRequest) -> dict | ExecutionOutput:
     return ExecutionOutput(answer="The event loop runs them.")
 
 
-def verdicts(*answers: bool):
-    """A verifier that gives ``answers`` in turn."""
+def verdicts(*answers: bool | int):
+    """A verifier that gives ``answers`` in turn: a verdict on the passage named, or (an int) the
+    passage its second reading over every passage shown names (0: none)."""
     given = iter(answers)
-    return lambda request: Verdict(supports=next(given))
+
+    def verifier(request: FakeRequest) -> Verdict | dict:
+        answer = next(given)
+        if asks_for(request, "source"):
+            assert isinstance(answer, int) and not isinstance(answer, bool), "a second reading was not expected"
+            return {"source": answer}
+        assert isinstance(answer, bool), "a verdict was expected"
+        return Verdict(supports=answer)
+
+    return verifier
 
 
 async def test_a_question_is_answered_from_one_search_and_its_passage_read_by_the_verifier(make_agent) -> None:
@@ -76,7 +86,8 @@ async def test_a_passage_the_verifier_rejects_is_not_verified_and_the_question_i
     model = ScriptedModel(
         script={
             "executor": from_first_source,
-            "verifier": verdicts(False, True, True, True),  # the direct answer; two subtasks; the aggregate
+            # The direct answer's passage, then no passage shown states it; two subtasks; the aggregate.
+            "verifier": verdicts(False, 0, True, True, True),
             "planner": TWO_SEARCHES,
             "aggregator": AggregationOutput(answer="The event loop runs them [1]."),
         }
@@ -84,8 +95,9 @@ async def test_a_passage_the_verifier_rejects_is_not_verified_and_the_question_i
     result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
 
     roles = [c.request.role for c in model.calls]
-    assert roles[:4] == ["executor", "verifier", "executor", "planner"]
-    assert MEMORY in model.calls[2].request.prompt and "Sources you may cite" not in model.calls[2].request.prompt
+    assert roles[:5] == ["executor", "verifier", "verifier", "executor", "planner"]
+    assert "Which source above states this answer" in model.calls[2].request.prompt
+    assert MEMORY in model.calls[3].request.prompt and "Sources you may cite" not in model.calls[3].request.prompt
     assert roles[-2:] == ["aggregator", "verifier"]
     root = result.graph.root
     assert root.node_type is NodeType.PLAN and len(result.graph) == 3
@@ -95,11 +107,28 @@ async def test_a_passage_the_verifier_rejects_is_not_verified_and_the_question_i
     assert root.result == "The event loop runs them [1]." and root.sources[0].verified is True
 
 
+async def test_when_the_named_passage_does_not_state_the_answer_the_verifier_names_one_that_does(
+    make_agent,
+) -> None:
+    # The executor answered right but named a passage that only mentions the words; the verifier's
+    # second reading, over every passage shown, names the one that states the answer.
+    model = ScriptedModel(script={"executor": from_first_source, "verifier": verdicts(False, 2)})
+    result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
+    root = result.graph.root
+    assert [c.request.role for c in model.calls] == ["executor", "verifier", "verifier"]
+    assert root.result == "It runs them as tasks. [2]" and len(result.graph) == 1
+    assert [s.verified for s in root.sources[:2]] == [None, True]  # only the cited passage carries a badge
+    second = model.calls[2].request.prompt
+    assert "[1] " in second and "[2] " in second  # it reads every passage shown
+
+
 async def test_the_models_own_answer_stands_when_the_research_is_not_supported(make_agent) -> None:
     model = ScriptedModel(
         script={
             "executor": from_memory,
-            "verifier": verdicts(True, True, False),  # the two subtasks' passages; not the aggregate
+            # No passage named for the direct answer, none found by the second reading; the two
+            # subtasks' passages; not the aggregate.
+            "verifier": verdicts(0, True, True, False),
             "planner": TWO_SEARCHES,
             "aggregator": AggregationOutput(answer="Threads run them [1]."),
         }
@@ -122,10 +151,10 @@ async def test_the_models_own_answer_stands_when_the_plan_comes_to_nothing(make_
             SubTask(goal="What do threads share?", task_type=TaskType.SEARCH),
         ]
     )
-    model = ScriptedModel(script={"executor": from_memory, "planner": splits_nothing})
+    model = ScriptedModel(script={"executor": from_memory, "planner": splits_nothing, "verifier": verdicts(0)})
     result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
     root = result.graph.root
-    assert [c.request.role for c in model.calls] == ["executor", "executor", "planner"]
+    assert [c.request.role for c in model.calls] == ["executor", "verifier", "executor", "planner"]
     assert result.status == "completed" and len(result.graph) == 1
     assert root.result == "The event loop runs them."
 
@@ -135,7 +164,7 @@ async def test_the_models_own_answer_stands_when_the_plan_comes_to_nothing(make_
             raise RuntimeError("disk on fire")
         return from_memory(request)
 
-    model = ScriptedModel(script={"planner": TWO_SEARCHES, "executor": subtasks_fail})
+    model = ScriptedModel(script={"planner": TWO_SEARCHES, "executor": subtasks_fail, "verifier": verdicts(0)})
     result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
     root = result.graph.root
     assert result.status == "completed_with_failures" and root.result == "The event loop runs them."

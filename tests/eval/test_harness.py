@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from fakes.openai_server import Reply, fake_openai_server, text
 
-from sentient.agents.models.fake import FakeRequest, ScriptedModel, executor_answer
+from sentient.agents.models.fake import FakeRequest, ScriptedModel, asks_for, executor_answer
 from sentient.agents.schemas import AggregationOutput
+from sentient.context.grounding import Verdict
 from sentient.eval.dataset import EvalQuestion
 from sentient.eval.harness import EvalOptions, default_docs, run_eval
 from sentient.eval.judge import Grade
@@ -44,6 +45,11 @@ def team_executor(request: FakeRequest) -> Any:
     return executor_answer(request, "The Zorblax beacon is teal.")
 
 
+def no_passage_states_the_direct_answer(request: FakeRequest) -> Any:
+    """A verifier that finds the subtasks' passages support them, and no passage for the root's answer."""
+    return {"source": 0} if asks_for(request, "source") else Verdict(supports=True)
+
+
 def losing_team() -> ScriptedModel:
     """Executors find the answer; the root aggregator loses it; closed-book declines."""
     return ScriptedModel(
@@ -51,6 +57,7 @@ def losing_team() -> ScriptedModel:
             "closed-book": "I do not know.",
             "rag": rag_answer,
             "executor": team_executor,
+            "verifier": no_passage_states_the_direct_answer,
             "aggregator": AggregationOutput(answer="The beacon stands on a pier [1]."),
         }
     )
@@ -82,9 +89,9 @@ async def test_each_system_records_grade_cost_and_where_the_answer_was_lost(
     assert profile["answer"] == "The beacon stands on a pier [1]."
     assert (profile["in_sources"], profile["in_leaf"], profile["in_final"]) == (True, True, False)
     assert profile["lost_in_aggregation"] is True and profile["correct"] is False
-    # The root's direct answer, its answer from memory, its plan, two steps (the search's passage read by the
-    # verifier), the aggregation and the verifier's reading of it.
-    assert profile["agent_calls"] == profile["model_calls"] == 8
+    # The root's direct answer, the verifier's reading of every passage, its answer from memory, its plan, two
+    # steps (the search's passage read by the verifier), the aggregation and the verifier's reading of it.
+    assert profile["agent_calls"] == profile["model_calls"] == 9
     assert (profile["citations"], profile["verified_citations"]) == (1, 1)
     assert profile["error"] is None and profile["system"] == "profile:general_agent"
     # The profile's run files go under the eval folder, not project_results/<id>.

@@ -127,9 +127,11 @@ def default_response(request: FakeRequest) -> Output:
         return AtomizerOutput(is_atomic=request.layer > 0)
     if request.role == "aggregator":
         return AggregationOutput(answer=f"Summary of {request.task_id}: {request.goal}")
-    if request.role == "verifier" and asks_for(request, "supported"):
-        return Supported(supported=listed_sources(request.prompt))  # a report section's sources all state it
     if request.role == "verifier":
+        if asks_for(request, "supported"):  # a report section's sources: all of them state what cites them
+            return Supported(supported=listed_sources(request.prompt))
+        if asks_for(request, "source"):  # its second reading: the first passage shown states it
+            return {"source": next(iter(listed_sources(request.prompt)), 0)}
         return Verdict(supports=True)
     return executor_answer(request, f"Result of {request.task_id}: {request.goal}")
 
