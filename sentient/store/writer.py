@@ -437,4 +437,4 @@ def _json_list(values: tuple[str, ...] | list[str]) -> str:
 def _json_sources(sources: tuple[Source, ...]) -> str:
     if not sources:
         return "[]"
-    return _dumps([{"ref": s.ref, "title": s.title, "snippet": s.snippet} for s in sources])
+    return _dumps([{"ref": s.ref, "title": s.title, "snippet": s.snippet, "verified": s.verified} for s in sources])

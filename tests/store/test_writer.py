@@ -118,7 +118,9 @@ def _replanned_run(store: ProjectStore, prepare: Callable[[FakeRun], None] = lam
     run.move(root, S.PLAN_DONE)
     run.move(first, S.EXECUTING)
     run.call(first, cost=0.001, cached=True, tool_calls=({"tool": "docs_search", "arguments": {"q": "loop"}},))
-    run.finish(first, "The loop runs tasks [1].", [Source(ref="asyncio.md", title="Asyncio", snippet="loop")])
+    run.finish(
+        first, "The loop runs tasks [1].", [Source(ref="asyncio.md", title="Asyncio", snippet="loop", verified=True)]
+    )
     run.move(second, S.EXECUTING)
     run.call(second)
     run.move(second, S.FAILED, error="model error: boom")
@@ -167,7 +169,7 @@ def test_graph_round_trips_with_history_sources_replans_and_removed_nodes(store:
     assert loaded.to_dict() == run.graph.to_dict()
     assert [n.task_id for n in loaded] == ["root", "root.0", "root.3"]
     assert loaded.root.replans == 1
-    assert loaded.get("root.0").sources == [Source(ref="asyncio.md", title="Asyncio", snippet="loop")]
+    assert loaded.get("root.0").sources == [Source(ref="asyncio.md", title="Asyncio", snippet="loop", verified=True)]
     assert [h.status for h in loaded.root.history][-3:] == [S.PLAN_DONE, S.AGGREGATING, S.DONE]
 
 
