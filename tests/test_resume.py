@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.waiting import until
 
 from sentient import ProfiledSentientAgent
 from sentient.agents.models.fake import FakeRequest, ScriptedModel, executor_answer
@@ -89,8 +90,7 @@ async def test_a_cancelled_run_resumes_without_rerunning_finished_nodes(
     first = wide_plan()
     run = asyncio.create_task(agent(settings, first).arun(GOAL, project_id="p-cancel", store=store))
 
-    while len(done_ids(store, "p-cancel")) < 2:
-        await asyncio.sleep(0.005)
+    await until(lambda: len(done_ids(store, "p-cancel")) >= 2, "two finished nodes")
     run.cancel()
     with pytest.raises(asyncio.CancelledError):
         await run
@@ -152,8 +152,9 @@ async def test_an_unconfirmed_direct_answer_survives_the_interruption_of_its_pla
 ) -> None:
     question = "Which loop runs coroutines in trio, and how does it differ from asyncio's?"
     first = answered_first()
-    # The direct answer (no passage supports it), the model's own answer and the plan, then stopped.
-    run = agent(settings, first, skip_atomization=False, max_llm_calls=3).arun(
+    # The direct answer, the verifier's reading (no passage supports it), the model's own answer and the
+    # plan, then stopped.
+    run = agent(settings, first, skip_atomization=False, max_llm_calls=4).arun(
         question, project_id="p-first", store=store
     )
     if interrupted == "after the plan":
@@ -168,13 +169,12 @@ async def test_an_unconfirmed_direct_answer_survives_the_interruption_of_its_pla
     else:  # cancelled during the planner's call: no subtask exists yet
         first.latency = lambda request: 5.0 if request.role == "planner" else 0.0
         task = asyncio.create_task(run)
-        while not first.calls_for(role="planner"):
-            await asyncio.sleep(0.005)
+        await until(lambda: first.calls_for(role="planner"), "the planner's call")
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
         assert len(store.load_graph("p-first")) == 1
-    assert [c.request.role for c in first.calls] == ["executor", "executor", "planner"]
+    assert [c.request.role for c in first.calls] == ["executor", "verifier", "executor", "planner"]
     assert store.load_graph("p-first").root.result == "Trio calls it the run loop."
 
     # Resumed: the question is not answered again, and the answer stands when the plan fails.
@@ -246,8 +246,7 @@ async def test_a_completed_project_cannot_be_resumed(settings: Settings, store: 
 
 async def test_resume_republishes_resets_for_subscribers(settings: Settings, store: ProjectStore) -> None:
     run = asyncio.create_task(agent(settings, wide_plan()).arun(GOAL, project_id="p-events", store=store))
-    while len(done_ids(store, "p-events")) < 1:
-        await asyncio.sleep(0.005)
+    await until(lambda: done_ids(store, "p-events"), "a finished node")
     run.cancel()
     with pytest.raises(asyncio.CancelledError):
         await run

@@ -229,8 +229,8 @@ def test_a_run_with_a_failed_subtask_exits_3_lists_it_and_resume_completes_it(
     resumed = sandbox.run("resume", project.project_id, "--json")  # no --model: the project's own
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout)["status"] == "completed"
-    # The failed step, the report, and a second look at it: the fake provider's report cites nothing.
-    assert [schema(b) for b in server.requests[before:]] == ["ExecutionOutput", "AggregationOutput", "ExecutionOutput"]
+    # The failed step and the report; the model's own answer, asked before the plan, is not asked again.
+    assert [schema(b) for b in server.requests[before:]] == ["ExecutionOutput", "AggregationOutput"]
 
 
 def test_resume_uses_the_stored_model_unless_overridden_and_records_the_override(

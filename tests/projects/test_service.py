@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fakes.waiting import until
 
 from sentient.agents.models.fake import ScriptedModel
 from sentient.exceptions import ConfigError
@@ -134,8 +135,7 @@ async def test_cancel_then_resume_does_not_redo_done_nodes(service: ProjectServi
     service.create(GOAL, PROFILE, ENGINE, project_id="p2")
     first = wide_plan()
     run = asyncio.create_task(service.execute(researcher(service, "p2", first, docs), "p2"))
-    while len(done_ids(service, "p2")) < 2:
-        await asyncio.sleep(0.005)
+    await until(lambda: len(done_ids(service, "p2")) >= 2, "two finished nodes")
     run.cancel()
     with pytest.raises(asyncio.CancelledError):
         await run

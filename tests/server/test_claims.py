@@ -13,7 +13,7 @@ from sentient.store import Owner
 
 
 def test_a_project_run_by_another_process_is_a_conflict(app: Flask, client: FlaskClient) -> None:
-    created = client.post("/api/projects", json={"goal": "How does asyncio schedule tasks?"})
+    created = client.post("/api/projects", json={"goal": "Explain how asyncio schedules tasks"})
     pid = created.get_json()["project_id"]
     store = app.extensions["sentient"].runs.store
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])

@@ -20,7 +20,7 @@ from sentient.settings import Settings
 from sentient.store import ProjectStore
 from sentient_server.config import ServerSettings
 
-GOAL = "How does asyncio schedule tasks?"
+GOAL = "Explain how asyncio schedules tasks"
 ENDED = {"completed", "failed", "cancelled", "stopped"}
 
 

@@ -16,7 +16,7 @@ from sentient.graph.node import TaskType
 from sentient.graph.plan import PlanOutput, SubTask
 from sentient_server import ServerSettings
 
-GOAL = "How does asyncio schedule tasks?"
+GOAL = "Explain how asyncio schedules tasks"
 
 
 def api(

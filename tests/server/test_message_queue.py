@@ -127,7 +127,7 @@ def test_a_client_on_another_process_gets_every_update_in_order_and_a_late_one_a
 ) -> None:
     web_a, web_b = two_webs()
     config = {"max_subtasks": 4, "docs": str(docs_folder)}
-    body = {"goal": "How does asyncio schedule tasks?", "profile": "general_agent", "config": config}
+    body = {"goal": "Explain how asyncio schedules tasks", "profile": "general_agent", "config": config}
     created = web_a.api("POST", "/api/projects", json=body)
     assert created.status_code == 201, created.text
     project_id = created.json()["project_id"]

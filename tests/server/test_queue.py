@@ -31,7 +31,7 @@ def test_executing_queues_one_job_and_runs_nothing_here_and_a_lost_queue_answers
     try:
         app = make_app(with_urls(server_settings, redis_url=redis_server.url, queue_url=queue.url))
         client = app.test_client()
-        created = client.post("/api/projects", json={"goal": "How does asyncio schedule tasks?"})
+        created = client.post("/api/projects", json={"goal": "Explain how asyncio schedules tasks"})
         project_id = created.get_json()["project_id"]
         assert client.post(f"/api/projects/{project_id}/execute").status_code == 202
         assert queue.client().zcard(QUEUE_NAME) == 1
@@ -54,7 +54,7 @@ def test_a_queue_without_the_redis_of_live_updates_is_refused_naming_it(server_s
 
 def test_a_manager_that_began_to_shut_down_takes_no_queued_project(app: Flask) -> None:
     runs = app.extensions["sentient"].runs
-    project_id = runs.create("How does asyncio schedule tasks?", None, {}).project_id
+    project_id = runs.create("Explain how asyncio schedules tasks", None, {}).project_id
     runs.shutdown()
     with pytest.raises(ShuttingDownError):
         runs.take(project_id)  # the worker's job queues the project again, for another worker
@@ -66,7 +66,7 @@ def test_a_run_cancelled_as_its_process_shuts_down_ends_cancelled_and_is_not_han
 ) -> None:
     app = make_app(replace(server_settings, model=ScriptedModel(latency=0.5)))
     runs = app.extensions["sentient"].runs
-    project_id = runs.create("How does asyncio schedule tasks?", None, {}).project_id
+    project_id = runs.create("Explain how asyncio schedules tasks", None, {}).project_id
     runs.execute(project_id)
     assert runs.is_running(project_id)
 
@@ -82,7 +82,9 @@ def test_a_queued_project_cancelled_before_any_worker_took_it_ends_cancelled_and
     app = make_app(with_urls(server_settings, redis_url=redis_server.url, queue_url=redis_server.url))
     client = app.test_client()
     kept, cancelled = (
-        client.post("/api/projects", json={"goal": f"How does asyncio schedule tasks? ({n})"}).get_json()["project_id"]
+        client.post("/api/projects", json={"goal": f"Explain how asyncio schedules tasks ({n})"}).get_json()[
+            "project_id"
+        ]
         for n in range(2)
     )
     for project_id in (kept, cancelled):
@@ -105,7 +107,7 @@ def test_a_queued_project_deleted_before_any_worker_took_it_is_gone_with_its_mar
 ) -> None:
     app = make_app(with_urls(server_settings, redis_url=redis_server.url, queue_url=redis_server.url))
     client = app.test_client()
-    project_id = client.post("/api/projects", json={"goal": "How does asyncio schedule tasks?"}).get_json()[
+    project_id = client.post("/api/projects", json={"goal": "Explain how asyncio schedules tasks"}).get_json()[
         "project_id"
     ]
     assert client.post(f"/api/projects/{project_id}/execute").status_code == 202

@@ -14,7 +14,7 @@ from sentient_server.config import ServerSettings
 
 
 def create(client: FlaskClient, **body: Any) -> dict[str, Any]:
-    response = client.post("/api/projects", json={"goal": "How does asyncio schedule tasks?", **body})
+    response = client.post("/api/projects", json={"goal": "Explain how asyncio schedules tasks", **body})
     assert response.status_code == 201, response.get_json()
     return response.get_json()  # type: ignore[no-any-return]
 

@@ -65,7 +65,7 @@ def test_clients_of_one_web_process_follow_every_update_of_ten_projects_run_thro
     # before the other polls, even on a loaded machine (4 at a time of 20 ms calls failed 1 in 3 here).
     workers = [built.worker(name, latency_s=0.05, jobs=2) for name in ("w1", "w2")]
     built.wait_listening(4)  # both web processes and both workers
-    projects = [built.create(f"How does asyncio schedule tasks? ({n})", max_subtasks=2) for n in range(PROJECTS)]
+    projects = [built.create(f"Explain how asyncio schedules tasks ({n})", max_subtasks=2) for n in range(PROJECTS)]
     # Two clients of web B, and one of web A to compare with: every diff reaches every client.
     clients = [built.connect(on=web) for web in (web_b, web_b, web_a)]
     for sio, received in clients:
@@ -128,7 +128,7 @@ def test_two_workers_on_one_hosted_key_keep_its_concurrency_cap_together(
         provider.pause()
         # A worker with --jobs 1 runs one project at a time: of three projects, one runs on each
         # worker while the provider holds its answers, and the third waits in the queue.
-        projects = [built.submit(f"How does asyncio schedule tasks? ({n})", max_subtasks=2) for n in range(3)]
+        projects = [built.submit(f"Explain how asyncio schedules tasks ({n})", max_subtasks=2) for n in range(3)]
 
         def statuses() -> list[str]:
             return sorted(built.status(project_id) for project_id in projects)

@@ -39,7 +39,7 @@ def test_projects_queued_on_the_web_process_all_complete_each_on_exactly_one_wor
     built.web()
     workers = [built.worker(name, latency_s=0.2, jobs=1) for name in ("w1", "w2")]
     built.wait_listening(3)  # the web process and both workers: none takes every job before the other is up
-    projects = [built.submit(f"How does asyncio schedule tasks? ({n})", max_subtasks=2) for n in range(4)]
+    projects = [built.submit(f"Explain how asyncio schedules tasks ({n})", max_subtasks=2) for n in range(4)]
     for project_id in projects:
         built.wait_status(project_id, "completed", timeout=45)
     outputs = [worker.stop() for worker in workers]
@@ -58,7 +58,7 @@ def test_a_cancel_made_on_the_web_process_stops_the_project_on_its_worker_within
     built = cluster()
     built.web()
     built.worker("w1", latency_s=0.5)
-    project_id = built.submit("How does asyncio schedule tasks?", max_subtasks=4)
+    project_id = built.submit("Explain how asyncio schedules tasks", max_subtasks=4)
     built.wait_status(project_id, "running")
     asked = time.monotonic()
     cancelled = built.api("POST", f"/api/projects/{project_id}/cancel")
@@ -73,7 +73,7 @@ def test_a_delete_made_on_the_web_process_stops_the_project_on_its_worker_which_
     built = cluster()
     built.web()
     worker = built.worker("w1", latency_s=0.5)
-    project_id = built.submit("How does asyncio schedule tasks?", max_subtasks=4)
+    project_id = built.submit("Explain how asyncio schedules tasks", max_subtasks=4)
     built.wait_status(project_id, "running")
 
     deleted = built.api("DELETE", f"/api/projects/{project_id}")
@@ -90,7 +90,7 @@ def test_a_project_cancelled_while_queued_is_not_run_by_the_worker_that_starts_l
 ) -> None:
     built = cluster()
     built.web()
-    cancelled = built.submit("How does asyncio schedule tasks?", max_subtasks=2)  # no worker yet
+    cancelled = built.submit("Explain how asyncio schedules tasks", max_subtasks=2)  # no worker yet
     answer = built.api("POST", f"/api/projects/{cancelled}/cancel")
     assert answer.status_code == 202, answer.text
     assert answer.json()["status"] == "cancelled"
@@ -111,7 +111,7 @@ def test_a_review_answered_on_the_web_process_wakes_the_project_on_its_worker_wh
     built = cluster()
     built.web()
     built.worker("w1", latency_s=0.05)
-    project_id = built.create("How does asyncio schedule tasks?", max_subtasks=2, review="root")
+    project_id = built.create("Explain how asyncio schedules tasks", max_subtasks=2, review="root")
     _, early = built.client(project_id)  # not running yet: the web process serves the join from the store
     built.execute(project_id)
 
@@ -148,7 +148,7 @@ def test_a_worker_that_dies_or_is_stopped_mid_run_loses_nothing_and_another_fini
     built = cluster(lease_s=2)
     built.web()
     first = built.worker("w1", latency_s=0.3)
-    project_id = built.submit("How does asyncio schedule tasks?", max_subtasks=4)
+    project_id = built.submit("Explain how asyncio schedules tasks", max_subtasks=4)
     store = built.store()
     try:
         wait_for(lambda: len(done_nodes(store, project_id)) >= 2, timeout=30, what="finished nodes")
@@ -188,7 +188,7 @@ def test_a_project_that_a_worker_cannot_run_fails_saying_why_instead_of_waiting_
     built.web()
     # The web process checks the project with its own settings; this worker has a hosted model and no key.
     built.cli_worker("w1", SENTIENT_MODEL="openai:gpt-4o-mini", OPENAI_API_KEY="")
-    project_id = built.submit("How does asyncio schedule tasks?")
+    project_id = built.submit("Explain how asyncio schedules tasks")
     built.wait_status(project_id, "failed")
     error = built.api("GET", f"/api/projects/{project_id}").json()["error"]
     assert "cannot run it" in error and "OPENAI_API_KEY" in error, error
@@ -201,7 +201,7 @@ def test_with_two_web_processes_clients_of_both_get_the_same_updates_and_either_
     web_a, web_b = built.web(), built.web()
     built.worker("w1", latency_s=0.1)
     built.worker("w2", latency_s=0.1)
-    reviewed = built.create("How does asyncio schedule tasks?", max_subtasks=2, review="root")
+    reviewed = built.create("Explain how asyncio schedules tasks", max_subtasks=2, review="root")
     _, on_a = built.client(reviewed, on=web_a)
     _, on_b = built.client(reviewed, on=web_b)
     built.execute(reviewed)  # through web A

@@ -130,8 +130,8 @@ def default_response(request: FakeRequest) -> Output:
     if request.role == "verifier":
         if asks_for(request, "supported"):  # a report section's sources: all of them state what cites them
             return Supported(supported=listed_sources(request.prompt))
-        if asks_for(request, "source"):  # its second reading: the first passage shown states it
-            return {"source": next(iter(listed_sources(request.prompt)), 0)}
+        if asks_for(request, "source"):  # its second reading finds no passage the executor missed
+            return {"source": 0}
         return Verdict(supports=True)
     return executor_answer(request, f"Result of {request.task_id}: {request.goal}")
 
