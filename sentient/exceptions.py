@@ -20,6 +20,7 @@ The tree::
     │   ├── DocsFolderError       the documents folder is missing or has nothing to index
     │   └── EmbeddingModelError   the docs embedding model cannot be loaded (search falls back to BM25)
     ├── RunError                  the run as a whole could not finish
+    ├── ExportError               a report format this machine cannot produce (names what to install)
     └── EvalError                 an evaluation dataset that cannot be read (names file and line)
 
 Exceptions carry data and never log. Recoverable failures during a run (an agent error on one
@@ -169,6 +170,20 @@ class EmbeddingModelError(ToolError):
 
 class RunError(SentientError):
     """The run as a whole could not complete."""
+
+
+class ExportError(SentientError):
+    """A report cannot be written in a format because the machine lacks what that format needs.
+
+    Attributes:
+        format: the format asked for (``pdf``…).
+        fix: one sentence telling the user what to install.
+    """
+
+    def __init__(self, format: str, message: str, *, fix: str):
+        self.format = format
+        self.fix = fix
+        super().__init__(f"cannot write {format}: {message}. Fix: {fix}.")
 
 
 class EvalError(SentientError):

@@ -149,9 +149,22 @@ def _markdown() -> MarkdownIt:
 _MD = _markdown()  # stateless once built; render() is safe to call from several threads
 
 
+def markdown_tokens(text: str, scope: str = "", numbers: frozenset[int] = frozenset()) -> list[Token]:
+    """The markdown-it tokens of a report text (raw HTML as text, images as they are), its
+    ``[n]`` markers for the ``numbers`` as links to ``#<scope>ref-<n>``: what the DOCX renderer
+    writes. Links still need :func:`safe_href`."""
+    return _MD.parse(neutralise_bidi(text), {"citations": (scope, numbers)})
+
+
+def safe_href(href: str) -> str | None:
+    """``href`` if a report may link to it (http(s), mailto, an in-page anchor), else None."""
+    # relative paths and every other scheme: the text stays, the link goes
+    return href if href.lower().startswith(_LINK_PREFIXES) else None
+
+
 def _keep_attribute(tag: str, name: str, value: str) -> str | None:
-    if name == "href" and not value.lower().startswith(_LINK_PREFIXES):
-        return None  # relative paths and every other scheme: the text stays, the link goes
+    if name == "href":
+        return safe_href(value)
     if name == "id" and not _REFERENCE_ID.fullmatch(value):
         return None
     return value
