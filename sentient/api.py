@@ -38,6 +38,7 @@ from sentient.projects import (
     merge_settings,
     new_project_id,
     open_docs_index,
+    rerun_project,
     resume_project,
     run_project,
 )
@@ -186,6 +187,40 @@ class ProfiledSentientAgent(Researcher):
         return await resume_project(
             self,
             project_id,
+            store=store,
+            output_dir=output_dir,
+            subscribers=subscribers,
+            write_files=write_files,
+            overrides=engine_overrides,
+        )
+
+    async def arerun(
+        self,
+        project_id: str,
+        task_id: str,
+        *,
+        store: ProjectStore,
+        replan: bool = False,
+        instructions: str | None = None,
+        output_dir: Path | None = None,
+        subscribers: Iterable[Subscriber] = (),
+        write_files: bool = True,
+        **engine_overrides: Any,
+    ) -> RunResult:
+        """Run one node of a stored project again, with ``instructions`` for its agents: its planner
+        (``replan=True``) or, for an executed node, its executor.
+
+        The node's subtasks are discarded and rebuilt, its ancestors aggregate again, and every
+        other node keeps its result. An interrupted rerun continues with :meth:`aresume`. Raises
+        NodeNotFoundError, RerunRefusedError (the root; re-running a planned node without
+        ``replan``), ProjectRunningError while a live process runs the project.
+        """
+        return await rerun_project(
+            self,
+            project_id,
+            task_id,
+            replan=replan,
+            instructions=instructions,
             store=store,
             output_dir=output_dir,
             subscribers=subscribers,

@@ -1,6 +1,7 @@
 """ContextBuilder: what each agent call sees, within a token budget.
 
-Always included: the overall goal and the ancestor chain. Then, by priority: the results the
+Always included: the overall goal, the ancestor chain, and the user's instructions for the node
+or an ancestor (given when it was re-run, :mod:`sentient.engine.resume`). Then, by priority: the results the
 node depends on (dependencies, or children when aggregating), the sources it may cite, its
 place in the parent's plan, and related knowledge. Over budget, knowledge entries are dropped
 first (least relevant first), then long results are shortened; every cut is recorded.
@@ -8,7 +9,7 @@ first (least relevant first), then long results are shortened; every cut is reco
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,11 +72,19 @@ class AgentContext:
 class ContextBuilder:
     """Builds :class:`AgentContext` for each role from the graph and the knowledge store."""
 
-    def __init__(self, graph: TaskGraph, knowledge: KnowledgeStore, token_budget: int, knowledge_results: int) -> None:
+    def __init__(
+        self,
+        graph: TaskGraph,
+        knowledge: KnowledgeStore,
+        token_budget: int,
+        knowledge_results: int,
+        instructions: Mapping[str, str] | None = None,
+    ) -> None:
         self._graph = graph
         self._knowledge = knowledge
         self._budget = token_budget
         self._knowledge_results = knowledge_results
+        self._instructions = dict(instructions or {})  # task id -> what the user asked of it
 
     # -- per role ----------------------------------------------------------------------------
 
@@ -151,6 +160,12 @@ class ContextBuilder:
                     f"{'->' if s.task_id == node.task_id else '  '} {s.task_id}: {s.goal}" for s in siblings
                 )
                 sections.append(Section("The parent's plan (-> marks this task)", plan))
+        # Instructions given for an ancestor hold for the subtasks its new plan made too.
+        for task in [*ancestors, node]:
+            given = self._instructions.get(task.task_id)
+            if given:
+                whose = "this task" if task is node else f"{task.task_id}, which this task is part of"
+                sections.append(Section(f"Instructions from the user for {whose}", given, required=True))
         return sections
 
     def _dependency_sections(self, node: TaskNode, sources: SourceList) -> list[Section]:

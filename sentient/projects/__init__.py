@@ -1,4 +1,4 @@
-"""The project lifecycle as one service: create, run, resume, cancel, delete, review
+"""The project lifecycle as one service: create, run, resume, re-run one node, cancel, delete, review
 answers, report, export, list.
 
 No web or command-line code here: the Python API (:mod:`sentient.api`), the CLI and the server
@@ -13,8 +13,10 @@ from sentient.projects.errors import (
     ProjectNotRunningError,
     ProjectRunningError,
     ProjectStateError,
+    RerunRefusedError,
     UnusablePlanError,
 )
+from sentient.projects.rerun import Rerun
 from sentient.projects.researcher import Researcher, open_docs_index
 from sentient.projects.reviews import Decision, Review, ReviewAnswer
 from sentient.projects.run import (
@@ -24,6 +26,7 @@ from sentient.projects.run import (
     RunStatus,
     check_goal,
     new_project_id,
+    rerun_project,
     resume_project,
     run_project,
 )
@@ -41,6 +44,8 @@ __all__ = [
     "ProjectRunningError",
     "ProjectService",
     "ProjectStateError",
+    "Rerun",
+    "RerunRefusedError",
     "Researcher",
     "Review",
     "ReviewAnswer",
@@ -52,6 +57,7 @@ __all__ = [
     "merge_settings",
     "new_project_id",
     "open_docs_index",
+    "rerun_project",
     "resume_project",
     "run_project",
 ]

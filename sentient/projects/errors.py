@@ -8,7 +8,8 @@ exit code::
     SentientError
     ├── ConfigError                   bad settings, profile or goal              -> 400 / exit 2
     │   ├── DocsNotAllowedError       a docs folder outside the allowed roots    -> 403 / exit 2
-    │   └── UnusablePlanError         a review answered with an unusable plan    -> 400 / exit 2
+    │   ├── UnusablePlanError         a review answered with an unusable plan    -> 400 / exit 2
+    │   └── RerunRefusedError         a node that cannot be re-run so (the root)  -> 400 / exit 2
     ├── StoreError
     │   ├── InvalidProjectIdError     an id that cannot name a project           -> 404 / exit 2
     │   ├── ProjectNotFoundError                                                 -> 404 / exit 2
@@ -52,6 +53,7 @@ __all__ = [
     "ProjectNotRunningError",
     "ProjectRunningError",
     "ProjectStateError",
+    "RerunRefusedError",
     "ReviewAlreadyAnsweredError",
     "ReviewNotFoundError",
     "StoreError",
@@ -76,6 +78,18 @@ class UnusablePlanError(ConfigError):
         self.review_id = review_id
         self.problems = problems
         super().__init__("the edited plan cannot be used: " + "; ".join(problems), field="plan")
+
+    def _render(self) -> str:
+        return self.message
+
+
+class RerunRefusedError(ConfigError):
+    """A rerun that makes no sense: the root (the whole project), re-running a planned node, bad
+    instructions."""
+
+    def __init__(self, task_id: str, message: str, *, field: str = "node_id") -> None:
+        self.task_id = task_id
+        super().__init__(message, field=field)
 
     def _render(self) -> str:
         return self.message

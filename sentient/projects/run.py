@@ -18,7 +18,7 @@ from sentient.agents.runner import AgentRunner
 from sentient.budget import Budget, Spent
 from sentient.context.builder import ContextBuilder
 from sentient.context.knowledge import KnowledgeStore
-from sentient.engine.resume import prepare_resume
+from sentient.engine.resume import prepare_rerun, prepare_resume
 from sentient.engine.scheduler import ExecutionEngine
 from sentient.events import EventBus, RunFinished, RunStarted, Subscriber, snapshot
 from sentient.exceptions import ConfigError, InvalidGoalError
@@ -26,6 +26,7 @@ from sentient.graph.node import NodeType, TaskType
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
 from sentient.projects.errors import ProjectCompletedError
+from sentient.projects.rerun import Rerun, applied, instructions_of, pending_rerun, request_rerun
 from sentient.projects.researcher import Researcher
 from sentient.projects.settings import merge_settings
 from sentient.report import Report, build_report, to_markdown
@@ -96,6 +97,9 @@ class ProjectRun:
         output_dir: Path | None,
         write_files: bool,
         subscribers: Iterable[Subscriber],
+        *,
+        rerun: Rerun | None = None,
+        instructions: Mapping[str, str] | None = None,
     ) -> None:
         self.researcher = researcher
         self.project_id = project_id
@@ -112,6 +116,8 @@ class ProjectRun:
         self.writer = StoreWriter(store, project_id, owner=store.owner) if store is not None else None
         self.heartbeat: Heartbeat | None = None
         self._engine: ExecutionEngine | None = None
+        self.rerun = rerun  # applied to the graph first
+        self.instructions = dict(instructions or {})  # task id -> the user's instructions for it
         if self.writer is not None:
             self.bus.subscribe(self.writer)
         for subscriber in subscribers:
@@ -166,6 +172,8 @@ class ProjectRun:
         researcher, graph, settings = self.researcher, self.graph, self.settings
         # Subscribers see the graph as the run finds it; every later change comes as an event.
         self.bus.publish(RunStarted(self.project_id, tuple(snapshot(node) for node in graph), resumed=resume))
+        if self.rerun is not None:
+            await self._apply_rerun(self.rerun)
         if resume:
             for change in prepare_resume(graph):
                 self.bus.publish(change)
@@ -182,7 +190,9 @@ class ProjectRun:
             deadline_s=settings.call_deadline_s,
             local_timeout_s=settings.local_timeout_s,
         )
-        context = ContextBuilder(graph, knowledge, settings.context_token_budget, settings.knowledge_results)
+        context = ContextBuilder(
+            graph, knowledge, settings.context_token_budget, settings.knowledge_results, self.instructions
+        )
         processor = AgentProcessor(
             graph,
             researcher.profile,
@@ -202,6 +212,23 @@ class ProjectRun:
             researcher.profile.name,
         )
         await engine.run(resume=resume)
+
+    async def _apply_rerun(self, rerun: Rerun) -> None:
+        """Reset the rerun's node and ancestors (its subtree discarded), stored before the request
+        is marked applied: a run killed before that applies it again on resume."""
+        if rerun.task_id in self.graph:
+            for change in prepare_rerun(self.graph, rerun.task_id, replan=rerun.replan):
+                self.bus.publish(change)
+        else:  # stopped before its first event, or started over since: that task is gone
+            logger.warning("project {}: no task '{}' to re-run", self.project_id, rerun.task_id)
+        if self.store is not None and self.writer is not None:
+            store, writer = self.store, self.writer
+
+            def mark_applied() -> None:
+                writer.flush()
+                store.set_options(self.project_id, applied(store.get_project(self.project_id).options))
+
+            await asyncio.to_thread(mark_applied)
 
     def _result(
         self, started: float, stop_reason: str | None, crash: str | None = None, *, cancelled: bool = False
@@ -360,11 +387,13 @@ async def resume_project(
 
     FAILED nodes run again too (a failed aggregation whose children are DONE only aggregates).
     Budgets are cumulative: ``overrides`` must raise a budget that stopped the run above what
-    the project has spent. ProjectCompletedError when there is nothing to resume, ConfigError
+    the project has spent. A rerun requested for it (:mod:`sentient.projects.rerun`, a completed
+    project's too) is applied first. ProjectCompletedError when there is nothing to resume, ConfigError
     for another profile, ProjectBusyError when another live process runs the project.
     """
     record = store.get_project(project_id)
-    if record.status == "completed" and not record.failed_nodes:
+    rerun = pending_rerun(record.options)
+    if record.status == "completed" and not record.failed_nodes and rerun is None:
         raise ProjectCompletedError(
             project_id, f"project '{project_id}' has already completed; there is nothing to resume."
         )
@@ -381,8 +410,48 @@ async def resume_project(
         # Stopped before its first event: nothing was stored, so it starts over, and the
         # engine announces (and the writer stores) the root as in a new run.
         graph.add_root(record.goal, TaskType.SEARCH, NodeType.PLAN)
-    run = ProjectRun(researcher, project_id, graph, settings, store, output_dir, write_files, subscribers)
+    run = ProjectRun(
+        researcher,
+        project_id,
+        graph,
+        settings,
+        store,
+        output_dir,
+        write_files,
+        subscribers,
+        rerun=rerun,
+        instructions=instructions_of(record.options),
+    )
     calls = store.calls(project_id)
     run.trace.restore(calls)
     run.spent = spent_before(record.spent, calls)
     return await run.execute(resume=not fresh)
+
+
+async def rerun_project(
+    researcher: Researcher,
+    project_id: str,
+    task_id: str,
+    *,
+    replan: bool = False,
+    instructions: str | None = None,
+    store: ProjectStore,
+    output_dir: Path | None = None,
+    subscribers: Iterable[Subscriber] = (),
+    write_files: bool = True,
+    overrides: Mapping[str, Any] | None = None,
+) -> RunResult:
+    """Run one node of a project that ran again, with ``instructions`` for its agents: planned
+    again (``replan``) or executed again. Its subtree is rebuilt and its ancestors aggregate
+    again; every other node keeps its result. The rerun is stored first and the project resumed
+    (:mod:`sentient.projects.rerun`), so an interrupted rerun continues with a resume."""
+    request_rerun(store, project_id, task_id, replan=replan, instructions=instructions)
+    return await resume_project(
+        researcher,
+        project_id,
+        store=store,
+        output_dir=output_dir,
+        subscribers=subscribers,
+        write_files=write_files,
+        overrides=overrides,
+    )

@@ -1,6 +1,6 @@
 """ProjectService: the lifecycle of the projects in one store, for the CLI, the server and the API.
 
-create → execute (or resume, cancel) → report / export → delete, and the answers to the plan
+create → execute (or resume, cancel, rerun one node) → report / export → delete, and the answers to the plan
 reviews of its runs; every operation names its project and
 raises the errors of :mod:`sentient.projects.errors`, which each adapter maps once (the server to
 HTTP statuses, the CLI to exit codes). How a run is driven (a terminal's event loop, the server's
@@ -35,9 +35,10 @@ from sentient.projects.errors import (
     ProjectStateError,
     UnusablePlanError,
 )
+from sentient.projects.rerun import Rerun, forgotten, pending_rerun, request_rerun
 from sentient.projects.researcher import Researcher
 from sentient.projects.reviews import Review, ReviewAnswer
-from sentient.projects.run import RunResult, new_project_id, resume_project, run_project
+from sentient.projects.run import RunResult, new_project_id, rerun_project, resume_project, run_project
 from sentient.projects.settings import merge_settings, stored_settings
 from sentient.report import Report, build_report, to_markdown
 from sentient.settings import EngineSettings, Settings
@@ -286,16 +287,18 @@ class ProjectService:
             if new_profile != record.profile:
                 settings = self.settings_for(new_profile, {}).model_dump(mode="json")  # the new profile's defaults
             self.store.delete_project(project_id)
-            return self.store.create_project(project_id, new_goal, new_profile, settings, record.options)
+            return self.store.create_project(project_id, new_goal, new_profile, settings, forgotten(record.options))
         if record.status is not ProjectStatus.CREATED:
             self.store.reset_project(project_id)
+        if forgotten(record.options) != record.options:  # instructions were for the tasks just deleted
+            self.store.set_options(project_id, forgotten(record.options))
         return self.get(project_id)
 
     def resume_mode(self, project_id: str) -> Mode:
         """How the project continues: ``execute`` (never started) or ``resume``; ProjectCompletedError
         when it completed, ProjectBusyError when another live process runs it."""
         record = self.check_free(project_id)
-        if record.status is ProjectStatus.COMPLETED:
+        if record.status is ProjectStatus.COMPLETED and pending_rerun(record.options) is None:
             raise ProjectCompletedError(project_id)
         return "execute" if record.status is ProjectStatus.CREATED else "resume"
 
@@ -335,6 +338,41 @@ class ProjectService:
         return await resume_project(
             researcher,
             project_id,
+            store=self.store,
+            output_dir=output_dir,
+            subscribers=subscribers,
+            write_files=write_files,
+            overrides=overrides or {},
+        )
+
+    def request_rerun(
+        self, project_id: str, task_id: str, *, replan: bool = False, instructions: str | None = None
+    ) -> Rerun:
+        """Store a rerun of one node (:func:`sentient.projects.rerun.request_rerun`); the next resume
+        applies it (a server starts one, a worker takes it)."""
+        return request_rerun(self.store, project_id, task_id, replan=replan, instructions=instructions)
+
+    async def rerun(
+        self,
+        researcher: Researcher,
+        project_id: str,
+        task_id: str,
+        *,
+        replan: bool = False,
+        instructions: str | None = None,
+        output_dir: Path | None = None,
+        subscribers: Iterable[Subscriber] = (),
+        write_files: bool = True,
+        overrides: Mapping[str, Any] | None = None,
+    ) -> RunResult:
+        """Run one node again (its planner with ``replan``, else its executor) with ``instructions``:
+        its subtree is rebuilt, its ancestors aggregate again, every other node is kept."""
+        return await rerun_project(
+            researcher,
+            project_id,
+            task_id,
+            replan=replan,
+            instructions=instructions,
             store=self.store,
             output_dir=output_dir,
             subscribers=subscribers,

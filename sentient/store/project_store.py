@@ -534,6 +534,15 @@ class ProjectStore:
                 (project_id, _dumps(list(task_ids))),
             )
 
+    def forget_reviews(self, project_id: str, task_ids: Collection[str]) -> None:
+        """Delete the plan reviews of ``task_ids`` (a task planned again is reviewed afresh)."""
+        check_project_id(project_id)
+        with self.transaction() as conn:
+            conn.execute(
+                f"DELETE FROM reviews WHERE project_id = ? AND task_id IN ({self._dialect.json_values})",
+                (project_id, _dumps(list(task_ids))),
+            )
+
     def knowledge(self, project_id: str, task_ids: Collection[str] | None = None) -> list[dict[str, Any]]:
         """What DONE tasks learned: ``{task_id, goal, result, sources}`` (source refs), in the order they
         finished; only the entries of ``task_ids`` when given."""
