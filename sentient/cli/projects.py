@@ -15,6 +15,7 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -29,10 +30,13 @@ from sentient.exceptions import SentientError
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
 from sentient.projects import ProjectService
+from sentient.report.docx import to_docx
 from sentient.report.html import to_html
+from sentient.report.model import Report
+from sentient.report.pdf import to_pdf
 from sentient.settings import Settings
 from sentient.store import ProjectRecord, ProjectStatus, ProjectStore, owner_alive
-from sentient.trace import write_text
+from sentient.trace import write_bytes
 
 EXIT_DECLINED = 1
 _GOAL_WIDTH = 60
@@ -51,6 +55,7 @@ _PROJECT_STYLE = {
     ProjectStatus.INTERRUPTED: "magenta",
 }
 _NODE_STYLE = {TaskStatus.DONE: "green", TaskStatus.FAILED: "red", TaskStatus.CANCELLED: "dim"}
+_BINARY: dict[str, Callable[[Report], bytes]] = {"pdf": to_pdf, "docx": to_docx}  # written to a file or a pipe
 
 
 def add_projects_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -70,10 +75,10 @@ def add_projects_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     knowledge.add_argument("project_id")
     knowledge.add_argument("query", nargs="?", help="words to look for (default: every finding, in order)")
-    export = commands.add_parser("export", help="write a project's report (md, html) or all its data (json)")
+    export = commands.add_parser("export", help="write a project's report (md, html, pdf, docx) or all its data (json)")
     export.add_argument("project_id")
-    export.add_argument("--format", choices=("md", "html", "json"), default="md", help="default: md")
-    export.add_argument("--out", type=Path, help="file to write (default: stdout)")
+    export.add_argument("--format", choices=("md", "html", "json", *_BINARY), default="md", help="default: md")
+    export.add_argument("--out", type=Path, help="file to write (default: stdout; pdf and docx: not a terminal)")
     delete = commands.add_parser("delete", help="delete a project and its files")
     delete.add_argument("project_id")
     delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
@@ -301,17 +306,31 @@ def _export(args: argparse.Namespace, service: ProjectService, out: Console, err
         if problem:
             err.print(f"[red]error:[/] --out {escape(str(args.out))}: {problem}", highlight=False, soft_wrap=True)
             return EXIT_USAGE
+    elif args.format in _BINARY and out.is_terminal:
+        err.print(
+            f"[red]error:[/] --format {args.format} writes a binary file: give --out FILE or redirect stdout to a file",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return EXIT_USAGE
+    data: str | bytes
     if args.format == "json":
-        text = json.dumps(service.export(args.project_id), indent=2, ensure_ascii=False, default=str) + "\n"
+        data = json.dumps(service.export(args.project_id), indent=2, ensure_ascii=False, default=str) + "\n"
     else:
         markdown, report = service.report(args.project_id)  # NoReportError: it has not run
-        text = to_html(report) if args.format == "html" else markdown
+        if args.format in _BINARY:
+            data = _BINARY[args.format](report)  # ExportError: the machine lacks what the format needs
+        else:
+            data = to_html(report) if args.format == "html" else markdown
     if args.out is None:
-        sys.stdout.write(text)
+        if isinstance(data, bytes):
+            sys.stdout.buffer.write(data)
+        else:
+            sys.stdout.write(data)
         sys.stdout.flush()
         return EXIT_OK
     try:
-        write_text(args.out, text)
+        write_bytes(args.out, data if isinstance(data, bytes) else data.encode("utf-8"))
     except OSError as exc:
         reason = exc.strerror or str(exc)
         err.print(

@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import docx
+import pypdf
 import pytest
 from rich.console import Console
 
@@ -312,6 +314,92 @@ def test_export_of_a_project_that_never_ran_is_refused(cli: Cli) -> None:
 
     assert cli("export", "fresh", "--format", "html") == 2
     assert "has no report yet" in cli.err
+
+
+def test_export_pdf_writes_a_pdf_with_the_title_the_citation_and_the_references(cli: Cli, tmp_path: Path) -> None:
+    _stored_run(cli)
+    target = tmp_path / "out" / "report.pdf"
+
+    assert cli("export", "lists-tuples", "--format", "pdf", "--out", str(target)) == 0
+
+    reader = pypdf.PdfReader(target)
+    text = " ".join(" ".join(page.extract_text() for page in reader.pages).split())
+    assert reader.metadata is not None and reader.metadata.title == GOAL
+    assert text.startswith(GOAL) and "Lists are mutable [1]." in text and "References lists.md" in text
+    links = [a.get_object() for page in reader.pages for a in page.get("/Annots") or []]
+    assert [str(link["/Dest"]) for link in links] == ["ref-1"]
+    assert f"wrote {target}" in cli.err
+
+
+def test_export_docx_writes_a_word_document_with_the_title_the_citation_and_the_references(
+    cli: Cli, tmp_path: Path
+) -> None:
+    _stored_run(cli)
+    target = tmp_path / "report.docx"
+
+    assert cli("export", "lists-tuples", "--format", "docx", "--out", str(target)) == 0
+
+    document = docx.Document(str(target))
+    texts = [p.text for p in document.paragraphs]
+    assert document.core_properties.title == GOAL and texts[0] == GOAL
+    assert "Lists are mutable [1]." in texts and "References" in texts and "1. lists.md" in texts
+    assert [link.text for p in document.paragraphs for link in p.hyperlinks if link.fragment] == ["1"]
+
+
+def test_export_pdf_to_a_pipe_writes_the_document_to_stdout(
+    cli: Cli, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    _stored_run(cli)
+    cli.terminal = False
+
+    assert cli("export", "lists-tuples", "--format", "pdf") == 0
+
+    assert capsysbinary.readouterr().out.startswith(b"%PDF-")
+
+
+@pytest.mark.parametrize("fmt", ["pdf", "docx"])
+def test_export_of_a_document_to_a_terminal_is_refused_in_one_line(cli: Cli, fmt: str) -> None:
+    _stored_run(cli)
+
+    assert cli("export", "lists-tuples", "--format", fmt) == 2
+
+    assert cli.err == f"error: --format {fmt} writes a binary file: give --out FILE or redirect stdout to a file\n"
+
+
+def test_export_of_an_unknown_format_names_the_formats(cli: Cli, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli("export", "lists-tuples", "--format", "rtf")
+
+    assert exited.value.code == 2
+    error = capsys.readouterr().err.splitlines()[-1]
+    assert "invalid choice: 'rtf'" in error and "'pdf', 'docx'" in error
+
+
+def test_export_pdf_without_pango_says_what_to_install(cli: Cli, tmp_path: Path) -> None:
+    """A machine without the Pango library: WeasyPrint's import fails as it does there (OSError)."""
+    _stored_run(cli)
+    missing = tmp_path / "no-pango" / "weasyprint"
+    missing.mkdir(parents=True)
+    (missing / "__init__.py").write_text(
+        "raise OSError(\"cannot load library 'libpango-1.0-0': libpango-1.0-0: cannot open shared object file\")\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(missing.parent), "SENTIENT_RESULTS_DIR": str(cli.settings.results_dir)}
+    target = tmp_path / "report.pdf"
+
+    export = ["projects", "export", "lists-tuples", "--format", "pdf", "--out", str(target)]
+    done = subprocess.run(
+        [sys.executable, "-m", "sentient.cli.main", *export],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: cannot write pdf: WeasyPrint cannot load the Pango library")
+    assert "apt-get install libpango-1.0-0 libpangoft2-1.0-0" in lines[0]
+    assert not target.exists()
 
 
 # -- delete --------------------------------------------------------------------------------
