@@ -13,7 +13,7 @@ from loguru import logger
 from pydantic import ValidationError
 from werkzeug.exceptions import HTTPException
 
-from sentient.exceptions import ConfigError
+from sentient.exceptions import ConfigError, ExportError
 from sentient.projects.errors import DocsNotAllowedError, NoReportError, ProjectStateError, UnusablePlanError
 from sentient.store import (
     InvalidProjectIdError,
@@ -87,6 +87,8 @@ def as_api_error(exc: BaseException) -> ApiError | None:
         return conflict(str(exc))
     if isinstance(exc, ProjectExistsError | ReviewAlreadyAnsweredError):
         return conflict(f"{exc}.")
+    if isinstance(exc, ExportError):
+        return ApiError(503, "unavailable", str(exc))
     if isinstance(exc, QueueUnavailableError):
         return ApiError(503, "unavailable", f"{exc} Try again once it is back.")
     return None

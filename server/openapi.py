@@ -164,14 +164,22 @@ def openapi_document(version: str, profiles: list[str] | None = None) -> dict[st
             "/api/projects/{project_id}/report": {
                 "parameters": [
                     project_id,
-                    {"name": "format", "in": "query", "schema": {"enum": ["md", "html", "json"], "default": "md"}},
+                    {
+                        "name": "format",
+                        "in": "query",
+                        "schema": {"enum": ["md", "html", "json", "pdf", "docx"], "default": "md"},
+                    },
                 ],
                 "get": _op(
-                    "The report as Markdown, sanitised HTML or JSON",
+                    "The report as Markdown, sanitised HTML, JSON, PDF or DOCX",
                     content={
                         "text/markdown": {"schema": {"type": "string"}},
                         "text/html": {"schema": {"type": "string"}},
                         "application/json": {"schema": {"$ref": _REF.format(model="ReportResponse")}},
+                        "application/pdf": {"schema": {"type": "string", "format": "binary"}},
+                        "application/vnd.openxmlformats-officedocument.wordprocessingml.document": {
+                            "schema": {"type": "string", "format": "binary"}
+                        },
                     },
                 ),
             },
@@ -182,6 +190,11 @@ def openapi_document(version: str, profiles: list[str] | None = None) -> dict[st
             },
             "/api/openapi.json": {"get": _op("This document")},
         },
+    }
+    report = document["paths"]["/api/projects/{project_id}/report"]["get"]
+    report["responses"]["503"] = {
+        "description": "this machine lacks what the format needs (pdf: the Pango library); the message says what to install",
+        **_json({"$ref": _REF.format(model="Error")}),
     }
     schemas = document["components"]["schemas"]
     schemas["CreateProject"]["properties"]["config"] = _config_schema()

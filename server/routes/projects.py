@@ -17,6 +17,12 @@ from . import as_json, parse_body, services
 
 bp = Blueprint("projects", __name__, url_prefix="/api/projects")
 
+# The report's formats that are documents (binary files), by media type.
+_DOCUMENTS = {
+    "pdf": "application/pdf",
+    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+}
+
 
 @bp.post("")
 def create() -> Any:
@@ -77,8 +83,8 @@ def node(project_id: str, node_id: str) -> Any:
 @bp.get("/<project_id>/report")
 def report(project_id: str) -> Any:
     fmt = request.args.get("format", "md")
-    if fmt not in ("md", "html", "json"):
-        raise bad_request("format must be md, html or json.")
+    if fmt not in ("md", "html", "json", *_DOCUMENTS):
+        raise bad_request("format must be md, html, json, pdf or docx.")
     runs = services().runs
     project = runs.project(project_id)
     markdown, value = runs.service.report(project_id)  # NoReportError: 404 no_report
@@ -87,6 +93,9 @@ def report(project_id: str) -> Any:
     if fmt == "html":
         page_headers = {**_download(project_id, "html"), "Content-Security-Policy": REPORT_CSP}
         return Response(_html(value), mimetype="text/html", headers=page_headers)
+    if fmt in _DOCUMENTS:
+        # ExportError (the machine lacks what the format needs): 503 unavailable
+        return Response(_document(fmt, value), mimetype=_DOCUMENTS[fmt], headers=_download(project_id, fmt))
     partial = value.partial or project.status is not ProjectStatus.COMPLETED
     body = ReportResponse(**{**dict(value), "partial": partial}, markdown=markdown)
     return Response(body.model_dump_json(), mimetype="application/json")
@@ -107,3 +116,13 @@ def _html(report: Report) -> str:
     from sentient.report.html import to_html  # sanitised Markdown -> HTML
 
     return to_html(report)
+
+
+def _document(fmt: str, report: Report) -> bytes:
+    if fmt == "pdf":
+        from sentient.report.pdf import to_pdf  # the HTML page, printed by WeasyPrint
+
+        return to_pdf(report)
+    from sentient.report.docx import to_docx  # python-docx
+
+    return to_docx(report)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from flask.testing import FlaskClient
 
-from sentient.exceptions import ConfigError, InvalidGoalError, ProfileNotFoundError, SentientError
+from sentient.exceptions import ConfigError, ExportError, InvalidGoalError, ProfileNotFoundError, SentientError
 from sentient.projects import (
     DocsNotAllowedError,
     NoReportError,
@@ -46,6 +46,7 @@ from sentient_server.errors import as_api_error
         (ProjectNotRunningError("p"), 409, "conflict"),
         (ProjectCompletedError("p"), 409, "conflict"),
         (ReviewAlreadyAnsweredError("r"), 409, "conflict"),
+        (ExportError("pdf", "no Pango", fix="install Pango"), 503, "unavailable"),
     ],
     ids=lambda v: type(v).__name__ if isinstance(v, SentientError) else str(v),
 )

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
+import docx
+import pypdf
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 from server_helpers import wait_for, wait_status
 
+from sentient.context.grounding import VERIFIED_MEANS
 from sentient_server.config import ServerSettings
 
 
@@ -170,7 +174,7 @@ def test_execute_runs_to_completion_with_graph_nodes_and_report(client: FlaskCli
     assert as_json["title"] == project["goal"] and as_json["status"] == "DONE" and as_json["missing"] == []
     assert "Summary of root" in as_json["answer"] and as_json["sections"] == []
     assert as_json["references"] == [] and [c["ref"] for c in as_json["consulted"]] == ["asyncio.md"]
-    assert_error(client.get(f"/api/projects/{pid}/report?format=pdf"), 400, contains="format")
+    assert_error(client.get(f"/api/projects/{pid}/report?format=rtf"), 400, contains="md, html, json, pdf or docx")
     assert_error(client.post(f"/api/projects/{pid}/resume"), 409, "conflict", "completed")
     assert_error(client.post(f"/api/projects/{pid}/cancel"), 409, "conflict", "not running")
 
@@ -190,7 +194,7 @@ def test_report_json_is_the_stored_report_value_or_built_from_the_graph(client: 
     store = app.extensions["sentient"].runs.store
     stored = store.get_report_data(pid)
     assert stored is not None and stored["answer"].startswith("Summary of root")
-    reference = {"n": 1, "ref": "https://example.org/a", "kind": "url", "title": "A", "verified": True, "quote": "q"}
+    reference = {"n": 1, "ref": "https://example.org/a", "kind": "url", "title": "A", "verified": True}
     store.set_report(pid, "Stored [1].\n", {**stored, "answer": "Stored [1].", "references": [reference]})
 
     served = client.get(f"/api/projects/{pid}/report?format=json").get_json()
@@ -204,6 +208,38 @@ def test_report_json_is_the_stored_report_value_or_built_from_the_graph(client: 
     # Data that is not a Report (written by another version) is not trusted: the value is rebuilt too.
     store.set_report(pid, "Old markdown.\n", {"title": pid, "references": "not a list"})
     assert client.get(f"/api/projects/{pid}/report?format=json").get_json()["answer"] == stored["answer"]
+
+
+def test_report_as_pdf_and_docx_has_the_title_linked_citations_and_references(client: FlaskClient, app: Flask) -> None:
+    pid = create(client, profile="general_agent")["project_id"]
+    run_to_end(client, pid)
+    store = app.extensions["sentient"].runs.store
+    stored = store.get_report_data(pid)
+    reference = {
+        "n": 1,
+        "ref": "https://example.org/a",
+        "kind": "url",
+        "title": "Page A",
+        "verified": True,
+    }
+    store.set_report(pid, "Stored [1].\n", {**stored, "answer": "Stored [1].", "references": [reference]})
+
+    pdf = client.get(f"/api/projects/{pid}/report?format=pdf")
+    assert pdf.status_code == 200 and pdf.mimetype == "application/pdf"
+    assert pdf.headers["Content-Disposition"] == f'inline; filename="{pid}.pdf"'
+    reader = pypdf.PdfReader(io.BytesIO(pdf.get_data()))
+    text = " ".join(" ".join(page.extract_text() for page in reader.pages).split())
+    assert text.startswith(stored["title"]) and "Stored [1]." in text
+    assert "References Page A — verified — https://example.org/a" in text and VERIFIED_MEANS in text
+
+    word = client.get(f"/api/projects/{pid}/report?format=docx")
+    assert word.status_code == 200
+    assert word.mimetype == "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+    document = docx.Document(io.BytesIO(word.get_data()))
+    texts = [p.text for p in document.paragraphs]
+    assert texts[0] == stored["title"] and "Stored [1]." in texts and VERIFIED_MEANS in texts
+    assert "1. Page A — verified — https://example.org/a" in texts
+    assert [link.text for p in document.paragraphs for link in p.hyperlinks if link.fragment] == ["1"]
 
 
 def test_report_before_any_run_is_404_and_execute_body_is_validated(client: FlaskClient) -> None:

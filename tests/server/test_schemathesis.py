@@ -43,6 +43,13 @@ def test_no_route_answers_500_or_off_its_document(make_app: Any, server_settings
 def test_the_document_lists_report_media_types_and_error_statuses() -> None:
     doc = openapi_document("1.0")
     report = doc["paths"]["/api/projects/{project_id}/report"]["get"]["responses"]["200"]["content"]
-    assert set(report) == {"text/markdown", "text/html", "application/json"}
+    assert set(report) == {
+        "text/markdown",
+        "text/html",
+        "application/json",
+        "application/pdf",
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    }
+    assert "503" in doc["paths"]["/api/projects/{project_id}/report"]["get"]["responses"]
     create = doc["paths"]["/api/projects"]["post"]["responses"]
     assert {"403", "405", "413", "415"} <= set(create)
