@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from sentient.exceptions import ConfigError
+from sentient.language import check_language
 from sentient.resources import agent_configs_dir
 
 MAX_CALL_TIMEOUT_S = 3600.0  # the longest a model call attempt may be given: an hour
@@ -100,6 +101,18 @@ class EngineSettings(BaseModel):
     max_items: int = Field(
         12, ge=1, le=30, description="A report's 'for each' part covers at most this many items it discovers."
     )
+    language: str | None = Field(
+        None,
+        description=(
+            "The language every agent writes in, as a tag (en, de, fr, pt-BR); unset, the goal's language when"
+            " it is detected with confidence, else the agents are told to write in the language of the goal."
+        ),
+    )
+
+    @field_validator("language")
+    @classmethod
+    def _a_language(cls, value: str | None) -> str | None:
+        return None if value is None else check_language(value)
 
     @field_validator("report_length", mode="before")
     @classmethod

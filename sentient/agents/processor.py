@@ -90,7 +90,7 @@ class AgentProcessor:
         self._bus = bus
         self._toolboxes = toolboxes or {}
         self._passages = Passages(graph, profile, context, self._toolboxes)
-        self._tasks = profile.prompts.for_run(settings.report_length)
+        self._tasks = profile.prompts.for_run(settings.report_length, settings.language)
         self._report = ReportPhases(self)  # the phases of a report's nodes
         # Roots answered directly first (:meth:`decide_root_type`). The unconfirmed direct answer
         # of one then planned is kept on the node itself (:meth:`_plan_instead`).

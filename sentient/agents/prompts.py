@@ -4,7 +4,9 @@ The system prompt is an agent's ``instructions``; the context (overall goal, anc
 dependency results, sources) is rendered by the ContextBuilder; the task is one of the
 ``tasks:`` templates of ``agents.yaml``, filled with ``$parameters``. Nothing here writes prompt
 prose or a length: lengths are parameters too (``lengths:`` for answers, ``report_lengths:`` for
-a report of the size the run's ``report_length`` setting names).
+a report of the size the run's ``report_length`` setting names). Every task ends with the run's
+language instruction (the ``language`` template, or ``language_of_goal`` when the run has none), so
+each role writes in it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sentient.graph.node import TaskNode
 from sentient.graph.plan import PlanOutput
+from sentient.language import language_name
 from sentient.settings import ReportLength
 
 # What each template is given besides the lengths (``lengths:`` and the report size).
@@ -38,6 +41,8 @@ TEMPLATE_PARAMETERS: dict[str, frozenset[str]] = {
     "discover": frozenset({"goal", "max_items"}),
     "write_section": frozenset({"goal"}),
     "assemble": frozenset({"goal", "count"}),
+    "language": frozenset({"language"}),
+    "language_of_goal": frozenset(),
 }
 
 
@@ -83,6 +88,8 @@ class TaskTemplates(BaseModel):
     write_section: str
     assemble: str
     support_each: str
+    language: str
+    language_of_goal: str
 
     @field_validator("*")
     @classmethod
@@ -126,10 +133,11 @@ class Prompts:
     lengths: Mapping[str, str | int]
     report_lengths: Mapping[ReportLength, ReportSize]
 
-    def for_run(self, report_length: ReportLength | int | None) -> TaskPrompts:
+    def for_run(self, report_length: ReportLength | int | None, language: str | None = None) -> TaskPrompts:
         """The tasks of one run: its report (if it writes one) of the size ``report_length`` names,
-        or of about that many words; the standard size when it is not set."""
-        return TaskPrompts(self.templates, self.lengths, self.report_size(report_length))
+        or of about that many words (the standard size when it is not set), all written in
+        ``language`` (a tag such as ``de``; None: in the language of the goal)."""
+        return TaskPrompts(self.templates, self.lengths, self.report_size(report_length), language)
 
     def report_size(self, report_length: ReportLength | int | None) -> ReportSize:
         if report_length is None:
@@ -147,10 +155,18 @@ class TaskPrompts:
     templates: TaskTemplates
     lengths: Mapping[str, str | int]
     size: ReportSize
+    language: str | None = None
 
     def _render(self, name: str, **values: Any) -> str:
+        """The task ``name``, then the run's language instruction: every role's task ends with it."""
         params = {**self.lengths, **self.size.model_dump(), **values}
-        return Template(getattr(self.templates, name)).substitute(params)
+        task = Template(getattr(self.templates, name)).substitute(params)
+        return f"{task}\n\n{self.language_instruction()}"
+
+    def language_instruction(self) -> str:
+        if self.language is None:
+            return Template(self.templates.language_of_goal).substitute(self.lengths)
+        return Template(self.templates.language).substitute({**self.lengths, "language": language_name(self.language)})
 
     # -- answers -------------------------------------------------------------------------
 

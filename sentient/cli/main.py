@@ -102,6 +102,11 @@ def _add_run_options(command: argparse.ArgumentParser) -> None:
         help="timeout of each attempt of a model call (default 120, the embedded model 300); a hosted"
         " model's call gets 3 times it for all its attempts",
     )
+    command.add_argument(
+        "--language",
+        metavar="TAG",
+        help="the language every agent writes in, e.g. de, fr, pt-BR (default: the goal's; resume: the project's)",
+    )
     command.add_argument("--max-cost", type=float, metavar="USD", help="stop when model calls have cost this much")
     command.add_argument("--max-llm-calls", type=int, metavar="N", help="stop after N model calls")
     command.add_argument("--max-time", type=float, metavar="SECONDS", help="stop after this many seconds")
@@ -167,6 +172,7 @@ def _run(args: argparse.Namespace, settings: Settings, err: Console) -> int:
     overrides = {
         "max_depth": getattr(args, "max_depth", None),
         "report_length": getattr(args, "report_length", None),
+        "language": args.language,
         "review": "all" if args.review else None,
         "max_cost_usd": args.max_cost,
         "max_llm_calls": args.max_llm_calls,

@@ -34,7 +34,7 @@ class Verdict(BaseModel):
     """The verifier's reading of the cited passages."""
 
     supports: bool = Field(
-        description="true only if the passages state the answer to the question (in any words); "
+        description="true only if the passages state the answer to the question (in any words or language); "
         "false if they are about something else, only share words with the question, or contradict the answer."
     )
 

@@ -28,7 +28,7 @@ from sentient.graph.task_graph import TaskGraph
 from sentient.projects.errors import ProjectCompletedError
 from sentient.projects.rerun import Rerun, applied, instructions_of, pending_rerun, request_rerun
 from sentient.projects.researcher import Researcher
-from sentient.projects.settings import merge_settings
+from sentient.projects.settings import merge_settings, with_goal_language
 from sentient.report import Report, build_report, to_markdown
 from sentient.report.html import to_html
 from sentient.settings import EngineSettings
@@ -359,6 +359,7 @@ async def run_project(
     """Research ``goal`` from a fresh root; with a ``store``, the project is created there unless
     it was beforehand (e.g. by the server), and every event is persisted as it happens."""
     goal = check_goal(goal)
+    settings = with_goal_language(settings, goal)
     project_id = check_project_id(project_id) if project_id else new_project_id(goal)
     if store is not None:
         try:

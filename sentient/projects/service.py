@@ -39,7 +39,7 @@ from sentient.projects.rerun import Rerun, forgotten, pending_rerun, request_rer
 from sentient.projects.researcher import Researcher
 from sentient.projects.reviews import Review, ReviewAnswer
 from sentient.projects.run import RunResult, new_project_id, rerun_project, resume_project, run_project
-from sentient.projects.settings import merge_settings, stored_settings
+from sentient.projects.settings import merge_settings, stored_settings, with_goal_language
 from sentient.report import Report, build_report, to_markdown
 from sentient.settings import EngineSettings, Settings
 from sentient.store import (
@@ -184,10 +184,11 @@ class ProjectService:
     ) -> ProjectRecord:
         """Store a new project (status ``created``) with its profile's settings plus ``overrides``.
 
-        ``options`` say how it runs (model, offline, ``docs`` folder) and are kept with it.
+        ``options`` say how it runs (model, offline, ``docs`` folder) and are kept with it. Its
+        language is the goal's when none is given and it is detected with confidence.
         """
         profile_name = profile or DEFAULT_PROFILE
-        settings = self.settings_for(profile_name, overrides or {})
+        settings = with_goal_language(self.settings_for(profile_name, overrides or {}), goal)
         project_id = project_id or new_project_id(goal)
         return self.store.create_project(
             project_id, goal, profile_name, settings.model_dump(mode="json"), dict(options or {})

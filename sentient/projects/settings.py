@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from sentient.exceptions import ConfigError
+from sentient.language import detect_language
 from sentient.settings import EngineSettings
 
 
@@ -46,3 +47,12 @@ def stored_settings(base: EngineSettings, stored: Mapping[str, Any]) -> EngineSe
         return EngineSettings.model_validate({**base.model_dump(), **values})
     except ValidationError as exc:
         raise ConfigError(f"the stored settings cannot be used: {exc.errors()[0]['msg']}.") from exc
+
+
+def with_goal_language(settings: EngineSettings, goal: str) -> EngineSettings:
+    """``settings`` with the goal's language when none is set and it is detected with confidence
+    (:func:`~sentient.language.detect_language`); stored with the project, so a resume keeps it."""
+    if settings.language is not None:
+        return settings
+    detected = detect_language(goal)
+    return settings if detected is None else settings.model_copy(update={"language": detected})

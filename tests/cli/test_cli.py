@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from sentient.resources import agent_configs_dir
+from sentient.store import ProjectStore
 
 _SCRIPT = Path(sys.executable).with_name("sentient")
 COMMAND = [str(_SCRIPT)] if _SCRIPT.is_file() else [sys.executable, "-m", "sentient.cli.main"]
@@ -220,6 +221,20 @@ def test_report_length_writes_a_report_of_sections_whatever_the_goal(sandbox: Sa
 def test_a_bad_report_length_is_refused_naming_the_setting(sandbox: Sandbox, size: str) -> None:
     line = one_line_error(sandbox.run("run", GOAL, "--docs", str(sandbox.docs), "--report-length", size))
     assert "report_length" in line and "short, standard, long or a number of words" in line
+
+
+def test_language_is_stored_with_the_project_and_every_prompt_asks_for_it(sandbox: Sandbox) -> None:
+    proc = sandbox.run("run", GOAL, "--docs", str(sandbox.docs), "--language", "de", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = Path(only_json_object(proc.stdout)["output_dir"])
+    calls = json.loads((out / "traces" / "root.json").read_text())["calls"]
+    assert calls and all("Write all of your text in German (Deutsch)" in call["prompt"] for call in calls)
+    assert ProjectStore.open(sandbox.results).get_project(out.name).settings["language"] == "de"
+
+
+def test_a_bad_language_is_refused_naming_the_setting(sandbox: Sandbox) -> None:
+    line = one_line_error(sandbox.run("run", GOAL, "--docs", str(sandbox.docs), "--language", "klingon"))
+    assert "language" in line and "'klingon' is not a language tag" in line
 
 
 def test_unknown_model_is_refused_naming_the_variable(sandbox: Sandbox) -> None:
