@@ -9,7 +9,11 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import docx
+import pypdf
 from playwright.sync_api import expect
+
+from sentient.context.grounding import VERIFIED_MEANS
 
 DONE_TIMEOUT = 30_000
 
@@ -184,6 +188,18 @@ def test_report_renders_with_clickable_references_and_downloads(
         page.get_by_test_id("download-json").click()
     downloaded = json.loads(Path(as_json.value.path()).read_text(encoding="utf-8"))
     assert "Summary of root" in downloaded["markdown"] and downloaded["references"][0]["verified"] is True
+    with page.expect_download() as pdf:
+        page.get_by_test_id("download-pdf").click()
+    assert pdf.value.suggested_filename.endswith("-report.pdf")
+    reader = pypdf.PdfReader(pdf.value.path())
+    text = " ".join(" ".join(p.extract_text() for p in reader.pages).split())
+    assert text.startswith("Summarise quantum drug discovery") and "Summary of root" in text
+    assert "References" in text and VERIFIED_MEANS in text
+    with page.expect_download() as word:
+        page.get_by_test_id("download-docx").click()
+    assert word.value.suggested_filename.endswith("-report.docx")
+    texts = [p.text for p in docx.Document(word.value.path()).paragraphs]
+    assert texts[0] == "Summarise quantum drug discovery" and "References" in texts and VERIFIED_MEANS in texts
 
     page.get_by_role("button", name="Graph", exact=True).click()
     with page.expect_download() as graph_json:

@@ -80,6 +80,9 @@ export interface NewProject {
   config?: Record<string, unknown>;
 }
 
+/** The report's download formats (`GET /api/projects/{id}/report?format=…`). */
+export type ReportFormat = "md" | "html" | "json" | "pdf" | "docx";
+
 export const api = {
   health: () => request<{ status: string; version: string }>("GET", "/api/health"),
   profiles: () => request<{ profiles: Profile[] }>("GET", "/api/profiles"),
@@ -97,6 +100,6 @@ export const api = {
   answer: (reviewId: string, answer: ReviewAnswer) =>
     request<Review>("POST", `/api/reviews/${enc(reviewId)}`, answer),
   reportJson: (id: string) => request<ReportResponse>("GET", `/api/projects/${enc(id)}/report?format=json`),
-  reportFile: (id: string, format: "md" | "html" | "json") =>
+  reportFile: (id: string, format: ReportFormat) =>
     requestBlob(`/api/projects/${enc(id)}/report?format=${format}`),
 };

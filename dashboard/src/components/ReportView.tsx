@@ -3,7 +3,7 @@
 // run; what is not covered. Downloads and exports.
 
 import { useEffect, useState } from "react";
-import { api } from "../api/http";
+import { api, type ReportFormat } from "../api/http";
 import type { Consulted, Missing, Reference, ReportResponse } from "../api/types";
 import { errorText } from "../format";
 import { download } from "../graph/export";
@@ -19,6 +19,8 @@ const FORMATS = [
   { format: "md", label: "Markdown", ext: "md" },
   { format: "html", label: "HTML", ext: "html" },
   { format: "json", label: "JSON", ext: "json" },
+  { format: "pdf", label: "PDF", ext: "pdf" },
+  { format: "docx", label: "DOCX", ext: "docx" },
 ] as const;
 
 export function ReportView() {
@@ -41,7 +43,7 @@ export function ReportView() {
     };
   }, [projectId, status, updated]);
 
-  const save = async (format: "md" | "html" | "json", ext: string) => {
+  const save = async (format: ReportFormat, ext: string) => {
     if (!projectId) return;
     try {
       download(`${projectId}-report.${ext}`, await api.reportFile(projectId, format));
