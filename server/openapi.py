@@ -71,10 +71,12 @@ def _op(
 
 
 def _config_schema() -> dict[str, Any]:
-    """``config`` of a new project: engine setting overrides, plus ``docs`` (a folder under a docs root)."""
+    """``config`` of a new project: engine setting overrides, plus its choices (server/choices.py)."""
     settings = EngineSettings.model_json_schema(ref_template=_REF)
     properties = dict(settings.get("properties", {}))
     properties["docs"] = {"type": "string", "description": "a folder under one of SENTIENT_DOCS_ROOTS"}
+    properties["model"] = {"type": "string", "description": "a model string the server has the key for"}
+    properties["offline"] = {"type": "boolean", "description": "never use the network (no web search)"}
     return {"type": "object", "properties": properties, "additionalProperties": False}
 
 

@@ -74,8 +74,17 @@ class ProfileDetail(ProfileSummary):
         return cls(name=profile.name, description=profile.description, settings=profile.settings, agents=agents)
 
 
+class ProjectChoices(BaseModel):
+    """How a project runs besides its engine settings, as chosen for it (None, false: the server's default)."""
+
+    model: str | None = None
+    offline: bool = False
+    docs: str | None = None
+
+
 class ProjectResponse(BaseModel):
-    """The protocol's Project: a stored project without what only the server needs (owner, options)."""
+    """The protocol's Project: a stored project without what only the server needs (owner, the
+    rest of its options)."""
 
     project_id: str
     goal: str
@@ -86,12 +95,19 @@ class ProjectResponse(BaseModel):
     error: str | None
     # The engine settings stored with the project: a profile's keys and values, free-form to clients.
     settings: dict[str, Any]
+    choices: ProjectChoices
     stats: dict[str, int | float]
     pending_reviews: int
 
     @classmethod
     def of(cls, record: ProjectRecord) -> ProjectResponse:
-        return cls.model_validate(record.to_dict())
+        options = record.options
+        choices = ProjectChoices(
+            model=options.get("model") if isinstance(options.get("model"), str) else None,
+            offline=options.get("offline") is True,
+            docs=options.get("docs") if isinstance(options.get("docs"), str) else None,
+        )
+        return cls.model_validate({**record.to_dict(), "choices": choices})
 
 
 class ProjectList(BaseModel):

@@ -34,7 +34,7 @@ from sentient.projects import (
     ProjectService,
     Researcher,
 )
-from sentient.projects.service import Mode
+from sentient.projects.service import DEFAULT_PROFILE, Mode
 from sentient.store import (
     LeaseLostError,
     NodeNotFoundError,
@@ -46,6 +46,7 @@ from sentient.store import (
 from sentient.tools.docs_search import DocsFolder
 
 from .bridge import EngineLoop
+from .choices import CHOICES, checked_model, checked_offline, run_model, run_settings
 from .config import DOCS_ROOTS_ENV, ServerSettings
 from .errors import as_api_error, bad_request
 from .events import Broadcaster, ProjectFeed, room_of
@@ -172,10 +173,11 @@ class RunManager:
         self, goal: str, profile: str | None, config: dict[str, Any], project_id: str | None = None
     ) -> ProjectResponse:
         """Store a new project (status ``created``); its settings are validated now, and its
-        ``config.docs`` folder, checked against the docs roots, is kept with it."""
+        choices (``config.docs``, checked against the docs roots, ``config.model``,
+        ``config.offline``) are kept with it."""
         overrides = {k: v for k, v in config.items() if v is not None}
-        docs = overrides.pop("docs", None)
-        options = {"docs": self._allowed_docs(docs)} if docs is not None else None
+        chosen = {key: overrides.pop(key) for key in CHOICES if key in overrides}
+        options = self._options(chosen, profile or DEFAULT_PROFILE)
         if project_id is not None and not valid_project_id(project_id):
             raise bad_request(f"'{project_id}' is not a valid project id.", "invalid_id")
         return ProjectResponse.of(self.service.create(goal, profile, overrides, project_id=project_id, options=options))
@@ -375,6 +377,17 @@ class RunManager:
             raise ConfigError(f"config.docs: '{docs}' is not a folder on the server.")
         return str(resolved)
 
+    def _options(self, chosen: dict[str, Any], profile: str) -> dict[str, Any] | None:
+        """A new project's options from the client's choices, each checked (ConfigError: 400)."""
+        options: dict[str, Any] = {}
+        if "docs" in chosen:
+            options["docs"] = self._allowed_docs(chosen["docs"])
+        if "model" in chosen:
+            options["model"] = checked_model(chosen["model"], self.config.sentient, self.registry.profile(profile))
+        if "offline" in chosen:
+            options["offline"] = checked_offline(chosen["offline"])
+        return options or None
+
     def _docs_of(self, record: ProjectRecord) -> DocsFolder | None:
         """The project's docs folder (kept with it) when it lies inside a docs root of this server
         (a project stored by the CLI may name any folder), else the server's; indexed within the
@@ -405,10 +418,10 @@ class RunManager:
         return self.service.researcher(
             record.profile,
             engine_settings=engine_settings,
-            model=self.config.model,
+            model=run_model(record.options, self.config.model),
             reviewer=self._reviews.reviewer_for(record.project_id, engine_settings),
             docs=self._docs_of(record),
-            settings=self.config.sentient,
+            settings=run_settings(record.options, self.config.sentient),
         )
 
     def take(self, project_id: str) -> Run | None:
