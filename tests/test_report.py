@@ -84,7 +84,7 @@ def test_an_answer_that_cites_no_verified_source_is_marked_as_resting_on_the_mod
     root = graph.root
     root.status = TaskStatus.DONE
     root.result = "Lists grow in place [1]."
-    root.sources = [A.model_copy(update={"verified": True, "quote": "lists grow in place"})]
+    root.sources = [A.model_copy(update={"verified": True})]
     assert UNCONFIRMED not in build_report(graph)
 
     root.sources = [A.model_copy(update={"verified": False})]  # cited, but not found to state it
@@ -98,7 +98,7 @@ def test_an_answer_is_confirmed_by_any_verified_source_it_cites() -> None:
     graph = graph_with_children()
     root = graph.root
     root.status = TaskStatus.DONE
-    root.sources = [A.model_copy(update={"verified": True, "quote": "lists grow in place"})]
+    root.sources = [A.model_copy(update={"verified": True})]
     root.result = "Tuples are faster. Lists grow in place [1]."
     assert build(graph).confirmed is True
     root.result = "# Lists\n\nAn overview.\n\nLists grow in place [1]."

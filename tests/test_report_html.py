@@ -164,7 +164,7 @@ def test_citations_link_to_their_references_and_web_references_link_out() -> Non
         partial=False,
         answer="Lists grow [1]; tuples do not [2, 1]. `xs[1]`, [3] and [see [1]](https://ok.example/) stay as they are.",
         references=[
-            Reference(n=1, ref="guide/lists.md", kind="path", title="Lists", verified=True, quote="lists grow"),
+            Reference(n=1, ref="guide/lists.md", kind="path", title="Lists", verified=True),
             Reference(n=2, ref="https://docs.python.org/3/tuples", kind="url", title="Tuples", verified=False),
         ],
         consulted=[Consulted(ref="https://example.org/x", kind="url", title="")],

@@ -13,7 +13,7 @@ from sentient.report import Report, build_report, to_markdown
 from sentient.report.html import to_html
 
 LISTS = Source(
-    ref="/docs/lists.md", title="Lists\nand more", snippet="...", verified=True, quote="lists  grow\nin place"
+    ref="/docs/lists.md", title="Lists\nand more", snippet="...", verified=True
 )
 TUPLES = Source(ref="https://docs.python.org/3/tuples", title="Tuples", snippet="...")
 HASH = Source(ref="/docs/hash.md", snippet="...", verified=False)
@@ -42,9 +42,8 @@ def test_a_complete_report_numbers_cited_sources_with_their_verification_and_lis
     assert (report.partial, report.status, report.title) == (False, TaskStatus.DONE, "Compare lists and tuples")
     assert report.answer == "Tuples are immutable [1]. Lists grow in place [2][1]."
     tuples, lists = report.references
-    assert (tuples.n, tuples.ref, tuples.kind, tuples.verified, tuples.quote) == (1, TUPLES.ref, "url", False, None)
+    assert (tuples.n, tuples.ref, tuples.kind, tuples.verified) == (1, TUPLES.ref, "url", False)
     assert (lists.n, lists.title, lists.kind, lists.verified) == (2, "Lists and more", "path", True)
-    assert lists.quote == "lists grow in place"
     assert [(c.ref, c.kind, c.title) for c in report.consulted] == [(HASH.ref, "path", "")]
     assert [(m.task_id, m.goal) for m in report.missing] == [("root.1", "Subtask 1")]
     assert report.missing[0].error == "model error: timed out " + "x" * 300  # whole: only Markdown shortens it
@@ -93,7 +92,7 @@ def test_the_json_holds_every_field_and_reads_back_as_the_same_report() -> None:
         None,
         None,
     )
-    assert data["sections"][0]["references"][0]["quote"] == "lists grow in place"
+    assert data["sections"][0]["references"][0]["verified"] is True
     assert Report.model_validate(data) == report
     assert to_markdown(Report.model_validate(data)) == to_markdown(report)
 

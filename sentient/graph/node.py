@@ -24,8 +24,9 @@ class NodeType(StrEnum):
 class Source(BaseModel):
     """A citable source: a document path or URL a tool returned.
 
-    ``snippet`` is the text an agent was shown. ``verified`` is True once an agent's quote from
-    it was found in that text (``quote`` keeps it); None while nobody has cited it.
+    ``snippet`` is the text an agent was shown. ``verified`` is True once the verifier judged
+    that the passage supports the answer citing it, False once it judged it does not, and None
+    while nobody has cited it (see :mod:`sentient.context.grounding`).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -34,7 +35,6 @@ class Source(BaseModel):
     title: str = ""
     snippet: str = ""
     verified: bool | None = None
-    quote: str | None = None
 
 
 class StatusChange(BaseModel):

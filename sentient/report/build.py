@@ -91,10 +91,7 @@ def goal_title(goal: str) -> str:
 
 def _reference(number: int, source: Source) -> Reference:
     verified = bool(source.verified)
-    quote = " ".join(source.quote.split()) if verified and source.quote else None
-    return Reference(
-        n=number, ref=source.ref, kind=source_kind(source.ref), title=_title(source), verified=verified, quote=quote
-    )
+    return Reference(n=number, ref=source.ref, kind=source_kind(source.ref), title=_title(source), verified=verified)
 
 
 def _title(source: Source) -> str:

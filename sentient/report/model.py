@@ -22,7 +22,7 @@ _CONFIG = ConfigDict(frozen=True, json_schema_serialization_defaults_required=Tr
 
 
 class Reference(BaseModel):
-    """A numbered source the text cites. ``quote`` is set when it was checked against the source text."""
+    """A numbered source the text cites."""
 
     model_config = _CONFIG
 
@@ -34,9 +34,7 @@ class Reference(BaseModel):
     title: str
     """One line; empty when the source has none."""
     verified: bool
-    """Whether a quote the answer rests on was found in the source's text."""
-    quote: str | None = None
-    """The verified quote, whitespace normalised; null on unverified references."""
+    """Whether a model read the passage and judged that it supports the answer citing it."""
 
 
 class Consulted(BaseModel):

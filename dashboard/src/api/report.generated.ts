@@ -16,7 +16,7 @@ export interface Missing {
   error: string;
 }
 
-/** A numbered source the text cites. `quote` is set when it was checked against the source text. */
+/** A numbered source the text cites. */
 export interface Reference {
   /** The number the text's `[n]` markers use. */
   n: number;
@@ -25,10 +25,8 @@ export interface Reference {
   kind: "url" | "path";
   /** One line; empty when the source has none. */
   title: string;
-  /** Whether a quote the answer rests on was found in the source's text. */
+  /** Whether a model read the passage and judged that it supports the answer citing it. */
   verified: boolean;
-  /** The verified quote, whitespace normalised; null on unverified references. */
-  quote: string | null;
 }
 
 /**
