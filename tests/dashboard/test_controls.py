@@ -59,6 +59,38 @@ def test_the_new_project_form_shows_the_profiles_options_and_sends_only_what_the
     assert problems.errors == []
 
 
+def test_the_form_sends_a_language_model_and_offline_only_when_the_user_sets_them(
+    page: Any, live_server: Any, problems: Any
+) -> None:
+    sent: list[dict[str, Any]] = []
+    page.on(
+        "request",
+        lambda r: sent.append(r.post_data_json) if r.method == "POST" and r.url.endswith("/api/projects") else None,
+    )
+    page.goto(live_server.url)
+    page.get_by_test_id("new-project").click()
+    dialog = page.get_by_test_id("new-project-dialog")
+    dialog.locator("textarea[name=goal]").fill("Choices: the user sets them")
+    dialog.locator("select[name=profile]").select_option("general_agent")
+    dialog.locator("input[name=language]").fill("de")
+    dialog.locator("input[name=model]").fill("scripted")
+    dialog.locator("input[name=offline]").check()
+    dialog.locator("input[name=max_depth]").fill("0")
+    dialog.locator("input[name=max_depth]").fill("1")  # changed, then back to the profile's
+    dialog.get_by_role("button", name="Start research").click()
+    expect(dialog).to_be_hidden()
+    wait_completed(page)
+
+    assert [body["config"] for body in sent] == [{"language": "de", "model": "scripted", "offline": True}]
+    (project_id,) = page.get_by_test_id("project-item").evaluate_all(
+        "els => els.filter(e => e.textContent.includes('Choices: the user sets them')).map(e => e.dataset.projectId)"
+    )
+    stored = project_json(live_server.url, project_id)
+    assert stored["choices"] == {"model": "scripted", "offline": True, "docs": None}
+    assert stored["settings"]["language"] == "de" and stored["settings"]["max_depth"] == 1  # the profile's
+    assert problems.errors == []
+
+
 def test_the_top_bar_counts_live_while_a_project_runs(page: Any, live_server: Any, problems: Any) -> None:
     page.goto(live_server.url)
     create_project(page, "Live totals: survey qubit vendors", review="root")

@@ -92,6 +92,40 @@ export function NewProjectDialog({ onClose, onCreated }: { onClose: () => void; 
           Documents folder <span className="muted">(optional, on the server)</span>
           <input name="docs" placeholder="/path/to/docs" value={docs} onChange={(e) => setDocs(e.target.value)} />
         </label>
+        <div className="form-row">
+          <label>
+            Model <span className="muted">(optional)</span>
+            <input
+              name="model"
+              placeholder="the server's"
+              title="e.g. local, openai:gpt-4o-mini (the server must have its key)"
+              value={options.model}
+              onChange={(e) => setChanged({ ...changed, model: e.target.value })}
+            />
+          </label>
+          <label>
+            Language <span className="muted">(optional)</span>
+            <input
+              name="language"
+              placeholder="the goal's"
+              title="the language every agent writes in, e.g. de, fr, pt-BR"
+              value={options.language}
+              onChange={(e) => setChanged({ ...changed, language: e.target.value })}
+            />
+          </label>
+          <label className="checkbox">
+            <span>
+              <input
+                name="offline"
+                type="checkbox"
+                checked={options.offline}
+                onChange={(e) => setChanged({ ...changed, offline: e.target.checked })}
+              />{" "}
+              Offline
+            </span>
+            <span className="muted">no web search</span>
+          </label>
+        </div>
         {error && <div className="form-error" role="alert">{error}</div>}
         <div className="modal-actions">
           <button type="button" onClick={onClose}>
