@@ -17,7 +17,6 @@ from sentient.settings import EngineSettings
 from sentient.store import ProjectStore
 
 GERMAN = "Write all of your text in German (Deutsch)"
-GOALS_LANGUAGE = "Write all of your text in the language of the overall goal"
 GOAL = "Compare how asyncio and threads run concurrent work"
 
 
@@ -76,12 +75,14 @@ async def test_every_roles_task_ends_with_the_runs_language(make_agent) -> None:
         assert call.request.prompt.rstrip().splitlines()[-1].startswith(GERMAN), call.request.agent
 
 
-async def test_without_a_language_each_task_says_to_write_in_the_goals(make_agent) -> None:
+@pytest.mark.parametrize("language", [None, "en", "en-GB"])
+async def test_a_run_in_the_tasks_own_language_gets_the_tasks_as_written(make_agent, language: str | None) -> None:
+    """No language (the model follows the goal's), or the language agents.yaml is written in."""
     model = ScriptedModel()
-    await make_agent(model, answer_first=False).arun("What does yield do?", write_files=False)
+    await make_agent(model, answer_first=False, language=language).arun("What does yield do?", write_files=False)
 
     assert model.calls
-    assert all(GOALS_LANGUAGE in call.request.prompt for call in model.calls)
+    assert not any("Write all of your text in" in call.request.prompt for call in model.calls)
 
 
 async def test_the_detected_language_is_stored_and_a_resume_writes_in_it(make_agent, tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sentient.agents.prompts import ReportSize, TaskTemplates
 from sentient.exceptions import ConfigError
 from sentient.graph.node import TaskType
+from sentient.language import check_language
 from sentient.settings import EngineSettings, ReportLength
 
 
@@ -49,6 +50,15 @@ class AgentsFile(BaseModel):
         description="How large a report is, per value of the report_length setting."
     )
     tasks: TaskTemplates = Field(description="The task of each kind of agent call, with $parameters.")
+    tasks_language: str = Field(
+        "en",
+        description="The language the instructions and tasks are written in: a run in another gets tasks.language.",
+    )
+
+    @field_validator("tasks_language")
+    @classmethod
+    def _a_language(cls, tag: str) -> str:
+        return check_language(tag)
 
     @field_validator("report_lengths")
     @classmethod

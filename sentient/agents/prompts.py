@@ -4,9 +4,9 @@ The system prompt is an agent's ``instructions``; the context (overall goal, anc
 dependency results, sources) is rendered by the ContextBuilder; the task is one of the
 ``tasks:`` templates of ``agents.yaml``, filled with ``$parameters``. Nothing here writes prompt
 prose or a length: lengths are parameters too (``lengths:`` for answers, ``report_lengths:`` for
-a report of the size the run's ``report_length`` setting names). Every task ends with the run's
-language instruction (the ``language`` template, or ``language_of_goal`` when the run has none), so
-each role writes in it.
+a report of the size the run's ``report_length`` setting names). When the run's language is not the
+one the tasks are written in (``tasks_language:``), every task ends with the ``language`` template,
+so each role writes in it; otherwise the tasks are as written.
 """
 
 from __future__ import annotations
@@ -42,7 +42,6 @@ TEMPLATE_PARAMETERS: dict[str, frozenset[str]] = {
     "write_section": frozenset({"goal"}),
     "assemble": frozenset({"goal", "count"}),
     "language": frozenset({"language"}),
-    "language_of_goal": frozenset(),
 }
 
 
@@ -89,7 +88,6 @@ class TaskTemplates(BaseModel):
     assemble: str
     support_each: str
     language: str
-    language_of_goal: str
 
     @field_validator("*")
     @classmethod
@@ -132,12 +130,16 @@ class Prompts:
     templates: TaskTemplates
     lengths: Mapping[str, str | int]
     report_lengths: Mapping[ReportLength, ReportSize]
+    tasks_language: str = "en"
 
     def for_run(self, report_length: ReportLength | int | None, language: str | None = None) -> TaskPrompts:
         """The tasks of one run: its report (if it writes one) of the size ``report_length`` names,
         or of about that many words (the standard size when it is not set), all written in
-        ``language`` (a tag such as ``de``; None: in the language of the goal)."""
-        return TaskPrompts(self.templates, self.lengths, self.report_size(report_length), language)
+        ``language`` (a tag such as ``de``; None: the model follows the goal's language)."""
+        written_in = _primary(language) == _primary(self.tasks_language)
+        return TaskPrompts(
+            self.templates, self.lengths, self.report_size(report_length), None if written_in else language
+        )
 
     def report_size(self, report_length: ReportLength | int | None) -> ReportSize:
         if report_length is None:
@@ -158,15 +160,15 @@ class TaskPrompts:
     language: str | None = None
 
     def _render(self, name: str, **values: Any) -> str:
-        """The task ``name``, then the run's language instruction: every role's task ends with it."""
+        """The task ``name``, then the run's language instruction when it has one."""
         params = {**self.lengths, **self.size.model_dump(), **values}
         task = Template(getattr(self.templates, name)).substitute(params)
-        return f"{task}\n\n{self.language_instruction()}"
-
-    def language_instruction(self) -> str:
         if self.language is None:
-            return Template(self.templates.language_of_goal).substitute(self.lengths)
-        return Template(self.templates.language).substitute({**self.lengths, "language": language_name(self.language)})
+            return task
+        instruction = Template(self.templates.language).substitute(
+            {**self.lengths, "language": language_name(self.language)}
+        )
+        return f"{task}\n\n{instruction}"
 
     # -- answers -------------------------------------------------------------------------
 
@@ -239,3 +241,8 @@ def _render_plan(subtasks: Sequence[object]) -> str:
         after = f" (after {', '.join(map(str, deps))})" if deps else ""
         lines.append(f"{i}. [{getattr(sub, 'task_type', '')}] {getattr(sub, 'goal', '')}{after}")
     return "\n".join(lines)
+
+
+def _primary(tag: str | None) -> str | None:
+    """A language tag's language alone: ``pt`` of ``pt-BR``."""
+    return tag.split("-")[0].casefold() if tag else None

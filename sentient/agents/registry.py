@@ -109,7 +109,7 @@ def _prompts(path: Path, parsed: AgentsFile) -> Prompts:
             field=f"tasks.{name}",
             fix="use the task's own parameters or a name defined under lengths:; write a literal $ as $$.",
         )
-    return Prompts(parsed.tasks, dict(parsed.lengths), dict(parsed.report_lengths))
+    return Prompts(parsed.tasks, dict(parsed.lengths), dict(parsed.report_lengths), parsed.tasks_language)
 
 
 def _index_agents(path: Path, parsed: AgentsFile) -> dict[str, AgentConfig]:

@@ -85,7 +85,7 @@ def test_the_atomizers_criteria_are_its_system_prompt_not_each_calls_task() -> N
 
     assert "Most questions are one step" in atomizer.instructions
     assert "Most questions" not in task and "for example" not in task
-    assert task.split("\n\n")[-2].endswith('otherwise {"is_atomic": false}.')  # the language instruction follows
+    assert task.endswith('otherwise {"is_atomic": false}.')
 
 
 def test_every_profile_slot_holds_an_agent_of_its_role() -> None:
