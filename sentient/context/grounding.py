@@ -31,14 +31,8 @@ MAX_JUDGED = 3  # cited passages shown to one verifier call
 
 
 class Verdict(BaseModel):
-    """The verifier's reading of the cited passages: first what they say the answer is, in its own
-    words, then whether that is the answer given (reading before judging, so that a passage that
-    only shares words with the question is not taken for one that answers it)."""
+    """The verifier's reading of the cited passages."""
 
-    sources_say: str = Field(
-        max_length=160,
-        description="What the passages say the answer to the question is, in a few words; empty if they do not say.",
-    )
     supports: bool = Field(
         description="true only if the passages state the answer to the question (in any words or language); "
         "false if they are about something else, only share words with the question, or contradict the answer."

@@ -56,13 +56,13 @@ def verdicts(*answers: bool | int):
             assert isinstance(answer, int) and not isinstance(answer, bool), "a second reading was not expected"
             return {"source": answer}
         assert isinstance(answer, bool), "a verdict was expected"
-        return Verdict(sources_say="", supports=answer)
+        return Verdict(supports=answer)
 
     return verifier
 
 
 async def test_a_question_is_answered_from_one_search_and_its_passage_read_by_the_verifier(make_agent) -> None:
-    model = ScriptedModel(script={"executor": from_first_source, "verifier": Verdict(sources_say="It does.", supports=True)})
+    model = ScriptedModel(script={"executor": from_first_source, "verifier": Verdict(supports=True)})
     result = await make_agent(model, profile="general_agent").arun(GOAL, write_files=False)
 
     assert result.status == "completed" and len(result.graph) == 1
@@ -191,7 +191,7 @@ async def test_an_answer_that_is_only_a_citation_number_is_refused_by_its_schema
     def executor(request: FakeRequest) -> dict:
         return {"answer": next(answers), "source": 1}
 
-    model = ScriptedModel(grammar=grammar, script={"executor": executor, "verifier": Verdict(sources_say="It does.", supports=True)})
+    model = ScriptedModel(grammar=grammar, script={"executor": executor, "verifier": Verdict(supports=True)})
     result = await make_agent(model, profile="general_agent").arun(GOAL, write_files=False)
     _, second = model.calls_for(role="executor")
     assert "only a citation number" in second.request.prompt  # the validation error is fed back
@@ -355,7 +355,7 @@ async def test_a_question_in_another_language_is_answered_and_cited_from_its_doc
 ) -> None:
     for name, text in files.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
-    model = ScriptedModel(script={"executor": from_first_source, "verifier": Verdict(sources_say="It does.", supports=True)})
+    model = ScriptedModel(script={"executor": from_first_source, "verifier": Verdict(supports=True)})
     agent = ProfiledSentientAgent.create_with_profile(
         "general_agent", settings=settings, model=model, docs=DocsIndex.from_folder(tmp_path)
     )

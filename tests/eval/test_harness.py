@@ -47,7 +47,7 @@ def team_executor(request: FakeRequest) -> Any:
 
 def no_passage_states_the_direct_answer(request: FakeRequest) -> Any:
     """A verifier that finds the subtasks' passages support them, and no passage for the root's answer."""
-    return {"source": 0} if asks_for(request, "source") else Verdict(sources_say="teal", supports=True)
+    return {"source": 0} if asks_for(request, "source") else Verdict(supports=True)
 
 
 def losing_team() -> ScriptedModel:

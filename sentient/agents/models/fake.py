@@ -132,7 +132,7 @@ def default_response(request: FakeRequest) -> Output:
             return Supported(supported=listed_sources(request.prompt))
         if asks_for(request, "source"):  # its second reading finds no passage the executor missed
             return {"source": 0}
-        return Verdict(sources_say=request.goal, supports=True)
+        return Verdict(supports=True)
     return executor_answer(request, f"Result of {request.task_id}: {request.goal}")
 
 
