@@ -82,6 +82,17 @@ def build_parser() -> argparse.ArgumentParser:
     resume.add_argument("--review", action="store_true", help="approve, edit or reject each plan in the terminal")
     _add_run_options(resume)
 
+    rerun = commands.add_parser(
+        "rerun", help="run one task of a project again: its executor, or its planner with --replan"
+    )
+    rerun.add_argument("project_id", help="the project (see: sentient projects list)")
+    rerun.add_argument("node_id", help="the task to run again, e.g. root.1 (see: sentient projects show ID)")
+    rerun.add_argument("--replan", action="store_true", help="plan the task again: its subtasks are rebuilt")
+    rerun.add_argument("--instructions", metavar="TEXT", help="what the task's agents should do differently")
+    rerun.add_argument("--docs", type=Path, help="folder of documents to research (default: the project's)")
+    rerun.add_argument("--review", action="store_true", help="approve, edit or reject each plan in the terminal")
+    _add_run_options(rerun)
+
     commands.add_parser("profiles", help="list the available profiles")
     add_projects_parser(commands)
     add_serve_parser(commands)
@@ -151,11 +162,11 @@ def _list_profiles(settings: Settings, out: Console) -> int:
 
 
 def _run(args: argparse.Namespace, settings: Settings, err: Console) -> int:
-    """``sentient run`` and ``sentient resume``: one run with the live display, persisted as it goes.
+    """``sentient run``, ``resume`` and ``rerun``: one run with the live display, persisted as it goes.
 
     Everything the user gave is checked before the store or a model is touched.
     """
-    resuming = args.command == "resume"
+    resuming = args.command in ("resume", "rerun")  # a rerun is a resume with one task reset first
     if args.offline:
         settings = settings.model_copy(update={"offline": True})
     if not resuming:
@@ -207,6 +218,8 @@ def _run(args: argparse.Namespace, settings: Settings, err: Console) -> int:
                 reviewer=reviewer,
                 agent_timeout_s=args.call_timeout,
             )
+            if args.command == "rerun":  # after resume_researcher, which may store the project's options
+                service.request_rerun(project_id, args.node_id, replan=args.replan, instructions=args.instructions)
             out_dir = settings.results_dir / project_id
             run = service.resume(
                 researcher, project_id, output_dir=out_dir, subscribers=_subs(display), overrides=overrides
@@ -228,7 +241,7 @@ def _run(args: argparse.Namespace, settings: Settings, err: Console) -> int:
             if display is None:
                 result = _run_until_signal(run)
             else:
-                verb = "Resuming" if resuming else "Researching"
+                verb = {"resume": "Resuming", "rerun": f"Re-running {args.node_id} of"}.get(args.command, "Researching")
                 err.print(
                     f"[bold]{verb}:[/] {escape(goal)}  [dim](profile {profile}, project {project_id})[/]",
                     highlight=False,

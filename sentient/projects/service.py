@@ -38,7 +38,7 @@ from sentient.projects.errors import (
 from sentient.projects.rerun import Rerun, forgotten, pending_rerun, request_rerun
 from sentient.projects.researcher import Researcher
 from sentient.projects.reviews import Review, ReviewAnswer
-from sentient.projects.run import RunResult, new_project_id, rerun_project, resume_project, run_project
+from sentient.projects.run import RunResult, new_project_id, resume_project, run_project
 from sentient.projects.settings import merge_settings, stored_settings, with_goal_language
 from sentient.report import Report, build_report, to_markdown
 from sentient.settings import EngineSettings, Settings
@@ -352,34 +352,6 @@ class ProjectService:
         """Store a rerun of one node (:func:`sentient.projects.rerun.request_rerun`); the next resume
         applies it (a server starts one, a worker takes it)."""
         return request_rerun(self.store, project_id, task_id, replan=replan, instructions=instructions)
-
-    async def rerun(
-        self,
-        researcher: Researcher,
-        project_id: str,
-        task_id: str,
-        *,
-        replan: bool = False,
-        instructions: str | None = None,
-        output_dir: Path | None = None,
-        subscribers: Iterable[Subscriber] = (),
-        write_files: bool = True,
-        overrides: Mapping[str, Any] | None = None,
-    ) -> RunResult:
-        """Run one node again (its planner with ``replan``, else its executor) with ``instructions``:
-        its subtree is rebuilt, its ancestors aggregate again, every other node is kept."""
-        return await rerun_project(
-            researcher,
-            project_id,
-            task_id,
-            replan=replan,
-            instructions=instructions,
-            store=self.store,
-            output_dir=output_dir,
-            subscribers=subscribers,
-            write_files=write_files,
-            overrides=overrides or {},
-        )
 
     # -- stopping --------------------------------------------------------------------------
 

@@ -355,3 +355,32 @@ def test_a_dead_owner_shows_interrupted_ids_stay_whole_and_control_characters_ar
     for out in (shown.stdout, sandbox.run("projects", "list", COLUMNS="200").stdout):
         assert "\x1b" not in out and "\x07" not in out
     assert "\\x1b[31mred\\x1b[0m goal\\x07" in shown.stdout
+
+
+# -- re-running one task ---------------------------------------------------------------------------
+
+
+def test_rerun_runs_one_task_again_with_instructions_and_refuses_the_root_in_one_line(sandbox: Sandbox) -> None:
+    from test_cli import REPORT_GOAL
+
+    assert sandbox.run("run", REPORT_GOAL, "--docs", str(sandbox.docs), "--json").returncode == 0
+    [project] = stored(sandbox)
+    with ProjectStore.open(sandbox.results) as store:
+        leaf = next(n for n in store.load_graph(project.project_id) if n.parent_id and not n.children)
+        before = len(store.calls(project.project_id))
+
+    proc = sandbox.run("rerun", project.project_id, leaf.task_id, "--instructions", "Quote the tuples page.", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["status"] == "completed"
+    with ProjectStore.open(sandbox.results) as store:
+        new = store.calls(project.project_id)[before:]
+        graph = store.load_graph(project.project_id)
+    asked = {c["task_id"] for c in new}
+    assert leaf.task_id in asked and asked <= {leaf.task_id, *(a.task_id for a in graph.ancestors(leaf.task_id))}
+    executor = [c for c in new if c["task_id"] == leaf.task_id and c["role"] == "executor"]
+    assert executor and all("Quote the tuples page." in c["prompt"] for c in executor)
+
+    line = one_line_error(sandbox.run("rerun", project.project_id, "root", "--replan"))
+    assert "the root is the whole project" in line
+    line = one_line_error(sandbox.run("rerun", project.project_id, "root.77"))
+    assert "root.77" in line
