@@ -15,7 +15,7 @@ from sentient.projects import ReviewAnswer
 from sentient.settings import EngineSettings
 
 from .responses import ReportResponse
-from .schemas import PROJECT_ID_PATTERN, CreateProject, ExecuteProject
+from .schemas import PROJECT_ID_PATTERN, CreateProject, ExecuteProject, RerunNode
 
 _REF = "#/components/schemas/{model}"
 
@@ -118,7 +118,7 @@ def openapi_document(version: str, profiles: list[str] | None = None) -> dict[st
                         "pending_reviews": {"type": "integer"},
                     },
                 },
-                **_schemas(CreateProject, ExecuteProject, ReviewAnswer, EngineSettings),
+                **_schemas(CreateProject, ExecuteProject, RerunNode, ReviewAnswer, EngineSettings),
                 **_schemas(ReportResponse, mode="serialization"),
             },
         },
@@ -162,6 +162,20 @@ def openapi_document(version: str, profiles: list[str] | None = None) -> dict[st
                     {"name": "node_id", "in": "path", "required": True, "schema": {"type": "string"}},
                 ],
                 "get": _op("A node with its agent calls and reviews"),
+            },
+            "/api/projects/{project_id}/nodes/{node_id}/rerun": {
+                "parameters": [
+                    project_id,
+                    {"name": "node_id", "in": "path", "required": True, "schema": {"type": "string"}},
+                ],
+                "post": _op(
+                    "Re-run (or re-plan) one node: its subtree is rebuilt, its ancestors aggregate again",
+                    202,
+                    "RerunNode",
+                    optional_body=True,
+                    result=project,
+                    conflict=True,
+                ),
             },
             "/api/projects/{project_id}/report": {
                 "parameters": [

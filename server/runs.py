@@ -208,6 +208,20 @@ class RunManager:
                 self._start(project_id, self.service.resume_mode(project_id))
             return self.project(project_id)
 
+    def rerun(
+        self, project_id: str, task_id: str, *, replan: bool = False, instructions: str | None = None
+    ) -> ProjectResponse:
+        """Run one node of a project that ran again (its subtree rebuilt, its ancestors aggregated
+        again), as a resume that applies the stored rerun first; 409 while it runs, 400 for the root."""
+        self.record(project_id)
+        with self._project_lock(project_id):
+            self._wait_if_finishing(project_id)
+            with self._lock:
+                self._refuse_if_running(project_id)
+                self.service.request_rerun(project_id, task_id, replan=replan, instructions=instructions)
+                self._start(project_id, "resume")
+            return self.project(project_id)
+
     def cancel(self, project_id: str) -> ProjectResponse:
         """Ask the run to stop; the project ends ``cancelled`` (announced by ``project_completed``).
 

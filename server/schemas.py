@@ -76,6 +76,14 @@ class ExecuteProject(_Body):
     profile: ProfileName | None = None
 
 
+class RerunNode(_Body):
+    """``POST /api/projects/{id}/nodes/{node_id}/rerun``: plan the node again (``replan``) or
+    execute it again, with ``instructions`` for its agents."""
+
+    replan: bool = False
+    instructions: Annotated[str, StringConstraints(strip_whitespace=True, max_length=4000)] | None = None
+
+
 class HitlResponse(ReviewAnswer):
     """The ``hitl_response`` event: an answer to the review ``review_id``."""
 

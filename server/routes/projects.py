@@ -1,4 +1,4 @@
-"""Projects: create, list, read, execute, cancel, resume, delete; graph, nodes, report, reviews."""
+"""Projects: create, list, read, execute, cancel, resume, delete; graph, nodes (re-run one), report, reviews."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from sentient.store import ProjectStatus
 from ..errors import bad_request, not_found
 from ..headers import REPORT_CSP
 from ..responses import NodeDetail, ProjectList, ReportResponse, ReviewList, ReviewResponse
-from ..schemas import CreateProject, ExecuteProject, valid_node_id
+from ..schemas import CreateProject, ExecuteProject, RerunNode, valid_node_id
 from . import as_json, parse_body, services
 
 bp = Blueprint("projects", __name__, url_prefix="/api/projects")
@@ -78,6 +78,16 @@ def node(project_id: str, node_id: str) -> Any:
     return as_json(
         NodeDetail(node=found, calls=service.calls(project_id, node_id), reviews=service.reviews(project_id, node_id))
     )
+
+
+@bp.post("/<project_id>/nodes/<node_id>/rerun")
+def rerun(project_id: str, node_id: str) -> Any:
+    runs = services().runs
+    runs.record(project_id)
+    if not valid_node_id(node_id):
+        raise not_found("node", node_id)
+    body = parse_body(RerunNode, optional=True)
+    return as_json(runs.rerun(project_id, node_id, replan=body.replan, instructions=body.instructions), 202)
 
 
 @bp.get("/<project_id>/report")

@@ -289,6 +289,46 @@ def test_cancel_then_resume_keeps_finished_nodes(
     del FakeRequest
 
 
+def test_rerun_of_one_node_runs_it_again_with_instructions_and_refuses_what_makes_no_sense(
+    make_app: Any, server_settings: ServerSettings
+) -> None:
+    from sentient.agents.models.fake import ScriptedModel
+
+    model = ScriptedModel(latency=0.005)
+    client = make_app(_with_model(server_settings, model)).test_client()
+    pid = create(client, profile="general_agent")["project_id"]
+    assert_error(client.post(f"/api/projects/{pid}/nodes/root.0/rerun"), 409, "conflict", "not run yet")
+    assert run_to_end(client, pid)["status"] == "completed"
+    kept = client.get(f"/api/projects/{pid}/graph").get_json()["nodes"]["root.1"]["result"]
+
+    model.latency = lambda r: 30.0 if r.task_id == "root.0" and r.role == "executor" else 0.005
+    before = len(model.calls)
+    body = {"replan": False, "instructions": "Cite the event loop page."}
+    started = client.post(f"/api/projects/{pid}/nodes/root.0/rerun", json=body)
+    assert started.status_code == 202, started.get_json()
+    wait_for(
+        lambda: [c for c in model.calls[before:] if c.request.task_id == "root.0"], what="the re-run executor call"
+    )
+    assert_error(client.post(f"/api/projects/{pid}/nodes/root.1/rerun"), 409, "conflict", "running")
+    assert client.post(f"/api/projects/{pid}/cancel").status_code == 202
+    wait_status(client, pid, {"cancelled"})
+
+    model.latency = 0.005
+    before = len(model.calls)
+    assert client.post(f"/api/projects/{pid}/resume").status_code == 202  # the interrupted rerun goes on
+    assert wait_status(client, pid, {"completed", "failed"})["status"] == "completed"
+    again = model.calls[before:]
+    assert {c.request.task_id for c in again} == {"root.0", "root"}
+    assert all("Cite the event loop page." in c.request.prompt for c in again if c.request.role == "executor")
+    assert client.get(f"/api/projects/{pid}/graph").get_json()["nodes"]["root.1"]["result"] == kept
+
+    assert_error(client.post(f"/api/projects/{pid}/nodes/root/rerun", json={"replan": True}), 400, None, "whole")
+    assert_error(client.post(f"/api/projects/{pid}/nodes/root.9/rerun"), 404, "not_found")
+    assert_error(client.post(f"/api/projects/{pid}/nodes/root.0/rerun", json={"replan": "yes please"}), 400)
+    assert_error(client.post(f"/api/projects/{pid}/nodes/root.0/rerun", json={"instruction": "x"}), 400)
+    assert_error(client.post("/api/projects/nope/nodes/root.0/rerun"), 404, "not_found")
+
+
 def test_delete_cancels_a_running_project_first(make_app: Any, server_settings: ServerSettings) -> None:
     from sentient.agents.models.fake import ScriptedModel
 
