@@ -92,6 +92,8 @@ export const api = {
   execute: (id: string) => request<Project>("POST", `/api/projects/${enc(id)}/execute`, {}),
   cancel: (id: string) => request<Project>("POST", `/api/projects/${enc(id)}/cancel`, {}),
   resume: (id: string) => request<Project>("POST", `/api/projects/${enc(id)}/resume`, {}),
+  rerun: (id: string, nodeId: string, body: { replan: boolean; instructions: string | null }) =>
+    request<Project>("POST", `/api/projects/${enc(id)}/nodes/${enc(nodeId)}/rerun`, body),
   remove: (id: string) => request<{ deleted: string }>("DELETE", `/api/projects/${enc(id)}`),
   graph: (id: string) => request<Graph & { project_id: string }>("GET", `/api/projects/${enc(id)}/graph`),
   node: (id: string, nodeId: string) =>

@@ -8,6 +8,7 @@ import { clock, cost, count, errorText, seconds } from "../format";
 import { statusColour } from "../graph/export";
 import { useStore } from "../state/store";
 import { Markdown } from "./Markdown";
+import { canRerun, RerunPanel } from "./RerunPanel";
 
 function Timeline({ node }: { node: TaskNode }) {
   const start = node.history[0]?.at ?? 0;
@@ -59,6 +60,7 @@ export function Inspector() {
   const projectId = useStore((s) => s.currentId);
   const node = useStore((s) => (s.selected ? s.graph.nodes.get(s.selected) : undefined));
   const select = useStore((s) => s.select);
+  const projectStatus = useStore((s) => s.project?.status);
   const [detail, setDetail] = useState<NodeDetail | null>(null);
   const [error, setError] = useState<string | null>(null);
 
@@ -164,6 +166,7 @@ export function Inspector() {
           </ol>
         </section>
       )}
+      {projectId && canRerun(node, projectStatus) && <RerunPanel projectId={projectId} node={node} />}
       <section>
         <h4>Agent calls</h4>
         {error && <div className="error-box">{error}</div>}
