@@ -12,9 +12,7 @@ from sentient.graph.task_graph import TaskGraph
 from sentient.report import Report, build_report, to_markdown
 from sentient.report.html import to_html
 
-LISTS = Source(
-    ref="/docs/lists.md", title="Lists\nand more", snippet="...", verified=True
-)
+LISTS = Source(ref="/docs/lists.md", title="Lists\nand more", snippet="...", verified=True)
 TUPLES = Source(ref="https://docs.python.org/3/tuples", title="Tuples", snippet="...")
 HASH = Source(ref="/docs/hash.md", snippet="...", verified=False)
 
