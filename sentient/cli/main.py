@@ -241,7 +241,9 @@ def _run(args: argparse.Namespace, settings: Settings, err: Console) -> int:
             if display is None:
                 result = _run_until_signal(run)
             else:
-                verb = {"resume": "Resuming", "rerun": f"Re-running {args.node_id} of"}.get(args.command, "Researching")
+                verb = {"resume": "Resuming", "rerun": f"Re-running {getattr(args, 'node_id', '')} of"}.get(
+                    args.command, "Researching"
+                )
                 err.print(
                     f"[bold]{verb}:[/] {escape(goal)}  [dim](profile {profile}, project {project_id})[/]",
                     highlight=False,
