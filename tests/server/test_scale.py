@@ -153,7 +153,9 @@ def test_two_workers_on_one_hosted_key_keep_its_concurrency_cap_together(
 def test_two_workers_on_one_hosted_key_keep_its_requests_per_minute_together(
     cluster: Callable[..., Cluster], tmp_path: Path
 ) -> None:
-    rpm = 6  # six requests saved, then one every 10 s; a project here makes five (no second look)
+    # Eight requests saved, then one every 7.5 s. A project here makes seven (its plan, two steps and the
+    # verifier's reading of each, the aggregation and its reading): one alone cannot spend the key, two must wait.
+    rpm = 8
     user_config = tmp_path / "config.yaml"
     user_config.write_text(f"providers:\n  openai-compatible:\n    requests_per_minute: {rpm}\n")
     with chaos_server() as provider:
@@ -170,10 +172,10 @@ def test_two_workers_on_one_hosted_key_keep_its_requests_per_minute_together(
             for name in ("w1", "w2")
         ]
         built.wait_listening(3)  # the web process and both workers
-        goals = [f"Explain how asyncio schedules tasks ({n})." for n in range(2)]  # planned at once: five requests
+        goals = [f"Explain how asyncio schedules tasks ({n})." for n in range(2)]  # planned at once
         projects = [built.submit(goal, max_subtasks=2) for goal in goals]
         wait_for(lambda: len(provider.spans) >= rpm, 30, "the key's saved requests to be spent")
-        # Each worker alone would have six of its own, and both projects would be done within moments.
+        # Each worker alone would have eight of its own, and both projects would be done within moments.
         time.sleep(3)
         spans = list(provider.spans)
         waiting = [project_id for project_id in projects if built.status(project_id) == "running"]
