@@ -34,6 +34,7 @@ from sentient.projects import (
     RunResult,
     RunStats,
     RunStatus,
+    ask_project,
     check_goal,
     merge_settings,
     new_project_id,
@@ -221,6 +222,37 @@ class ProfiledSentientAgent(Researcher):
             task_id,
             replan=replan,
             instructions=instructions,
+            store=store,
+            output_dir=output_dir,
+            subscribers=subscribers,
+            write_files=write_files,
+            overrides=engine_overrides,
+        )
+
+    async def aask(
+        self,
+        project_id: str,
+        question: str,
+        *,
+        store: ProjectStore,
+        output_dir: Path | None = None,
+        subscribers: Iterable[Subscriber] = (),
+        write_files: bool = True,
+        **engine_overrides: Any,
+    ) -> RunResult:
+        """Ask a follow-up question of a stored project that ran (with the same profile).
+
+        The question is researched as a new project that follows it (its id is the result's
+        ``project_id``), from the project's findings and passages first; it searches again only
+        for what they lack. The project itself is left as it is. An interrupted follow-up
+        continues with :meth:`aresume` of its own id. Raises ProjectNotFoundError, InvalidGoalError
+        (an empty question), ProjectRunningError while the project runs, ProjectStateError before
+        its first run.
+        """
+        return await ask_project(
+            self,
+            project_id,
+            question,
             store=store,
             output_dir=output_dir,
             subscribers=subscribers,

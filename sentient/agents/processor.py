@@ -233,7 +233,8 @@ class AgentProcessor:
         agent = self._profile.executor_for(node.task_type)
         tools = self._toolboxes.get(agent.name)
         try:
-            found = await self._passages.for_task(node, tools)
+            first = node.task_id in self._answering_first
+            found = await self._passages.for_task(node, tools, answering_first=first)
             context = self._context.for_execution(node, found)
             grounded = await self._executed(node, agent, context, tools, sourced=bool(found))
         except AgentError as exc:

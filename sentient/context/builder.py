@@ -3,7 +3,8 @@
 Always included: the overall goal, the ancestor chain, and the user's instructions for the node
 or an ancestor (given when it was re-run, :mod:`sentient.engine.resume`). Then, by priority: the results the
 node depends on (dependencies, or children when aggregating), the sources it may cite, its
-place in the parent's plan, and related knowledge. Over budget, knowledge entries are dropped
+place in the parent's plan, related knowledge, and in a follow-up question's run the related
+findings of the project it follows (:mod:`sentient.context.prior`). Over budget, knowledge entries are dropped
 first (least relevant first), then long results are shortened; every cut is recorded.
 """
 
@@ -15,6 +16,7 @@ from typing import Any
 
 from sentient.context.citations import SourceList, renumber
 from sentient.context.knowledge import KnowledgeStore
+from sentient.context.prior import PriorKnowledge
 from sentient.graph.node import Source, TaskNode
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
@@ -79,12 +81,14 @@ class ContextBuilder:
         token_budget: int,
         knowledge_results: int,
         instructions: Mapping[str, str] | None = None,
+        prior: PriorKnowledge | None = None,
     ) -> None:
         self._graph = graph
         self._knowledge = knowledge
         self._budget = token_budget
         self._knowledge_results = knowledge_results
         self._instructions = dict(instructions or {})  # task id -> what the user asked of it
+        self.prior = prior  # a follow-up question's: what the project it follows holds
 
     # -- per role ----------------------------------------------------------------------------
 
@@ -92,6 +96,7 @@ class ContextBuilder:
         sections = self._frame(node)
         sections += self._dependency_sections(node, SourceList())
         sections += self._knowledge_sections(node)
+        sections += self._prior_sections(node)
         return self._fit(AgentContext(sections))
 
     def for_atomizing(self, node: TaskNode, goal: str, plan_goals: Sequence[str]) -> AgentContext:
@@ -107,6 +112,7 @@ class ContextBuilder:
         for source in found:
             sources.add(source)
         sections += self._knowledge_sections(node)
+        sections += self._prior_sections(node)
         return self._fit(AgentContext(sections, sources=sources.sources))
 
     def for_aggregation(self, node: TaskNode) -> AgentContext:
@@ -184,6 +190,17 @@ class ContextBuilder:
             return []
         entries = self._knowledge.related(node.goal, self._settled_before(node), limit=self._knowledge_results)
         return [Section(f"Related finding ({e.task_id}): {e.goal}", e.result, droppable=True) for e in entries]
+
+    def _prior_sections(self, node: TaskNode) -> list[Section]:
+        if self.prior is None or self._knowledge_results <= 0:
+            return []
+        found = self.prior.findings(node.goal, self._knowledge_results)
+        return [
+            Section(
+                f"Finding of the project this question follows up ({f.task_id}): {f.goal}", f.result, droppable=True
+            )
+            for f in found
+        ]
 
     def _settled_before(self, node: TaskNode) -> set[str]:
         """Tasks certain to have finished before ``node`` starts, whatever the timing: the work

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,14 +123,20 @@ class KnowledgeStore:
         return len(self._rows())
 
 
-def _ranked(query: str, rows: list[dict[str, Any]], limit: int) -> list[KnowledgeEntry]:
-    """``rows`` scored by the rare words they share with ``query`` (summed IDF over ``rows``), best first."""
+def shared_word_scores(query: str, texts: Sequence[str]) -> list[float]:
+    """How much each of ``texts`` shares with ``query``: the IDF (over ``texts``) of the rare words
+    they share, summed; 0 for a text that shares none."""
     query_terms = _terms(query)
-    entry_terms = [_terms(f"{r['goal']} {r['result']}") & query_terms for r in rows]
-    freq = Counter(t for terms in entry_terms for t in terms)
+    text_terms = [_terms(text) & query_terms for text in texts]
+    freq = Counter(t for terms in text_terms for t in terms)
+    return [sum(math.log(1 + len(texts) / freq[t]) for t in terms) for terms in text_terms]
+
+
+def _ranked(query: str, rows: list[dict[str, Any]], limit: int) -> list[KnowledgeEntry]:
+    """``rows`` scored by the rare words they share with ``query`` (:func:`shared_word_scores`), best first."""
+    scores = shared_word_scores(query, [f"{r['goal']} {r['result']}" for r in rows])
     scored = []
-    for row, terms in zip(rows, entry_terms, strict=True):
-        score = sum(math.log(1 + len(rows) / freq[t]) for t in terms)
+    for row, score in zip(rows, scores, strict=True):
         if score > 0:
             scored.append((-score, row["task_id"], row))
     scored.sort(key=lambda item: item[:2])

@@ -1,5 +1,5 @@
-"""The project lifecycle as one service: create, run, resume, re-run one node, cancel, delete, review
-answers, report, export, list.
+"""The project lifecycle as one service: create, run, resume, re-run one node, ask a follow-up
+question, cancel, delete, review answers, report, export, list.
 
 No web or command-line code here: the Python API (:mod:`sentient.api`), the CLI and the server
 are adapters over :class:`ProjectService`, and map :mod:`sentient.projects.errors` to what their
@@ -24,6 +24,7 @@ from sentient.projects.run import (
     RunResult,
     RunStats,
     RunStatus,
+    ask_project,
     check_goal,
     new_project_id,
     rerun_project,
@@ -53,6 +54,7 @@ __all__ = [
     "RunStats",
     "RunStatus",
     "UnusablePlanError",
+    "ask_project",
     "check_goal",
     "merge_settings",
     "new_project_id",

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import re
 import time
-import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -18,6 +16,7 @@ from sentient.agents.runner import AgentRunner
 from sentient.budget import Budget, Spent
 from sentient.context.builder import ContextBuilder
 from sentient.context.knowledge import KnowledgeStore
+from sentient.context.prior import PriorKnowledge
 from sentient.engine.resume import prepare_rerun, prepare_resume
 from sentient.engine.scheduler import ExecutionEngine
 from sentient.events import EventBus, RunFinished, RunStarted, Subscriber, snapshot
@@ -26,6 +25,8 @@ from sentient.graph.node import NodeType, TaskType
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
 from sentient.projects.errors import ProjectCompletedError
+from sentient.projects.followups import create_followup, prior_knowledge
+from sentient.projects.ids import new_project_id
 from sentient.projects.rerun import Rerun, applied, instructions_of, pending_rerun, request_rerun
 from sentient.projects.researcher import Researcher
 from sentient.projects.settings import merge_settings, with_goal_language
@@ -100,6 +101,7 @@ class ProjectRun:
         *,
         rerun: Rerun | None = None,
         instructions: Mapping[str, str] | None = None,
+        prior: PriorKnowledge | None = None,
     ) -> None:
         self.researcher = researcher
         self.project_id = project_id
@@ -118,6 +120,7 @@ class ProjectRun:
         self._engine: ExecutionEngine | None = None
         self.rerun = rerun  # applied to the graph first
         self.instructions = dict(instructions or {})  # task id -> the user's instructions for it
+        self.prior = prior  # a follow-up question's: what the project it follows holds
         if self.writer is not None:
             self.bus.subscribe(self.writer)
         for subscriber in subscribers:
@@ -191,7 +194,7 @@ class ProjectRun:
             local_timeout_s=settings.local_timeout_s,
         )
         context = ContextBuilder(
-            graph, knowledge, settings.context_token_budget, settings.knowledge_results, self.instructions
+            graph, knowledge, settings.context_token_budget, settings.knowledge_results, self.instructions, self.prior
         )
         processor = AgentProcessor(
             graph,
@@ -332,12 +335,6 @@ def spent_before(stored: dict[str, Any], calls: list[dict[str, Any]]) -> Spent:
     return Spent(max(spent.cost_usd, cost), max(spent.requests, requests), spent.elapsed_s)
 
 
-def new_project_id(goal: str) -> str:
-    """A readable, unique, filesystem-safe id: ``20261121-190405-python-asyncio-3f2a9c``."""
-    slug = re.sub(r"[^a-z0-9]+", "-", goal.lower()).strip("-")[:40].strip("-") or "project"
-    return f"{time.strftime('%Y%m%d-%H%M%S')}-{slug}-{uuid.uuid4().hex[:6]}"
-
-
 def write_outputs(out_dir: Path, graph: TaskGraph, trace: TraceRecorder, report: Report, markdown: str) -> None:
     write_text(out_dir / "report.md", markdown)
     write_text(out_dir / "report.html", to_html(report))
@@ -361,16 +358,19 @@ async def run_project(
     goal = check_goal(goal)
     settings = with_goal_language(settings, goal)
     project_id = check_project_id(project_id) if project_id else new_project_id(goal)
+    prior = None
     if store is not None:
         try:
-            store.get_project(project_id)
+            options = store.get_project(project_id).options
         except ProjectNotFoundError:
             store.create_project(
                 project_id, goal, researcher.profile.name, settings.model_dump(mode="json"), researcher.options()
             )
+        else:
+            prior = prior_knowledge(store, options)  # a follow-up's: created by the service beforehand
     graph = TaskGraph()
     graph.add_root(goal, TaskType.SEARCH, NodeType.PLAN)
-    run = ProjectRun(researcher, project_id, graph, settings, store, output_dir, write_files, subscribers)
+    run = ProjectRun(researcher, project_id, graph, settings, store, output_dir, write_files, subscribers, prior=prior)
     return await run.execute(resume=False)
 
 
@@ -422,6 +422,7 @@ async def resume_project(
         subscribers,
         rerun=rerun,
         instructions=instructions_of(record.options),
+        prior=prior_knowledge(store, record.options),
     )
     calls = store.calls(project_id)
     run.trace.restore(calls)
@@ -450,6 +451,40 @@ async def rerun_project(
     return await resume_project(
         researcher,
         project_id,
+        store=store,
+        output_dir=output_dir,
+        subscribers=subscribers,
+        write_files=write_files,
+        overrides=overrides,
+    )
+
+
+async def ask_project(
+    researcher: Researcher,
+    project_id: str,
+    question: str,
+    *,
+    store: ProjectStore,
+    output_dir: Path | None = None,
+    subscribers: Iterable[Subscriber] = (),
+    write_files: bool = True,
+    overrides: Mapping[str, Any] | None = None,
+) -> RunResult:
+    """Ask a follow-up ``question`` of a project that ran: it is stored as a new project that follows
+    it (:mod:`sentient.projects.followups`), researched from what the project holds first, and
+    searched again only for what that lacks. The project itself is left as it is. An interrupted
+    follow-up continues with a resume of its own id (``RunResult.project_id``)."""
+    profile = store.get_project(project_id).profile
+    if profile != researcher.profile.name:  # checked before the follow-up is stored
+        raise ConfigError(
+            f"project '{project_id}' was run with profile '{profile}', not '{researcher.profile.name}'.",
+            field="profile",
+            fix=f"ask it with profile '{profile}'.",
+        )
+    followup = create_followup(store, project_id, question)
+    return await resume_project(
+        researcher,
+        followup.project_id,
         store=store,
         output_dir=output_dir,
         subscribers=subscribers,

@@ -1,7 +1,7 @@
 """ProjectService: the lifecycle of the projects in one store, for the CLI, the server and the API.
 
-create → execute (or resume, cancel, rerun one node) → report / export → delete, and the answers to the plan
-reviews of its runs; every operation names its project and
+create → execute (or resume, cancel, rerun one node, ask a follow-up question) → report / export →
+delete, and the answers to the plan reviews of its runs; every operation names its project and
 raises the errors of :mod:`sentient.projects.errors`, which each adapter maps once (the server to
 HTTP statuses, the CLI to exit codes). How a run is driven (a terminal's event loop, the server's
 engine thread) is the adapter's; what it runs and what it may run is decided here.
@@ -35,6 +35,7 @@ from sentient.projects.errors import (
     ProjectStateError,
     UnusablePlanError,
 )
+from sentient.projects.followups import create_followup, follows
 from sentient.projects.rerun import Rerun, forgotten, pending_rerun, request_rerun
 from sentient.projects.researcher import Researcher
 from sentient.projects.reviews import Review, ReviewAnswer
@@ -353,6 +354,22 @@ class ProjectService:
         applies it (a server starts one, a worker takes it)."""
         return request_rerun(self.store, project_id, task_id, replan=replan, instructions=instructions)
 
+    # -- follow-up questions -----------------------------------------------------------------
+
+    def ask(self, project_id: str, question: str) -> ProjectRecord:
+        """Store a follow-up question of a project that ran, as a new project (status ``created``) that
+        follows it (:mod:`sentient.projects.followups`); execute it as any project.
+
+        ProjectNotFoundError, InvalidGoalError (an empty question), ProjectRunningError while a live
+        process runs the project, ProjectStateError before its first run.
+        """
+        return create_followup(self.store, project_id, question)
+
+    def followups(self, project_id: str) -> list[ProjectRecord]:
+        """The follow-up questions asked of the project, oldest first."""
+        self.get(project_id)
+        return sorted((p for p in self.list() if follows(p.options) == project_id), key=lambda p: p.created_at)
+
     # -- stopping --------------------------------------------------------------------------
 
     def check_running(self, project_id: str) -> ProjectRecord:
@@ -443,8 +460,14 @@ class ProjectService:
         return record
 
     def delete(self, project_id: str) -> None:
-        """Delete the project and its folder; ProjectRunningError while a live process runs it."""
+        """Delete the project, its follow-up questions and their folders; ProjectRunningError while
+        a live process runs one of them."""
         self.check_stopped(project_id)
+        threads = self.followups(project_id)
+        for followup in threads:
+            self.check_stopped(followup.project_id)
+        for followup in threads:
+            self.delete(followup.project_id)
         folder = self.folder(project_id)
         self.store.delete_project(project_id)
         if folder.is_symlink():
