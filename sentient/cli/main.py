@@ -93,6 +93,15 @@ def build_parser() -> argparse.ArgumentParser:
     rerun.add_argument("--review", action="store_true", help="approve, edit or reject each plan in the terminal")
     _add_run_options(rerun)
 
+    ask = commands.add_parser(
+        "ask", help="ask a follow-up question of a project that ran, answered from what it found first"
+    )
+    ask.add_argument("project_id", help="the project (see: sentient projects list)")
+    ask.add_argument("question", help="the follow-up question, in quotes")
+    ask.add_argument("--docs", type=Path, help="folder of documents to research (default: the project's)")
+    ask.add_argument("--review", action="store_true", help="approve, edit or reject each plan in the terminal")
+    _add_run_options(ask)
+
     commands.add_parser("profiles", help="list the available profiles")
     add_projects_parser(commands)
     add_serve_parser(commands)
@@ -162,11 +171,13 @@ def _list_profiles(settings: Settings, out: Console) -> int:
 
 
 def _run(args: argparse.Namespace, settings: Settings, err: Console) -> int:
-    """``sentient run``, ``resume`` and ``rerun``: one run with the live display, persisted as it goes.
+    """``sentient run``, ``resume``, ``rerun`` and ``ask``: one run with the live display, persisted as it goes.
 
     Everything the user gave is checked before the store or a model is touched.
     """
-    resuming = args.command in ("resume", "rerun")  # a rerun is a resume with one task reset first
+    # A rerun is a resume with one task reset first; a follow-up question, a resume of the new
+    # project that follows the one asked (stored now, with its options).
+    resuming = args.command in ("resume", "rerun", "ask")
     if args.offline:
         settings = settings.model_copy(update={"offline": True})
     if not resuming:
@@ -208,7 +219,9 @@ def _run(args: argparse.Namespace, settings: Settings, err: Console) -> int:
         store.check_integrity()  # a damaged store fails now, not after the model calls are paid for
         service = ProjectService(store, settings)
         if resuming:
-            record = service.get(args.project_id)
+            record = (
+                service.ask(args.project_id, args.question) if args.command == "ask" else service.get(args.project_id)
+            )
             project_id, goal, profile = record.project_id, record.goal, record.profile
             researcher = service.resume_researcher(
                 record,
@@ -241,9 +254,11 @@ def _run(args: argparse.Namespace, settings: Settings, err: Console) -> int:
             if display is None:
                 result = _run_until_signal(run)
             else:
-                verb = {"resume": "Resuming", "rerun": f"Re-running {getattr(args, 'node_id', '')} of"}.get(
-                    args.command, "Researching"
-                )
+                verb = {
+                    "resume": "Resuming",
+                    "rerun": f"Re-running {getattr(args, 'node_id', '')} of",
+                    "ask": f"Following up {args.project_id}",
+                }.get(args.command, "Researching")
                 err.print(
                     f"[bold]{verb}:[/] {escape(goal)}  [dim](profile {profile}, project {project_id})[/]",
                     highlight=False,
