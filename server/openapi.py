@@ -15,7 +15,7 @@ from sentient.projects import ReviewAnswer
 from sentient.settings import EngineSettings
 
 from .responses import ReportResponse
-from .schemas import PROJECT_ID_PATTERN, CreateProject, ExecuteProject, RerunNode
+from .schemas import PROJECT_ID_PATTERN, AskFollowup, CreateProject, ExecuteProject, RerunNode
 
 _REF = "#/components/schemas/{model}"
 
@@ -118,7 +118,7 @@ def openapi_document(version: str, profiles: list[str] | None = None) -> dict[st
                         "pending_reviews": {"type": "integer"},
                     },
                 },
-                **_schemas(CreateProject, ExecuteProject, RerunNode, ReviewAnswer, EngineSettings),
+                **_schemas(CreateProject, ExecuteProject, RerunNode, AskFollowup, ReviewAnswer, EngineSettings),
                 **_schemas(ReportResponse, mode="serialization"),
             },
         },
@@ -173,6 +173,17 @@ def openapi_document(version: str, profiles: list[str] | None = None) -> dict[st
                     202,
                     "RerunNode",
                     optional_body=True,
+                    result=project,
+                    conflict=True,
+                ),
+            },
+            "/api/projects/{project_id}/followups": {
+                **with_id,
+                "get": _op("The follow-up questions of the project, oldest first, with their answers"),
+                "post": _op(
+                    "Ask a follow-up question: researched as a project that follows this one, from what it found first",
+                    202,
+                    "AskFollowup",
                     result=project,
                     conflict=True,
                 ),

@@ -110,6 +110,20 @@ class ProjectResponse(BaseModel):
         return cls.model_validate({**record.to_dict(), "choices": choices})
 
 
+class Followup(BaseModel):
+    """A follow-up question in ``GET /api/projects/{id}/followups``: the project that researches it
+    (its goal is the question) and its answer, once it has one."""
+
+    project: ProjectResponse
+    answer: ReportResponse | None = None
+
+
+class FollowupList(BaseModel):
+    """``GET /api/projects/{id}/followups``: the follow-up questions asked of the project, oldest first."""
+
+    followups: list[Followup]
+
+
 class ProjectList(BaseModel):
     """``GET /api/projects``: every project, newest first."""
 

@@ -52,7 +52,16 @@ from .errors import as_api_error, bad_request
 from .events import Broadcaster, ProjectFeed, room_of
 from .jobqueue import ProjectQueue
 from .relay import Cancel, Delete, Join, OwnerRelay, ReviewAnswered
-from .responses import Graph, ProjectEvent, ProjectResponse, ProjectSnapshot, ReviewResponse
+from .responses import (
+    Followup,
+    FollowupList,
+    Graph,
+    ProjectEvent,
+    ProjectResponse,
+    ProjectSnapshot,
+    ReportResponse,
+    ReviewResponse,
+)
 from .reviews import ReviewBroker
 from .schemas import valid_project_id
 
@@ -221,6 +230,33 @@ class RunManager:
                 self.service.request_rerun(project_id, task_id, replan=replan, instructions=instructions)
                 self._start(project_id, "resume")
             return self.project(project_id)
+
+    def ask(self, project_id: str, question: str) -> ProjectResponse:
+        """Start a follow-up question of a project that ran, as a project that follows it
+        (:mod:`sentient.projects.followups`); 400 for an empty question, 409 while the project runs
+        or before its first run. The project itself is left as it is."""
+        self.record(project_id)
+        with self._project_lock(project_id):
+            self._wait_if_finishing(project_id)
+            with self._lock:
+                self._refuse_if_running(project_id)
+                followup = self.service.ask(project_id, question)
+                self._start(followup.project_id, "execute")
+        return self.project(followup.project_id)
+
+    def followups(self, project_id: str) -> FollowupList:
+        """The follow-up questions of the project, oldest first, each with its answer once it has one."""
+        return FollowupList(followups=[self._followup(record) for record in self.service.followups(project_id)])
+
+    def _followup(self, record: ProjectRecord) -> Followup:
+        project = ProjectResponse.of(record)
+        if not record.has_report:
+            return Followup(project=project)
+        markdown, value = self.service.report(record.project_id)
+        partial = value.partial or record.status is not ProjectStatus.COMPLETED
+        return Followup(
+            project=project, answer=ReportResponse(**{**dict(value), "partial": partial}, markdown=markdown)
+        )
 
     def cancel(self, project_id: str) -> ProjectResponse:
         """Ask the run to stop; the project ends ``cancelled`` (announced by ``project_completed``).

@@ -84,6 +84,12 @@ class RerunNode(_Body):
     instructions: Annotated[str, StringConstraints(strip_whitespace=True, max_length=4000)] | None = None
 
 
+class AskFollowup(_Body):
+    """``POST /api/projects/{id}/followups``: a follow-up question of the project (checked by the service)."""
+
+    question: Annotated[str, StringConstraints(max_length=4000)]
+
+
 class HitlResponse(ReviewAnswer):
     """The ``hitl_response`` event: an answer to the review ``review_id``."""
 

@@ -1,4 +1,5 @@
-"""Projects: create, list, read, execute, cancel, resume, delete; graph, nodes (re-run one), report, reviews."""
+"""Projects: create, list, read, execute, cancel, resume, delete; graph, nodes (re-run one), report, reviews,
+follow-up questions."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from sentient.store import ProjectStatus
 from ..errors import bad_request, not_found
 from ..headers import REPORT_CSP
 from ..responses import NodeDetail, ProjectList, ReportResponse, ReviewList, ReviewResponse
-from ..schemas import CreateProject, ExecuteProject, RerunNode, valid_node_id
+from ..schemas import AskFollowup, CreateProject, ExecuteProject, RerunNode, valid_node_id
 from . import as_json, parse_body, services
 
 bp = Blueprint("projects", __name__, url_prefix="/api/projects")
@@ -88,6 +89,17 @@ def rerun(project_id: str, node_id: str) -> Any:
         raise not_found("node", node_id)
     body = parse_body(RerunNode, optional=True)
     return as_json(runs.rerun(project_id, node_id, replan=body.replan, instructions=body.instructions), 202)
+
+
+@bp.post("/<project_id>/followups")
+def ask_followup(project_id: str) -> Any:
+    body = parse_body(AskFollowup)
+    return as_json(services().runs.ask(project_id, body.question), 202)
+
+
+@bp.get("/<project_id>/followups")
+def followups(project_id: str) -> Any:
+    return as_json(services().runs.followups(project_id))
 
 
 @bp.get("/<project_id>/report")
