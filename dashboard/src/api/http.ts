@@ -3,6 +3,7 @@
 import { stripBidi } from "./bidi";
 import { getToken } from "./token";
 import type {
+  Followup,
   Graph,
   NodeDetail,
   Profile,
@@ -94,6 +95,8 @@ export const api = {
   resume: (id: string) => request<Project>("POST", `/api/projects/${enc(id)}/resume`, {}),
   rerun: (id: string, nodeId: string, body: { replan: boolean; instructions: string | null }) =>
     request<Project>("POST", `/api/projects/${enc(id)}/nodes/${enc(nodeId)}/rerun`, body),
+  followups: (id: string) => request<{ followups: Followup[] }>("GET", `/api/projects/${enc(id)}/followups`),
+  ask: (id: string, question: string) => request<Project>("POST", `/api/projects/${enc(id)}/followups`, { question }),
   remove: (id: string) => request<{ deleted: string }>("DELETE", `/api/projects/${enc(id)}`),
   graph: (id: string) => request<Graph & { project_id: string }>("GET", `/api/projects/${enc(id)}/graph`),
   node: (id: string, nodeId: string) =>

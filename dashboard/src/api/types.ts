@@ -1,5 +1,7 @@
 // Shapes of the server contract (docs/server-protocol.md). Keep in step with server/.
 
+import type { ReportResponse } from "./report.generated";
+
 export type TaskStatus =
   | "PENDING"
   | "READY"
@@ -81,6 +83,13 @@ export interface Project {
   settings: Record<string, unknown>;
   stats: Partial<ProjectStats>;
   pending_reviews: number;
+}
+
+/** A follow-up question (`GET /api/projects/{id}/followups`): the project that researches it (its
+ * goal is the question) and its answer once it has one. */
+export interface Followup {
+  project: Project;
+  answer: ReportResponse | null;
 }
 
 export interface PlanSubtask {

@@ -10,6 +10,7 @@ import { download } from "../graph/export";
 import { referenceId, safeUrl } from "../report/citations";
 import { withoutTitle } from "../report/title";
 import { useStore } from "../state/store";
+import { FollowUps } from "./FollowUps";
 import { Markdown } from "./Markdown";
 
 // As the Markdown and HTML reports say it (sentient/context/grounding.py VERIFIED_MEANS).
@@ -71,6 +72,7 @@ export function ReportView() {
         </div>
       )}
       {report ? <ReportBody report={report} /> : !error && <p className="muted">Loading report…</p>}
+      {projectId && report && <FollowUps projectId={projectId} status={status} />}
     </div>
   );
 }
@@ -125,7 +127,7 @@ function ReportBody({ report }: { report: ReportResponse }) {
 
 /** A text and the sources it rests on: its "[n]" jump to the numbered references listed below it.
  * An answer that is not confirmed (`Report.confirmed`) says so under it, as the Markdown report does. */
-function Cited({
+export function Cited({
   text,
   references,
   consulted,
