@@ -16,6 +16,7 @@ from sentient.projects.errors import (
     RerunRefusedError,
     UnusablePlanError,
 )
+from sentient.projects.ids import new_project_id
 from sentient.projects.rerun import Rerun
 from sentient.projects.researcher import Researcher, open_docs_index
 from sentient.projects.reviews import Decision, Review, ReviewAnswer
@@ -26,7 +27,6 @@ from sentient.projects.run import (
     RunStatus,
     ask_project,
     check_goal,
-    new_project_id,
     rerun_project,
     resume_project,
     run_project,

@@ -36,10 +36,11 @@ from sentient.projects.errors import (
     UnusablePlanError,
 )
 from sentient.projects.followups import create_followup, follows
+from sentient.projects.ids import new_project_id
 from sentient.projects.rerun import Rerun, forgotten, pending_rerun, request_rerun
 from sentient.projects.researcher import Researcher
 from sentient.projects.reviews import Review, ReviewAnswer
-from sentient.projects.run import RunResult, new_project_id, resume_project, run_project
+from sentient.projects.run import RunResult, resume_project, run_project
 from sentient.projects.settings import merge_settings, stored_settings, with_goal_language
 from sentient.report import Report, build_report, to_markdown
 from sentient.settings import EngineSettings, Settings
@@ -59,6 +60,7 @@ DEFAULT_PROFILE = "deep_research_agent"
 Mode = Literal["execute", "resume"]
 # Module-level names for what the methods below return: inside the class, ``list`` is a method.
 Reviews = list[Review]
+Records = list[ProjectRecord]
 Calls = list[dict[str, Any]]  # trace entries as the store keeps them (their context is free-form)
 
 
@@ -365,7 +367,7 @@ class ProjectService:
         """
         return create_followup(self.store, project_id, question)
 
-    def followups(self, project_id: str) -> list[ProjectRecord]:
+    def followups(self, project_id: str) -> Records:
         """The follow-up questions asked of the project, oldest first."""
         self.get(project_id)
         return sorted((p for p in self.list() if follows(p.options) == project_id), key=lambda p: p.created_at)
