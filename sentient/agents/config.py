@@ -14,6 +14,7 @@ from sentient.exceptions import ConfigError
 from sentient.graph.node import TaskType
 from sentient.language import check_language
 from sentient.settings import EngineSettings, ReportLength
+from sentient.tools.specs import McpServer, ToolEntry
 
 
 class Role(StrEnum):
@@ -35,7 +36,10 @@ class AgentConfig(BaseModel):
     instructions: str = Field(min_length=1, description="The system prompt; $name takes a value of lengths:.")
     task_types: list[TaskType] = Field(default_factory=list, description="Executors: the task types they handle.")
     model: str | None = Field(None, description="Model string; default is the run's model.")
-    tools: list[str] = Field(default_factory=list)
+    tools: list[ToolEntry] = Field(
+        default_factory=list, description="Built-in tool names, and your own callables: {callable: 'module:function'}."
+    )
+    mcp: list[McpServer] = Field(default_factory=list, description="MCP servers whose tools the agent may call.")
     description: str = ""
 
 

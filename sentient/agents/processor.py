@@ -333,7 +333,7 @@ class AgentProcessor:
         """An executor's answer. ``sourced`` (passages were found for it): the executor names the
         passage that states its answer, and the verifier reads that passage (:meth:`_judged`);
         else it cites the results it was given inline, as verified upstream."""
-        sink = SourceSink(context.sources)
+        sink = SourceSink(context.sources, node.task_id)
         if not sourced:
             task = self._tasks.execute_task(node, sourced=False)
             plain = await self._ask(node, Role.EXECUTOR, agent, task, context, ExecutionOutput, tools, sink)

@@ -11,7 +11,8 @@ from sentient.agents.prompts import Prompts, render_instructions, unknown_instru
 from sentient.exceptions import ConfigError, ProfileNotFoundError
 from sentient.graph.node import TaskType
 from sentient.settings import EngineSettings
-from sentient.tools.toolbox import TOOL_NAMES
+from sentient.tools.specs import CallableTool
+from sentient.tools.toolbox import TOOL_NAMES, function_tool
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class Profile:
     report_aggregator: AgentConfig  # reports: the title, summary and transitions
     prompts: Prompts  # the task templates and lengths of agents.yaml
     models: dict[Role, str] = field(default_factory=dict)  # per-role model strings
+    agents_file: Path | None = None  # the agents.yaml it was loaded from (names it in errors of MCP servers)
 
     def planner_for(self, is_root: bool) -> AgentConfig:
         return self.root_planner if is_root else self.planner
@@ -85,7 +87,7 @@ class AgentRegistry:
                     field="name",
                     fix=f"set name: {path.stem}",
                 )
-            profiles[config.name] = _resolve_profile(path, config, agents, prompts)
+            profiles[config.name] = _resolve_profile(path, config, agents, prompts, agents_path)
         return cls(profiles)
 
     def profile_names(self) -> list[str]:
@@ -142,14 +144,25 @@ def _index_agents(path: Path, parsed: AgentsFile) -> dict[str, AgentConfig]:
                 field=f"{field}.name",
                 fix="rename one of them.",
             )
-        unknown = [t for t in agent.tools if t not in TOOL_NAMES]
+        unknown = [t for t in agent.tools if isinstance(t, str) and t not in TOOL_NAMES]
         if unknown:
             raise ConfigError(
                 f"unknown tool(s) {unknown}{_at(path, 'agents', i, 'tools')}.",
                 file=str(path),
                 field=f"{field}.tools",
-                fix=f"use only: {', '.join(sorted(TOOL_NAMES))}.",
+                fix=f"use only: {', '.join(sorted(TOOL_NAMES))}, or {{callable: 'module:function'}} for your own.",
             )
+        for j, entry in enumerate(agent.tools):
+            if isinstance(entry, CallableTool):
+                try:
+                    function_tool(entry)
+                except ConfigError as exc:
+                    raise ConfigError(
+                        f"{exc.message.rstrip('.')}{_at(path, 'agents', i, 'tools', j)}.",
+                        file=str(path),
+                        field=f"{field}.tools[{j}]",
+                        fix=exc.fix,
+                    ) from None
         if agent.role is Role.EXECUTOR and not agent.task_types:
             raise ConfigError(
                 f"an executor must list the task types it handles{_at(path, 'agents', i)}.",
@@ -161,7 +174,9 @@ def _index_agents(path: Path, parsed: AgentsFile) -> dict[str, AgentConfig]:
     return agents
 
 
-def _resolve_profile(path: Path, config: ProfileConfig, agents: dict[str, AgentConfig], prompts: Prompts) -> Profile:
+def _resolve_profile(
+    path: Path, config: ProfileConfig, agents: dict[str, AgentConfig], prompts: Prompts, agents_file: Path
+) -> Profile:
     def pick(field: str, name: str, role: Role) -> AgentConfig:
         agent = agents.get(name)
         if agent is None:
@@ -233,6 +248,7 @@ def _resolve_profile(path: Path, config: ProfileConfig, agents: dict[str, AgentC
         report_aggregator=pick("report_aggregator", slots.report_aggregator, Role.AGGREGATOR),
         prompts=prompts,
         models=dict(config.models),
+        agents_file=agents_file,
     )
 
 

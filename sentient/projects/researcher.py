@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import threading
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +14,15 @@ from agno.models.base import Model
 from sentient.agents.models.factory import ModelFactory
 from sentient.agents.models.gates import ProviderGates
 from sentient.agents.registry import Profile
+from sentient.exceptions import ConfigError
 from sentient.hitl.protocol import AutoApprove, PlanReviewer
-from sentient.settings import EngineSettings, Settings
+from sentient.settings import EngineSettings, ReviewTimeoutAction, Settings
 from sentient.tools.base import CircuitBreaker, ToolSettings
+from sentient.tools.confirm import CallApproval
 from sentient.tools.docs_search import DocsFolder, DocsIndex
 from sentient.tools.embeddings import default_embedder
+from sentient.tools.mcp_servers import McpSession, McpStartError, connect
+from sentient.tools.specs import McpServer
 from sentient.tools.toolbox import ToolBox
 
 
@@ -52,6 +57,7 @@ class Researcher:
         )
         self.models.check()
         self.reviewer: PlanReviewer = reviewer or AutoApprove()
+        self._call_reviewer = reviewer  # approves calls of tools marked confirm: true; None declines them
         if isinstance(docs, Path):
             DocsIndex.check_folder(docs)  # an empty or missing folder fails now, before any project exists
         self._docs_source = docs
@@ -68,16 +74,40 @@ class Researcher:
             "docs": str(docs.expanduser().resolve()) if isinstance(docs, Path) else None,
         }
 
-    async def toolboxes(self) -> dict[str, ToolBox]:
-        """Each agent's tools for one run; web tools share one breaker (offline: one warning per run)."""
+    async def toolboxes(self, stack: AsyncExitStack) -> dict[str, ToolBox]:
+        """Each agent's tools for one run; web tools share one breaker (offline: one warning per run).
+        Each agent's MCP servers are started now and stop when ``stack`` closes; one that does not
+        start is a ConfigError naming agents.yaml, the agent and the server."""
         docs = await self._docs_index()
         settings = ToolSettings(offline=self.settings.offline)
         breaker = CircuitBreaker("web search")
-        return {
-            a.name: ToolBox.for_agent(a.tools, settings, docs, breaker=breaker)
-            for a in self.profile.agents()
-            if a.tools
-        }
+        engine = self.engine_settings
+        approval = CallApproval(
+            self._call_reviewer,
+            timeout_s=engine.review_timeout_s,
+            approve_on_timeout=engine.review_timeout_action is ReviewTimeoutAction.APPROVE,
+        )
+        boxes: dict[str, ToolBox] = {}
+        for agent in self.profile.agents():
+            if agent.tools or agent.mcp:
+                sessions = [await self._start(agent.name, server, stack) for server in agent.mcp]
+                boxes[agent.name] = ToolBox.for_agent(
+                    agent.tools, settings, docs, breaker=breaker, mcp=sessions, approval=approval
+                )
+        return boxes
+
+    async def _start(self, agent: str, server: McpServer, stack: AsyncExitStack) -> McpSession:
+        agents_file = self.profile.agents_file
+        folder = agents_file.parent if agents_file is not None else Path.cwd()
+        try:
+            return await connect(server, stack, folder)
+        except McpStartError as exc:
+            raise ConfigError(
+                f"{exc}.",
+                file=str(agents_file) if agents_file is not None else None,
+                field=f"agents ({agent}).mcp ({server.name})",
+                fix="check its command or url, or start it by hand to see why.",
+            ) from exc
 
     async def _docs_index(self) -> DocsIndex | None:
         if not any("docs_search" in a.tools for a in self.profile.agents()):

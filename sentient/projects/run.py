@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
@@ -141,7 +142,7 @@ class ProjectRun:
         self.bus.subscribe(knowledge)
         crash: str | None = None
         cancelled = False
-        body = asyncio.ensure_future(self._run(knowledge, resume=resume))
+        body = asyncio.ensure_future(self._run_with_tools(knowledge, resume=resume))
         if self.store is not None:
             loop = asyncio.get_running_loop()
             self.heartbeat = Heartbeat(
@@ -171,7 +172,13 @@ class ProjectRun:
         logger.info("project {}: {} in {:.1f}s", self.project_id, result.status, result.stats.elapsed_s)
         return result
 
-    async def _run(self, knowledge: KnowledgeStore, *, resume: bool) -> None:
+    async def _run_with_tools(self, knowledge: KnowledgeStore, *, resume: bool) -> None:
+        """The run with its tools open: MCP servers start before any model call and stop when the run
+        ends, in this one task (the MCP SDK binds a session to the task that opened it)."""
+        async with contextlib.AsyncExitStack() as tools:
+            await self._run(knowledge, tools, resume=resume)
+
+    async def _run(self, knowledge: KnowledgeStore, tools: contextlib.AsyncExitStack, *, resume: bool) -> None:
         researcher, graph, settings = self.researcher, self.graph, self.settings
         # Subscribers see the graph as the run finds it; every later change comes as an event.
         self.bus.publish(RunStarted(self.project_id, tuple(snapshot(node) for node in graph), resumed=resume))
@@ -181,7 +188,7 @@ class ProjectRun:
             for change in prepare_resume(graph):
                 self.bus.publish(change)
         await asyncio.to_thread(researcher.models.prepare)
-        toolboxes = await researcher.toolboxes()
+        toolboxes = await researcher.toolboxes(tools)
         budget = self.budget = Budget(settings, spent=self.spent)
         runner = AgentRunner(
             researcher.models.for_agent,

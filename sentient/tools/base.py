@@ -1,25 +1,33 @@
 """What every tool shares: its output, the two protocols, the settings, and the circuit breaker.
 
-A tool is anything with a ``name``, a ``description``, JSON-schema ``parameters`` and an
-``async run(**arguments) -> ToolOutput``; failures raise :class:`~sentient.exceptions.ToolError`
-(or a subclass) with a message meant for both the user and the model. Tools that can also be
+A tool is anything with a ``name``, a ``description``, JSON-schema ``parameters``, a ``check``
+of the model's arguments and an ``async run(**arguments) -> ToolOutput``; failures raise
+:class:`~sentient.exceptions.ToolError` (or a subclass) with a message meant for both the user
+and the model. A :class:`SignatureTool` derives ``parameters`` and ``check`` from its ``run``. Tools that can also be
 run up-front with the node's goal (document search, web search) implement
 :class:`RetrievalTool` too.
 """
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
+from urllib.parse import urlencode
 
 from loguru import logger
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic_core import to_jsonable_python
 
 from sentient.exceptions import ToolError
 from sentient.graph.node import Source
+from sentient.tools.arguments import Arguments
 
 SearchProvider = Literal["auto", "duckduckgo", "tavily", "exa", "serper"]
+
+_SNIPPET_CHARS = 300  # the start of a call's result kept as its source's snippet
 
 # Providers that need a key, in the order `auto` tries them.
 _KEYED_PROVIDERS: tuple[Literal["tavily", "exa", "serper"], ...] = ("tavily", "exa", "serper")
@@ -58,12 +66,42 @@ class Tool(Protocol):
         """Its arguments as a JSON schema of type "object"."""
         ...
 
+    def check(self, arguments: object) -> dict[str, Any]:
+        """The keyword arguments to run with, from the model's; raises ToolError naming what is wrong."""
+        ...
+
     async def run(self, *args: Any, **arguments: Any) -> ToolOutput:
-        """Run with keyword arguments that match `parameters`; raises ToolError when it cannot.
+        """Run with keyword arguments that `check` returned; raises ToolError when it cannot.
 
         (``*args`` only lets implementations declare their own keyword-only signature.)
         """
         ...
+
+
+class SignatureTool:
+    """A tool whose arguments are the keyword parameters of its ``run`` method (see
+    :mod:`sentient.tools.arguments`)."""
+
+    name: str
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return Arguments.of(type(self).run).schema
+
+    run: Callable[..., Awaitable[ToolOutput]]  # each tool's own, with its named parameters
+
+    def check(self, arguments: object) -> dict[str, Any]:
+        return Arguments.of(type(self).run).check(self.name, arguments)
+
+
+def call_source(ref: str, title: str, arguments: dict[str, Any], text: str) -> Source:
+    """The citable source of one call of a tool that names none of its own (your callables,
+    MCP servers): ``ref`` with the arguments as a query string, and the start of the result."""
+    plain = {k: v if isinstance(v, str) else json.dumps(to_jsonable_python(v)) for k, v in arguments.items()}
+    query = urlencode(plain)
+    flat = " ".join(text.split())
+    snippet = flat if len(flat) <= _SNIPPET_CHARS else flat[: _SNIPPET_CHARS - 1].rstrip() + "…"
+    return Source(ref=f"{ref}?{query}" if query else ref, title=title, snippet=snippet)
 
 
 @runtime_checkable

@@ -11,10 +11,12 @@ import ast
 import math
 import operator
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from sentient.exceptions import ToolError
-from sentient.tools.base import ToolOutput
+from sentient.tools.base import SignatureTool, ToolOutput
 
 Number = int | float
 
@@ -122,7 +124,7 @@ def _format(value: Number) -> str:
     return str(value)
 
 
-class Calculator:
+class Calculator(SignatureTool):
     """The ``calculator`` tool."""
 
     name = "calculator"
@@ -130,11 +132,8 @@ class Calculator:
         "Evaluate an arithmetic expression exactly: numbers, + - * / // % ** and parentheses, "
         "sqrt, log, exp, sin, cos, tan, abs, round, min, max, and the constants pi and e."
     )
-    parameters: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {"expression": {"type": "string", "description": "For example: (2 + 3) * sqrt(16)"}},
-        "required": ["expression"],
-    }
 
-    async def run(self, *, expression: str) -> ToolOutput:
+    async def run(
+        self, *, expression: Annotated[str, Field(description="For example: (2 + 3) * sqrt(16)")]
+    ) -> ToolOutput:
         return ToolOutput(text=f"{expression.strip()} = {_format(calculate(expression))}")

@@ -19,13 +19,14 @@ import re
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Annotated
 
 import httpx
+from pydantic import Field
 
 from sentient.exceptions import ToolError
 from sentient.graph.node import Source
-from sentient.tools.base import ToolOutput, ToolSettings
+from sentient.tools.base import SignatureTool, ToolOutput, ToolSettings
 from sentient.tools.documents import html_to_text
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -237,7 +238,7 @@ def _extract_html(document: str) -> tuple[str, str]:
     return title, text
 
 
-class FetchPage:
+class FetchPage(SignatureTool):
     """The ``fetch_page`` tool: read one web page's main text."""
 
     name = "fetch_page"
@@ -245,16 +246,11 @@ class FetchPage:
         "Fetch a web page (http or https) and return its title and main text. Use it to read a "
         "page a search result points to."
     )
-    parameters: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {"url": {"type": "string", "description": "The http or https URL to read."}},
-        "required": ["url"],
-    }
 
     def __init__(self, settings: ToolSettings) -> None:
         self._settings = settings
 
-    async def run(self, *, url: str) -> ToolOutput:
+    async def run(self, *, url: Annotated[str, Field(description="The http or https URL to read.")]) -> ToolOutput:
         page = await fetch_page(url, self._settings)
         text = page.text or "(the page has no readable text)"
         limit = self._settings.fetch_max_chars

@@ -53,10 +53,12 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Annotated
+
+from pydantic import Field
 
 from sentient.exceptions import ToolError
-from sentient.tools.base import ToolOutput, ToolSettings
+from sentient.tools.base import SignatureTool, ToolOutput, ToolSettings
 
 _FILE_SIZE_LIMIT = 64 * 1024 * 1024  # largest file the snippet may write
 _DRAIN_S = 2.0  # after the process ends, how long to wait for the rest of its output
@@ -241,7 +243,7 @@ def _limit_resources(memory_bytes: int, cpu_s: int) -> None:
         resource.setrlimit(kind, (value, value))
 
 
-class PythonSandbox:
+class PythonSandbox(SignatureTool):
     """The ``run_python`` tool."""
 
     name = "run_python"
@@ -250,16 +252,11 @@ class PythonSandbox:
         "a fresh interpreter in an empty temporary directory, with time and memory limits; "
         "print what you want to see."
     )
-    parameters: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {"code": {"type": "string", "description": "A complete Python program."}},
-        "required": ["code"],
-    }
 
     def __init__(self, settings: ToolSettings) -> None:
         self._settings = settings
 
-    async def run(self, *, code: str) -> ToolOutput:
+    async def run(self, *, code: Annotated[str, Field(description="A complete Python program.")]) -> ToolOutput:
         s = self._settings
         result = await run_python(
             code, timeout_s=s.sandbox_timeout_s, memory_mb=s.sandbox_memory_mb, output_chars=s.sandbox_output_chars

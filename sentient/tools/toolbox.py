@@ -1,6 +1,10 @@
 """The tools one agent may use, behind one interface, and their bridge to agno.
 
-``ToolBox.for_agent(names, settings, docs_index)`` builds the tools an agent's config names.
+``ToolBox.for_agent(entries, settings, docs_index, mcp=...)`` builds the tools an agent's config
+names: built-in tools, your own callables (:mod:`sentient.tools.functions`) and the tools of its
+MCP servers (:mod:`sentient.tools.mcp_servers`). Each call's arguments are checked by the tool
+(:mod:`sentient.tools.arguments`), and a tool marked ``confirm: true`` runs only once the run's
+reviewer approves the call (:mod:`sentient.tools.confirm`).
 ``retrieval_tools()`` (or ``retrieve``) run up-front with the node's goal; ``agno_functions(sink)``
 hands the same tools to the model. Every model-facing result lists its sources numbered
 where the :class:`SourceSink` puts them (continuing after the sources the node already
@@ -14,18 +18,31 @@ import copy
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Annotated, Any
 
 from agno.tools.function import Function
+from pydantic import Field
 
 from sentient.context.citations import SourceList
 from sentient.exceptions import ConfigError, ToolError
 from sentient.graph.node import Source
-from sentient.tools.base import CircuitBreaker, CircuitOpenError, RetrievalTool, Tool, ToolOutput, ToolSettings
+from sentient.tools.base import (
+    CircuitBreaker,
+    CircuitOpenError,
+    RetrievalTool,
+    SignatureTool,
+    Tool,
+    ToolOutput,
+    ToolSettings,
+)
 from sentient.tools.calculator import Calculator
+from sentient.tools.confirm import CallApproval
 from sentient.tools.docs_search import DocsIndex
 from sentient.tools.fetch import FetchPage
+from sentient.tools.functions import FunctionTool, load_callable
+from sentient.tools.mcp_servers import McpSession, McpTool
 from sentient.tools.sandbox import PythonSandbox
+from sentient.tools.specs import CallableTool, ToolEntry
 from sentient.tools.web_search import SearchUnavailableError, WebSearch
 
 # The names agents.yaml may list, in the order a toolbox holds them (docs before the web).
@@ -35,19 +52,11 @@ NETWORK_TOOLS: frozenset[str] = frozenset({"web_search", "fetch_page"})  # left 
 _RECORDED_RESULT_CHARS = 500
 
 
-class DocsSearch:
+class DocsSearch(SignatureTool):
     """The ``docs_search`` tool: the local documents index as a retrieval tool (ref = document path)."""
 
     name = "docs_search"
     description = "Search the local documents. Returns the best matching passages with their file paths."
-    parameters: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "query": {"type": "string", "description": "Words to look for."},
-            "max_results": {"type": "integer", "description": "How many passages (1-20).", "minimum": 1},
-        },
-        "required": ["query"],
-    }
 
     def __init__(self, index: DocsIndex, default_results: int = 5) -> None:
         self._index = index
@@ -58,7 +67,12 @@ class DocsSearch:
         hits = await asyncio.to_thread(self._index.search, query, max(1, min(limit, 20)))
         return [Source(ref=h.source, title=h.title, snippet=h.snippet) for h in hits]
 
-    async def run(self, *, query: str, max_results: int | None = None) -> ToolOutput:
+    async def run(
+        self,
+        *,
+        query: Annotated[str, Field(description="Words to look for.")],
+        max_results: Annotated[int | None, Field(description="How many passages (1-20).", ge=1)] = None,
+    ) -> ToolOutput:
         sources = await self.retrieve(query, max_results or self._default_results)
         return ToolOutput(text="" if sources else f"No passage matches {query!r}.", sources=sources)
 
@@ -73,6 +87,7 @@ class ToolCall:
         result: the text the model got back, cut at 500 characters.
         error: the ToolError message when the call failed, else None.
         duration_s: how long the call took.
+        server: the MCP server the tool belongs to, if any.
     """
 
     tool: str
@@ -80,17 +95,20 @@ class ToolCall:
     result: str
     error: str | None
     duration_s: float
+    server: str | None = None
 
 
 class SourceSink(SourceList):
     """The sources a node can cite, numbered from 1 in the order first seen, plus its tool calls.
 
     Seed it with the sources the node's context already offers, so tool results continue
-    the numbering; a source seen again (same ref) keeps its first number.
+    the numbering; a source seen again (same ref) keeps its first number. ``task_id`` names the
+    node whose calls these are (a call that needs approval says which node asks).
     """
 
-    def __init__(self, sources: Iterable[Source] = ()) -> None:
+    def __init__(self, sources: Iterable[Source] = (), task_id: str = "") -> None:
         super().__init__(sources)
+        self.task_id = task_id
         self.calls: list[ToolCall] = []
 
     def number_of(self, ref: str) -> int | None:
@@ -110,9 +128,20 @@ class Retrieval:
 
 
 class ToolBox:
-    """An agent's tools, in a fixed order (docs_search, web_search, fetch_page, run_python, calculator)."""
+    """An agent's tools: the built-in ones in a fixed order (docs_search, web_search, fetch_page,
+    run_python, calculator), then its callables, then its MCP servers' tools.
 
-    def __init__(self, tools: Iterable[Tool]) -> None:
+    Args:
+        tools: the tools.
+        confirm: the names of the tools whose calls need approval.
+        approval: who approves them; by default nobody does, and every such call is declined.
+    """
+
+    def __init__(
+        self, tools: Iterable[Tool], *, confirm: Iterable[str] = (), approval: CallApproval | None = None
+    ) -> None:
+        self._confirm = frozenset(confirm)
+        self._approval = approval or CallApproval(None)
         self._tools: dict[str, Tool] = {}
         for tool in tools:
             if tool.name in self._tools:
@@ -125,21 +154,25 @@ class ToolBox:
     @classmethod
     def for_agent(
         cls,
-        names: Iterable[str],
+        entries: Iterable[ToolEntry],
         settings: ToolSettings,
         docs_index: DocsIndex | None = None,
         *,
         breaker: CircuitBreaker | None = None,
+        mcp: Iterable[McpSession] = (),
+        approval: CallApproval | None = None,
     ) -> ToolBox:
-        """Build the tools `names` lists.
+        """Build the tools `entries` lists (built-in names and callables), then add the tools of
+        the connected `mcp` servers.
 
         Pass one `breaker` to every toolbox of a run, so a web search that failed to connect
         is not retried by every node. ``docs_search`` is left out when there is no index.
 
         Raises:
-            ConfigError: a name that is not in TOOL_NAMES.
+            ConfigError: a name that is not in TOOL_NAMES, or a callable that cannot be a tool.
         """
-        wanted = set(names)
+        entries = list(entries)
+        wanted = {e for e in entries if isinstance(e, str)}
         unknown = wanted - TOOL_NAMES
         if unknown:
             raise ConfigError(
@@ -162,7 +195,16 @@ class ToolBox:
                 tools.append(PythonSandbox(settings))
             else:
                 tools.append(Calculator())
-        return cls(tools)
+        confirm: list[str] = []
+        for entry in entries:
+            if isinstance(entry, CallableTool):
+                tool = function_tool(entry)
+                tools.append(tool)
+                confirm += [tool.name] if entry.confirm else []
+        for session in mcp:
+            tools += session.tools
+            confirm += [t.name for t in session.tools] if session.config.confirm else []
+        return cls(tools, confirm=confirm, approval=approval)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -224,18 +266,26 @@ class ToolBox:
         """
         started = time.perf_counter()
         error: str | None = None
+        server = self._server_of(name)
         try:
             tool = self.get(name)
-            output = await tool.run(**_check_arguments(tool, arguments))
-            text = render(output, sink)
+            checked = tool.check(arguments)
+            declined = None
+            if name in self._confirm:
+                declined = await self._approval.declined(sink.task_id, name, checked)
+            text = declined if declined is not None else render(await tool.run(**checked), sink)
         except ToolError as exc:
             error = str(exc)
             text = f"Error: {error}"
         except Exception as exc:
-            sink.record(ToolCall(name, dict(arguments), "", f"{type(exc).__name__}: {exc}", _since(started)))
+            sink.record(ToolCall(name, dict(arguments), "", f"{type(exc).__name__}: {exc}", _since(started), server))
             raise
-        sink.record(ToolCall(name, dict(arguments), text[:_RECORDED_RESULT_CHARS], error, _since(started)))
+        sink.record(ToolCall(name, dict(arguments), text[:_RECORDED_RESULT_CHARS], error, _since(started), server))
         return text
+
+    def _server_of(self, name: str) -> str | None:
+        tool = self._tools.get(name)
+        return tool.server if isinstance(tool, McpTool) else None
 
     def agno_functions(self, sink: SourceSink) -> list[Function]:
         """The tools as agno Functions for ``Model.aresponse(tools=...)``, results numbered into `sink`."""
@@ -260,6 +310,20 @@ class ToolBox:
         return entrypoint
 
 
+def function_tool(entry: CallableTool) -> FunctionTool:
+    """The tool ``entry`` names; ConfigError saying why the callable cannot be one."""
+    try:
+        func = load_callable(entry.callable)
+    except ValueError as exc:
+        raise ConfigError(f"{exc}.", field="tools", fix="name an importable function: 'module:function'.") from None
+    tool = FunctionTool(func, entry.callable, entry.name)
+    if tool.name in TOOL_NAMES:
+        raise ConfigError(
+            f"{entry.callable} is named {tool.name!r}, like a built-in tool.", field="tools", fix="give it a name:."
+        )
+    return tool
+
+
 def render(output: ToolOutput, sink: SourceSink) -> str:
     """The model-facing text of `output`: its sources numbered through `sink`, then its text.
 
@@ -276,46 +340,6 @@ def render(output: ToolOutput, sink: SourceSink) -> str:
     if output.text:
         blocks.append(output.text)
     return "\n\n".join(blocks)
-
-
-_JSON_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "number": (int, float)}
-
-
-def _check_arguments(tool: Tool, arguments: Any) -> dict[str, Any]:
-    """Check the model's arguments against the tool's schema, coercing "5" to 5 for integers."""
-    if not isinstance(arguments, dict):
-        raise ToolError(f"{tool.name} takes a JSON object of arguments, not {type(arguments).__name__}")
-    properties: dict[str, Any] = tool.parameters.get("properties", {})
-    unknown = set(arguments) - set(properties)
-    if unknown:
-        raise ToolError(
-            f"{tool.name} got unknown argument(s) {', '.join(sorted(unknown))}; it takes {', '.join(properties)}"
-        )
-    missing = [name for name in tool.parameters.get("required", []) if arguments.get(name) is None]
-    if missing:
-        raise ToolError(f"{tool.name} needs the argument(s) {', '.join(missing)}")
-    checked: dict[str, Any] = {}
-    for name, value in arguments.items():
-        kind = properties[name].get("type")
-        if value is None or kind not in _JSON_TYPES:
-            checked[name] = value
-            continue
-        if kind in ("integer", "number") and isinstance(value, str | float) and not isinstance(value, bool):
-            value = _to_number(value, integer=kind == "integer")
-        if isinstance(value, bool) or not isinstance(value, _JSON_TYPES[kind]):
-            raise ToolError(f"{tool.name}: argument {name} must be a {kind}, not {value!r}")
-        checked[name] = value
-    return checked
-
-
-def _to_number(value: str | float, *, integer: bool) -> Any:
-    try:
-        number = float(value)
-    except ValueError:
-        return value  # reported as the wrong type by the caller
-    if integer:
-        return int(number) if number.is_integer() else value
-    return int(number) if isinstance(value, str) and number.is_integer() else number
 
 
 def _since(started: float) -> float:

@@ -17,16 +17,17 @@ import math
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Annotated, Any, Protocol
 
 import httpx
 from ddgs import DDGS
 from ddgs.exceptions import DDGSException, TimeoutException
 from loguru import logger
+from pydantic import Field
 
 from sentient.exceptions import ToolError
 from sentient.graph.node import Source
-from sentient.tools.base import CircuitBreaker, ToolOutput, ToolSettings
+from sentient.tools.base import CircuitBreaker, SignatureTool, ToolOutput, ToolSettings
 from sentient.tools.fetch import fetch_page
 
 _MAX_RESULTS = 20
@@ -259,7 +260,7 @@ def make_backend(settings: ToolSettings) -> SearchBackend:
     return classes[provider](base_url, key, settings.search_timeout_s)
 
 
-class WebSearch:
+class WebSearch(SignatureTool):
     """The ``web_search`` tool, also usable up-front as a retrieval tool.
 
     Args:
@@ -270,14 +271,6 @@ class WebSearch:
 
     name = "web_search"
     description = "Search the web. Returns titles, URLs and snippets of the best matching pages."
-    parameters: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "query": {"type": "string", "description": "What to search for."},
-            "max_results": {"type": "integer", "description": "How many results (1-20).", "minimum": 1},
-        },
-        "required": ["query"],
-    }
 
     def __init__(
         self, settings: ToolSettings, *, breaker: CircuitBreaker | None = None, backend: SearchBackend | None = None
@@ -305,7 +298,12 @@ class WebSearch:
             raise
         return [r.to_source() for r in results]
 
-    async def run(self, *, query: str, max_results: int | None = None) -> ToolOutput:
+    async def run(
+        self,
+        *,
+        query: Annotated[str, Field(description="What to search for.")],
+        max_results: Annotated[int | None, Field(description="How many results (1-20).", ge=1)] = None,
+    ) -> ToolOutput:
         sources = await self.search(query, max_results or self._settings.search_max_results)
         return ToolOutput(text="" if sources else f"No web results for {query!r}.", sources=sources)
 

@@ -166,7 +166,33 @@ def test_unknown_tool_names_the_agent_and_the_known_tools(config_dir: Path) -> N
     assert error.field == "agents[3] (name 'search_executor').tools"
     assert "web_crawl" in error.message
     assert f"(line {line})" in error.message
-    assert error.fix == "use only: calculator, docs_search, fetch_page, run_python, web_search."
+    assert error.fix == (
+        "use only: calculator, docs_search, fetch_page, run_python, web_search, "
+        "or {callable: 'module:function'} for your own."
+    )
+
+
+def test_a_callable_tool_that_cannot_be_imported_names_its_line(config_dir: Path) -> None:
+    line = edit(
+        config_dir / "agents.yaml",
+        "    tools: [docs_search, web_search, fetch_page]\n",
+        "    tools: [docs_search, {callable: 'fakes.user_tools:nothing_here'}]\n",
+    )
+    error = load_error(config_dir)
+    assert error.field == "agents[3] (name 'search_executor').tools[1]"
+    assert "fakes.user_tools has no nothing_here" in error.message
+    assert f"(line {line})" in error.message
+
+
+def test_an_mcp_server_needs_one_of_command_and_url(config_dir: Path) -> None:
+    edit(
+        config_dir / "agents.yaml",
+        "    tools: [docs_search, web_search, fetch_page]\n",
+        "    tools: [docs_search]\n    mcp: [{name: wiki, command: [wiki-server], url: 'http://127.0.0.1:1/mcp'}]\n",
+    )
+    error = load_error(config_dir)
+    assert "give exactly one of 'command' (stdio) or 'url'" in error.message
+    assert error.field is not None and error.field.startswith("agents[3] (name 'search_executor').mcp")
 
 
 def test_duplicate_agent_names_are_refused(config_dir: Path) -> None:

@@ -4,6 +4,7 @@ kept with the project and used by its runs; a bad value is a 400 naming the fiel
 from __future__ import annotations
 
 import asyncio
+from contextlib import AsyncExitStack
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,12 @@ def test_what_a_client_leaves_out_is_the_profiles_and_the_servers(client: FlaskC
     assert project["settings"]["max_depth"] == 1  # general_agent's own
 
 
+async def toolboxes_of(researcher: Any) -> dict[str, Any]:
+    async with AsyncExitStack() as stack:
+        boxes: dict[str, Any] = await researcher.toolboxes(stack)
+        return boxes
+
+
 def test_an_offline_project_never_searches_the_web_on_a_server_that_is_online(
     make_app: Any, server_settings: ServerSettings
 ) -> None:
@@ -62,7 +69,7 @@ def test_an_offline_project_never_searches_the_web_on_a_server_that_is_online(
     online_id = create(client)["project_id"]
 
     offline = researcher_of(app, offline_id)
-    (web,) = {box.get("web_search") for box in asyncio.run(offline.toolboxes()).values() if "web_search" in box}
+    (web,) = {box.get("web_search") for box in asyncio.run(toolboxes_of(offline)).values() if "web_search" in box}
     with pytest.raises(ToolError, match="running offline"):
         asyncio.run(web.run(query="asyncio event loop"))
     assert offline.settings.offline is True

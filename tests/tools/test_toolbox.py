@@ -160,9 +160,9 @@ async def test_tool_error_becomes_text_for_the_model_and_is_recorded() -> None:
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        ({}, "calculator needs the argument(s) expression"),
-        ({"expression": "1", "precision": 3}, "calculator got unknown argument(s) precision; it takes expression"),
-        ({"expression": 12}, "calculator: argument expression must be a string, not 12"),
+        ({}, "calculator needs the argument expression"),
+        ({"expression": "1", "precision": 3}, "calculator got the unknown argument precision; it takes expression"),
+        ({"expression": 12}, "calculator: argument expression: Input should be a valid string"),
     ],
 )
 async def test_bad_arguments_are_reported_to_the_model(arguments: dict[str, Any], message: str) -> None:
@@ -182,7 +182,9 @@ async def test_integer_arguments_sent_as_strings_are_accepted(docs_index: DocsIn
     assert text.startswith("[1] threads.md")
     assert len(sink) == 1
     bad = await box.call("docs_search", {"query": "threads", "max_results": "many"}, sink)
-    assert bad == "Error: docs_search: argument max_results must be a integer, not 'many'"
+    assert bad == (
+        "Error: docs_search: argument max_results: Input should be a valid integer, unable to parse string as an integer"
+    )
 
 
 async def test_unknown_tool_call_is_an_error_text() -> None:
@@ -196,6 +198,9 @@ async def test_a_bug_in_a_tool_propagates_and_is_still_recorded() -> None:
         name = "broken"
         description = "always fails"
         parameters: dict[str, Any] = {"type": "object", "properties": {}}  # noqa: RUF012
+
+        def check(self, arguments: object) -> dict[str, Any]:
+            return {}
 
         async def run(self) -> ToolOutput:
             raise KeyError("oops")
