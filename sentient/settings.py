@@ -79,6 +79,12 @@ class EngineSettings(BaseModel):
         description="Bound on all attempts of one model call, backoff included (default: 3 x the timeout).",
     )
     max_validation_retries: int = Field(2, ge=0, le=10, description="Retries of an output that fails its schema.")
+    max_tool_steps: int = Field(
+        3,
+        ge=0,
+        le=10,
+        description="Tool calls a model that decodes under a grammar (the embedded one) may make before it answers.",
+    )
     review: ReviewMode = ReviewMode.NONE
     review_timeout_s: float | None = Field(
         None, gt=0, description="Wait this long for a plan review (default: forever)."

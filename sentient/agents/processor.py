@@ -321,7 +321,18 @@ class AgentProcessor:
     ) -> T:
         layer = node.layer if layer is None else layer
         call = AgentCall(
-            node.task_id, node.goal, role, agent, task, context, tools, sink, layer, partial(_charge, node), enough
+            node.task_id,
+            node.goal,
+            role,
+            agent,
+            task,
+            context,
+            tools,
+            sink,
+            layer,
+            partial(_charge, node),
+            enough,
+            prompts=self._tasks,  # a model under a grammar is offered its tools in the run's words
         )
         reply = await self._runner.run(call, schema)
         node.warnings.extend(reply.notes)

@@ -42,6 +42,8 @@ TEMPLATE_PARAMETERS: dict[str, frozenset[str]] = {
     "write_section": frozenset({"goal"}),
     "assemble": frozenset({"goal", "count"}),
     "language": frozenset({"language"}),
+    "use_tools": frozenset({"tools"}),
+    "tool_result": frozenset({"tool", "result"}),
 }
 
 
@@ -88,6 +90,8 @@ class TaskTemplates(BaseModel):
     assemble: str
     support_each: str
     language: str
+    use_tools: str
+    tool_result: str
 
     @field_validator("*")
     @classmethod
@@ -189,6 +193,15 @@ class TaskPrompts:
     def memory_task(self, goal: str) -> str:
         """The task of an executor asked from its own knowledge alone (no sources shown)."""
         return self._render("memory", goal=goal)
+
+    def use_tools_task(self, tools: str) -> str:
+        """What follows the task of a model that may call ``tools`` (one line each) before it
+        answers (:mod:`sentient.agents.tool_loop`). Not in the run's language: tools are named as they are."""
+        return Template(self.templates.use_tools).substitute({**self.lengths, "tools": tools})
+
+    def tool_result_task(self, tool: str, result: str) -> str:
+        """The message that gives a model the ``result`` of its call of ``tool`` (:mod:`sentient.agents.tool_loop`)."""
+        return Template(self.templates.tool_result).substitute({**self.lengths, "tool": tool, "result": result})
 
     def support_task(self, question: str, answer: str) -> str:
         """The verifier's task: do the sources listed above (those ``answer`` cites) support it?"""

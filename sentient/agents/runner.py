@@ -16,6 +16,9 @@ concurrency) with retries and exponential backoff on 429 / 5xx / connection erro
 answers; every attempt has the timeout and all attempts together the call's deadline. Every
 request reserves its estimated cost in the run's budget before it is sent and settles the real
 cost after, so a cost limit is overshot by at most one request's estimate.
+
+A model that decodes under a grammar (the embedded one) has no provider tool-call loop: it calls
+its tools through the grammar, in a bounded loop of requests (:mod:`sentient.agents.tool_loop`).
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ from sentient.agents.models.embedded import ENOUGH_KEY, Enough
 from sentient.agents.models.factory import ModelHandle
 from sentient.agents.models.providers import Provider, response_format_for, schema_name
 from sentient.agents.models.resilience import DeadlineExceeded, call_with_retries, describe
+from sentient.agents.prompts import TaskPrompts
+from sentient.agents.tool_loop import describe_tools, step_schema, tool_request
 from sentient.budget import Budget
 from sentient.context.builder import AgentContext, estimate_tokens
 from sentient.events import AgentCallFinished, EventBus, NodeSnapshot
@@ -56,6 +61,7 @@ from sentient.exceptions import (
     ModelError,
 )
 from sentient.graph.node import Source
+from sentient.tools.base import Tool
 from sentient.tools.toolbox import SourceSink, ToolBox, ToolCall
 
 T = TypeVar("T", bound=BaseModel)
@@ -72,7 +78,7 @@ class AgentCall:
     agent: AgentConfig
     task: str
     context: AgentContext
-    tools: ToolBox | None = None  # offered to models that run a tool-call loop (hosted ones)
+    tools: ToolBox | None = None  # offered to models that run a tool-call loop, or call tools under a grammar
     sink: SourceSink | None = None  # numbers the sources tools return; the node cites them
     layer: int = 0  # depth of the task the call is about (an atomizer decides for the layer below)
     # Counts the call (input tokens, output tokens, cost) on its node, once, and returns the node's
@@ -81,6 +87,9 @@ class AgentCall:
     # Whether the output so far is all the caller needs: the embedded model stops there (a plan
     # that already lists its own goal); other models ignore it. Its JSON is then closed as a cut-off's.
     enough: Enough | None = None
+    # The run's tasks: a model that calls its tools under a grammar is offered them, and given their
+    # results, in these words. None: it is not offered its tools.
+    prompts: TaskPrompts | None = None
 
 
 @dataclass(frozen=True)
@@ -127,6 +136,7 @@ class AgentRunner:
         backoff_s: tuple[float, float] = (1.0, 30.0),
         deadline_s: float | None = None,
         local_timeout_s: float | None = None,
+        max_tool_steps: int = 0,
     ) -> None:
         self._model_for = model_for
         self._bus = bus
@@ -141,6 +151,7 @@ class AgentRunner:
         self._budget = budget
         self._transient_attempts = max_transient_attempts
         self._backoff_s = backoff_s
+        self._max_tool_steps = max_tool_steps  # tool calls of a model under a grammar before it must answer
 
     def decodes_under_grammar(self, agent: AgentConfig) -> bool:
         """Whether ``agent``'s model is held to the output schema's grammar (the embedded one)."""
@@ -212,33 +223,21 @@ class AgentRunner:
         tally: _Tally,
         notes: list[str],
     ) -> tuple[str, T]:
-        tools = call.tools if call.tools is not None and call.sink is not None and handle.native_tools else None
-        key = None
-        if handle.cache is not None:
-            key = ResponseCache.key(
-                handle.name,
-                [{"role": "system", "content": call.agent.instructions}, {"role": "user", "content": prompt}],
-                _schema_of(schema),
-                list(tools.names) if tools is not None else [],
-            )
-        cached = handle.cache.get(key) if handle.cache is not None and key is not None else None
-        if cached is not None:
-            raw = cached.content
-            tally.input_tokens += cached.input_tokens
-            tally.output_tokens += cached.output_tokens
-            tally.cache_hits += 1
-            _replay_tools(cached.extra, call.sink)
+        acting = self._acting_tools(call, handle)
+        if acting:
+            raw = await self._tool_loop(call, handle, prompt, schema, attempt, tally, acting)
         else:
-            found_before = len(call.sink) if call.sink is not None else 0
-            raw, used_in, used_out = await self._call_model(call, handle, prompt, schema, attempt, tools)
-            cost = handle.price.cost(used_in, used_out)
-            tally.input_tokens += used_in
-            tally.output_tokens += used_out
-            tally.cost_usd += cost
-            tally.model_calls += 1
-            if handle.cache is not None and key is not None:
-                extra = _tool_record(call.sink, found_before) if tools is not None else {}
-                handle.cache.put(key, handle.name, CachedResponse(raw, used_in, used_out, extra))
+            tools = call.tools if call.tools is not None and call.sink is not None and handle.native_tools else None
+            raw = await self._request(
+                call,
+                handle,
+                [("user", prompt)],
+                response_format_for(handle.model, schema),
+                _schema_of(schema),
+                attempt,
+                tally,
+                tools,
+            )
         text, repaired = extract_json(raw)
         try:
             output = schema.model_validate_json(text)
@@ -248,18 +247,101 @@ class AgentRunner:
             notes.append(f"{call.role.value} output was cut off (token limit) and its JSON was closed")
         return raw, output
 
-    async def _call_model(
+    def _acting_tools(self, call: AgentCall, handle: ModelHandle) -> list[Tool]:
+        """The tools ``call``'s model calls in a tool loop under its grammar; none for other models."""
+        if not handle.grammar or not self._max_tool_steps or call.prompts is None:
+            return []
+        if call.tools is None or call.sink is None:
+            return []
+        return call.tools.acting_tools()
+
+    async def _tool_loop(
         self,
         call: AgentCall,
         handle: ModelHandle,
         prompt: str,
         schema: type[BaseModel],
         attempt: int,
+        tally: _Tally,
+        acting: list[Tool],
+    ) -> str:
+        """The answer of a model that may call ``acting`` tools first: each step it answers under a
+        grammar that lets it call one of them or answer as ``schema``; a tool's result is added to
+        the conversation and the model asked again. After ``max_tool_steps`` calls it must answer."""
+        assert call.tools is not None and call.sink is not None and call.prompts is not None
+        answer = _schema_of(schema)
+        turns = [("user", f"{prompt}\n\n{call.prompts.use_tools_task(describe_tools(acting))}")]
+        step = 0
+        while True:
+            offered = acting if step < self._max_tool_steps else []
+            json_schema = step_schema(offered, answer) if offered else answer
+            response_format = {
+                "type": "json_schema",
+                "json_schema": {"name": schema_name(schema), "schema": json_schema},
+            }
+            raw = await self._request(call, handle, turns, response_format, json_schema, attempt, tally, None)
+            request = tool_request(raw, [tool.name for tool in offered])
+            if request is None:
+                return raw
+            result = await call.tools.call(request.tool, request.arguments, call.sink)
+            turns += [("assistant", raw), ("user", call.prompts.tool_result_task(request.tool, result))]
+            step += 1
+
+    async def _request(
+        self,
+        call: AgentCall,
+        handle: ModelHandle,
+        turns: list[tuple[str, str]],
+        response_format: dict[str, Any] | type[BaseModel],
+        json_schema: dict[str, Any],
+        attempt: int,
+        tally: _Tally,
+        tools: ToolBox | None,
+    ) -> str:
+        """One model request of the conversation ``turns`` (role, text), answered from the response
+        cache when it can be; its tokens and cost go to ``tally``."""
+        key = None
+        if handle.cache is not None:
+            key = ResponseCache.key(
+                handle.name,
+                [
+                    {"role": "system", "content": call.agent.instructions},
+                    *({"role": r, "content": t} for r, t in turns),
+                ],
+                json_schema,
+                list(tools.names) if tools is not None else [],
+            )
+        cached = handle.cache.get(key) if handle.cache is not None and key is not None else None
+        if cached is not None:
+            tally.input_tokens += cached.input_tokens
+            tally.output_tokens += cached.output_tokens
+            tally.cache_hits += 1
+            _replay_tools(cached.extra, call.sink)
+            return cached.content
+        found_before = len(call.sink) if call.sink is not None else 0
+        raw, used_in, used_out = await self._call_model(call, handle, turns, response_format, attempt, tools)
+        tally.input_tokens += used_in
+        tally.output_tokens += used_out
+        tally.cost_usd += handle.price.cost(used_in, used_out)
+        tally.model_calls += 1
+        if handle.cache is not None and key is not None:
+            extra = _tool_record(call.sink, found_before) if tools is not None else {}
+            handle.cache.put(key, handle.name, CachedResponse(raw, used_in, used_out, extra))
+        return raw
+
+    async def _call_model(
+        self,
+        call: AgentCall,
+        handle: ModelHandle,
+        turns: list[tuple[str, str]],
+        response_format: dict[str, Any] | type[BaseModel],
+        attempt: int,
         tools: ToolBox | None,
     ) -> tuple[str, int, int]:
-        """One model call asking for ``schema``: (raw content, input tokens, output tokens). Raises AgentError."""
+        """One model call of the conversation ``turns`` asking for ``response_format``: (raw
+        content, input tokens, output tokens). Raises AgentError."""
         budget = self._budget
-        estimate = self._estimate(handle, call.agent, estimate_tokens(prompt))
+        estimate = self._estimate(handle, call.agent, sum(estimate_tokens(text) for _, text in turns))
         requests = 0
         cost = 0.0
 
@@ -277,7 +359,7 @@ class AgentRunner:
             # Fresh messages per try: agno appends the assistant's reply to the list it is given.
             messages = [
                 Message(role="system", content=call.agent.instructions),
-                Message(role="user", content=prompt),
+                *(Message(role=role, content=text) for role, text in turns),
             ]
             # The run record carries who is calling to the model (the scripted fake answers by role).
             # Its metrics sum the tokens of every request of a tool-call loop.
@@ -300,7 +382,7 @@ class AgentRunner:
                 functions = [*tools.agno_functions(call.sink)]
             response = await handle.model.aresponse(
                 messages=messages,
-                response_format=response_format_for(handle.model, schema),
+                response_format=response_format,
                 run_response=run,
                 tools=functions,
             )

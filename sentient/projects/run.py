@@ -199,6 +199,7 @@ class ProjectRun:
             budget=budget,
             deadline_s=settings.call_deadline_s,
             local_timeout_s=settings.local_timeout_s,
+            max_tool_steps=settings.max_tool_steps,
         )
         context = ContextBuilder(
             graph, knowledge, settings.context_token_budget, settings.knowledge_results, self.instructions, self.prior

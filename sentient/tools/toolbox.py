@@ -135,10 +135,17 @@ class ToolBox:
         tools: the tools.
         confirm: the names of the tools whose calls need approval.
         approval: who approves them; by default nobody does, and every such call is declined.
+        offline: the run is offline: its web tools only refuse, and are not offered where that costs
+            a model's turn (:meth:`acting_tools`).
     """
 
     def __init__(
-        self, tools: Iterable[Tool], *, confirm: Iterable[str] = (), approval: CallApproval | None = None
+        self,
+        tools: Iterable[Tool],
+        *,
+        confirm: Iterable[str] = (),
+        approval: CallApproval | None = None,
+        offline: bool = False,
     ) -> None:
         self._confirm = frozenset(confirm)
         self._approval = approval or CallApproval(None)
@@ -150,6 +157,11 @@ class ToolBox:
         # Asked before every executor call. isinstance against a runtime-checkable Protocol walks
         # the protocol's members each time (tens of microseconds a tool), and the tools never change.
         self._retrieval = [tool for tool in self._tools.values() if isinstance(tool, RetrievalTool)]
+        self._acting = [
+            tool
+            for tool in self._tools.values()
+            if tool not in self._retrieval and not (offline and tool.name in NETWORK_TOOLS)
+        ]
 
     @classmethod
     def for_agent(
@@ -204,7 +216,7 @@ class ToolBox:
         for session in mcp:
             tools += session.tools
             confirm += [t.name for t in session.tools] if session.config.confirm else []
-        return cls(tools, confirm=confirm, approval=approval)
+        return cls(tools, confirm=confirm, approval=approval, offline=settings.offline)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -231,6 +243,11 @@ class ToolBox:
     def retrieval_tools(self) -> list[RetrievalTool]:
         """The tools that can run up-front with a query (docs_search, web_search)."""
         return list(self._retrieval)
+
+    def acting_tools(self) -> list[Tool]:
+        """The tools only a model's call runs (fetch_page, run_python, calculator, your callables and
+        MCP tools): not the retrieval tools, which run up-front, nor the web tools offline."""
+        return list(self._acting)
 
     async def retrieve(self, query: str, limit: int) -> Retrieval:
         """Run every retrieval tool with `query` at once; a failing tool becomes a warning.

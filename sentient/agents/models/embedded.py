@@ -5,8 +5,9 @@ they all share one :class:`LlamaRuntime` (one loaded model, calls serialised by 
 Structured outputs are enforced by llama.cpp itself: the agent's JSON schema is compiled to
 a GBNF grammar, so even a 0.5B model can only emit JSON of the requested shape.
 
-Tools are not offered to the embedded model: the engine runs tools itself and puts their
-results into the prompt, so ``tools`` passed by agno are ignored.
+agno's tool-call loop is not used (``tools`` passed by agno are ignored): retrieval tools run
+before the call, and the runner offers the model its other tools through the grammar, in a
+bounded loop of its own (:mod:`sentient.agents.tool_loop`).
 """
 
 from __future__ import annotations
