@@ -48,7 +48,7 @@ from sentient.agents.models.factory import ModelHandle
 from sentient.agents.models.providers import Provider, response_format_for, schema_name
 from sentient.agents.models.resilience import DeadlineExceeded, call_with_retries, describe
 from sentient.agents.prompts import TaskPrompts
-from sentient.agents.tool_loop import describe_tools, step_schema, tool_request
+from sentient.agents.tool_loop import ToolRequest, describe_tools, step_schema, tool_request
 from sentient.budget import Budget
 from sentient.context.builder import AgentContext, estimate_tokens
 from sentient.events import AgentCallFinished, EventBus, NodeSnapshot
@@ -267,13 +267,15 @@ class AgentRunner:
     ) -> str:
         """The answer of a model that may call ``acting`` tools first: each step it answers under a
         grammar that lets it call one of them or answer as ``schema``; a tool's result is added to
-        the conversation and the model asked again. After ``max_tool_steps`` calls it must answer."""
+        the conversation and the model asked again. After ``max_tool_steps`` calls, or a call it
+        made before (its result is above already), it must answer."""
         assert call.tools is not None and call.sink is not None and call.prompts is not None
         answer = _schema_of(schema)
         turns = [("user", f"{prompt}\n\n{call.prompts.use_tools_task(describe_tools(acting))}")]
-        step = 0
+        made: list[ToolRequest] = []
+        repeated = False  # it asked for a call it made before: its result is above, it answers now
         while True:
-            offered = acting if step < self._max_tool_steps else []
+            offered = acting if len(made) < self._max_tool_steps and not repeated else []
             json_schema = step_schema(offered, answer) if offered else answer
             response_format = {
                 "type": "json_schema",
@@ -281,11 +283,14 @@ class AgentRunner:
             }
             raw = await self._request(call, handle, turns, response_format, json_schema, attempt, tally, None)
             request = tool_request(raw, [tool.name for tool in offered])
-            if request is None:
-                return raw
+            if isinstance(request, str):
+                return request
+            repeated = request in made
+            if repeated:
+                continue
+            made.append(request)
             result = await call.tools.call(request.tool, request.arguments, call.sink)
             turns += [("assistant", raw), ("user", call.prompts.tool_result_task(request.tool, result))]
-            step += 1
 
     async def _request(
         self,

@@ -25,6 +25,7 @@ from sentient.agents.json_repair import extract_json
 from sentient.tools.base import Tool
 
 _DEFS = "#/$defs/"
+NO_TOOL = "none"  # the "tool" of a step that answers
 
 
 class ToolRequest(BaseModel):
@@ -60,22 +61,32 @@ def step_schema(tools: Sequence[Tool], answer: dict[str, Any]) -> dict[str, Any]
                 "additionalProperties": False,
             }
         )
-    branches.append(_hoisted(answer, "answer_", defs))
+    answering = _hoisted(answer, "answer_", defs)
+    # Every branch starts with "tool": the model decides first whether it calls one ("none": it answers).
+    answering["properties"] = {"tool": {"const": NO_TOOL}, **answering.get("properties", {})}
+    answering["required"] = ["tool", *answering.get("required", [])]
+    branches.append(answering)
     schema: dict[str, Any] = {"anyOf": branches}
     if defs:
         schema["$defs"] = defs
     return schema
 
 
-def tool_request(raw: str, names: Sequence[str]) -> ToolRequest | None:
-    """The tool call ``raw`` makes, or None when it is an answer (the caller validates it as one)."""
+def tool_request(raw: str, names: Sequence[str]) -> ToolRequest | str:
+    """The tool call ``raw`` makes, or the answer it gives, without its ``"tool": "none"`` (the
+    caller validates it as one)."""
     text, _ = extract_json(raw)
     try:
         data = json.loads(text)
+    except ValueError:
+        return raw
+    if isinstance(data, dict) and data.get("tool") == NO_TOOL:
+        return json.dumps({key: value for key, value in data.items() if key != "tool"})
+    try:
         request = ToolRequest.model_validate(data)
-    except (ValueError, ValidationError):
-        return None
-    return request if request.tool in names else None
+    except ValidationError:
+        return raw
+    return request if request.tool in names else raw
 
 
 def _hoisted(schema: dict[str, Any], prefix: str, defs: dict[str, Any]) -> dict[str, Any]:

@@ -46,7 +46,14 @@ def calculating(request: FakeRequest) -> Output:
 
 
 def always_calculating(request: FakeRequest) -> Output:
-    """A think executor that calls the calculator whenever it may."""
+    """A think executor that calls the calculator whenever it may, each time with a new expression."""
+    if request.agent == "think_executor" and offers_tools(request):
+        return {"tool": "calculator", "arguments": {"expression": f"{EXPRESSION} + {request.prompt.count(' = ')}"}}
+    return default_response(request) if request.agent != "think_executor" else executor_answer(request, "410.9")
+
+
+def repeating(request: FakeRequest) -> Output:
+    """A think executor that calls the calculator with the same expression whenever it may."""
     if request.agent == "think_executor" and offers_tools(request):
         return {"tool": "calculator", "arguments": {"expression": EXPRESSION}}
     return default_response(request) if request.agent != "think_executor" else executor_answer(request, "410.9")
@@ -94,6 +101,18 @@ async def test_after_max_tool_steps_calls_only_the_answer_is_offered(make_agent)
     assert think.status is TaskStatus.DONE and think.result == "410.9"
 
 
+async def test_a_call_made_before_is_not_run_again_and_the_model_must_answer(make_agent, recorder) -> None:
+    model = ScriptedModel(grammar=True, script={"planner": PLAN, "executor": repeating})
+    agent = make_agent(model, max_depth=1, force_root_planning=True, answer_first=False, max_tool_steps=3)
+    result = await agent.arun(GOAL, write_files=False, subscribers=[recorder])
+
+    think = next(n for n in result.graph if n.goal == THINK)
+    calls = model.calls_for(role="executor", task_id=think.task_id)
+    assert [offers_tools(c.request) for c in calls] == [True, True, False]
+    (event,) = [e for e in recorder.of(AgentCallFinished) if e.task_id == think.task_id and e.role == "executor"]
+    assert len(event.tool_calls) == 1
+
+
 async def test_a_model_without_a_grammar_is_not_offered_tools_through_one(make_agent) -> None:
     model = ScriptedModel(script={"planner": PLAN, "executor": calculating})
     result = await make_agent(model, max_depth=1, force_root_planning=True, answer_first=False).arun(
@@ -124,8 +143,9 @@ def test_a_step_schema_with_definitions_compiles_to_a_grammar_and_tells_a_call_f
     call = '{"tool": "distance", "arguments": {"a": {"x": 0, "y": 0}, "b": {"x": 3, "y": 4}}}'
     request = tool_request(call, ["calculator", "distance"])
     assert request is not None and request.tool == "distance"
-    assert tool_request(call, ["calculator"]) is None  # a tool not offered is no call
-    assert tool_request('{"answer": "410.9", "source": 0}', ["calculator", "distance"]) is None
+    assert tool_request(call, ["calculator"]) == call  # a tool not offered is no call
+    answer = tool_request('{"tool": "none", "answer": "410.9", "source": 0}', ["calculator", "distance"])
+    assert answer == '{"answer": "410.9", "source": 0}'  # an answer, as its schema has it
 
 
 def test_offline_the_web_tools_are_not_offered_to_a_model_under_a_grammar() -> None:
