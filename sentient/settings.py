@@ -12,6 +12,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from sentient.exceptions import ConfigError
 from sentient.language import check_language
 from sentient.resources import agent_configs_dir
+from sentient.structured import schema_problem
 
 MAX_CALL_TIMEOUT_S = 3600.0  # the longest a model call attempt may be given: an hour
 REPORT_WORDS = (100, 20_000)  # the report_length a number of words may ask for
@@ -114,6 +115,22 @@ class EngineSettings(BaseModel):
             " it is detected with confidence, else the agents are told to write in the language of the goal."
         ),
     )
+
+    output_schema: dict[str, Any] | None = Field(
+        None,
+        description=(
+            "A JSON Schema (an object): the run's final answer is also given as a JSON value that validates"
+            " against it, with the sources each of its strings cites (docs/structured-output.md)."
+        ),
+    )
+
+    @field_validator("output_schema")
+    @classmethod
+    def _a_json_schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        problem = None if value is None else schema_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
 
     @field_validator("language")
     @classmethod

@@ -82,7 +82,7 @@ def test_the_json_holds_every_field_and_reads_back_as_the_same_report() -> None:
 
     assert set(data) == {
         "title", "status", "partial", "stopped", "error", "answer", "references", "consulted", "sections", "missing",
-        "confirmed",
+        "confirmed", "structured",
     }  # fmt: skip
     assert (data["status"], data["error"], data["answer"], data["stopped"]) == (
         "FAILED",

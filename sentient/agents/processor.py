@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from loguru import logger
 from pydantic import BaseModel
@@ -30,7 +30,8 @@ from sentient.agents.schemas import (
     SourcedAnswer,
     sourced_schema,
 )
-from sentient.context.builder import AgentContext, ContextBuilder
+from sentient.agents.structured import cited_value, structured_schema
+from sentient.context.builder import AgentContext, ContextBuilder, Section
 from sentient.context.citations import renumber
 from sentient.context.grounding import Choice, Grounded, Verdict, choice_schema, judged, rejudged, to_judge
 from sentient.context.wording import questions
@@ -60,6 +61,7 @@ from sentient.hitl.protocol import (
     plan_problems,
 )
 from sentient.settings import EngineSettings, ReviewMode, ReviewTimeoutAction
+from sentient.structured import CitedValue
 from sentient.tools.toolbox import SourceSink, ToolBox
 
 _S = TaskStatus
@@ -303,6 +305,17 @@ class AgentProcessor:
             self._stand(node, "no source supports the research's answer")
             return
         self._finish(node, grounded.text, grounded.sources)
+
+    async def structure(self, schema: dict[str, Any]) -> CitedValue:
+        """The finished root's answer as a JSON value of the run's output ``schema``, with the
+        sources each of its strings cites (:mod:`sentient.agents.structured`): one more call of
+        the root's aggregator, given the answer and its sources. Raises AgentError."""
+        root = self.graph.root
+        context = AgentContext([Section("The answer", root.result or "", required=True)], sources=list(root.sources))
+        agent = self._profile.aggregator_for(True)
+        task = self._tasks.structure_task(root.goal, schema)
+        output = await self._ask(root, Role.AGGREGATOR, agent, task, context, structured_schema(schema))
+        return cited_value(output.root, len(root.sources))
 
     # -- helpers -------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ so each role writes in it; otherwise the tasks are as written.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from string import Template
@@ -35,6 +36,7 @@ TEMPLATE_PARAMETERS: dict[str, frozenset[str]] = {
     "support_each": frozenset({"question", "answer"}),
     "aggregate": frozenset({"goal"}),
     "aggregate_root": frozenset({"goal"}),
+    "structure": frozenset({"goal", "schema"}),
     "modify": frozenset({"goal", "plan", "instructions"}),
     "atomize_root": frozenset({"goal"}),
     "outline": frozenset({"goal"}),
@@ -82,6 +84,7 @@ class TaskTemplates(BaseModel):
     support_choice: str
     aggregate: str
     aggregate_root: str
+    structure: str
     modify: str
     atomize_root: str
     outline: str
@@ -214,6 +217,11 @@ class TaskPrompts:
     def aggregate_task(self, node: TaskNode, is_root: bool) -> str:
         """An aggregator's task: combine the children's results, keeping their citations."""
         return self._render("aggregate_root" if is_root else "aggregate", goal=node.goal)
+
+    def structure_task(self, goal: str, schema: Mapping[str, Any]) -> str:
+        """The root aggregator's task in a run with an output schema: the answer above as a JSON
+        value of ``schema``, its strings citing [n] (:mod:`sentient.agents.structured`)."""
+        return self._render("structure", goal=goal, schema=json.dumps(schema, ensure_ascii=False))
 
     def modify_task(self, node: TaskNode, plan: PlanOutput | None, instructions: str) -> str:
         current = _render_plan(plan.subtasks) if plan else "(no plan yet)"

@@ -21,7 +21,7 @@ from sentient.context.prior import PriorKnowledge
 from sentient.engine.resume import prepare_rerun, prepare_resume
 from sentient.engine.scheduler import ExecutionEngine
 from sentient.events import EventBus, RunFinished, RunStarted, Subscriber, snapshot
-from sentient.exceptions import ConfigError, InvalidGoalError
+from sentient.exceptions import AgentError, ConfigError, InvalidGoalError
 from sentient.graph.node import NodeType, TaskType
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
@@ -43,6 +43,7 @@ from sentient.store import (
     StoreWriterError,
     check_project_id,
 )
+from sentient.structured import CitedValue
 from sentient.text import goal_problem
 from sentient.trace import TraceRecorder, write_json, write_text
 
@@ -119,6 +120,8 @@ class ProjectRun:
         self.writer = StoreWriter(store, project_id, owner=store.owner) if store is not None else None
         self.heartbeat: Heartbeat | None = None
         self._engine: ExecutionEngine | None = None
+        self.structured: CitedValue | None = None  # the answer as JSON of the output_schema, once asked
+        self.structured_error: str | None = None  # why it could not be given: the run failed
         self.rerun = rerun  # applied to the graph first
         self.instructions = dict(instructions or {})  # task id -> the user's instructions for it
         self.prior = prior  # a follow-up question's: what the project it follows holds
@@ -223,6 +226,11 @@ class ProjectRun:
             researcher.profile.name,
         )
         await engine.run(resume=resume)
+        if settings.output_schema is not None and graph.root.status is TaskStatus.DONE:
+            try:  # the root's answer as JSON of the user's schema (a resume of a run it failed asks again)
+                self.structured = await processor.structure(settings.output_schema)
+            except AgentError as exc:
+                self.structured_error = f"the structured answer failed: {exc}"
 
     async def _apply_rerun(self, rerun: Rerun) -> None:
         """Reset the rerun's node and ancestors (its subtree discarded), stored before the request
@@ -248,7 +256,9 @@ class ProjectRun:
         root = graph.root
         status: RunStatus
         failed = [n.task_id for n in graph if n.status is TaskStatus.FAILED]
-        if root.status is TaskStatus.DONE:
+        if root.status is TaskStatus.DONE and self.structured_error is not None:
+            status = "failed"
+        elif root.status is TaskStatus.DONE:
             status = "completed_with_failures" if failed else "completed"
         elif stop_reason is not None:
             status = "stopped"
@@ -271,8 +281,14 @@ class ProjectRun:
         elif status == "completed_with_failures":
             error = f"{len(failed)} subtask(s) failed: {', '.join(failed[:5])}" + (", …" if len(failed) > 5 else "")
         else:
-            error = stop_reason or crash or root.error or ("cancelled" if cancelled else root.status.value.lower())
-        report = build_report(graph, stopped=stop_reason)
+            error = (
+                stop_reason
+                or crash
+                or self.structured_error
+                or root.error
+                or ("cancelled" if cancelled else root.status.value.lower())
+            )
+        report = build_report(graph, stopped=stop_reason, structured=self.structured)
         return RunResult(
             project_id=self.project_id,
             status=status,

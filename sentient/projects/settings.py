@@ -33,8 +33,9 @@ def merge_settings(base: EngineSettings, overrides: Mapping[str, Any]) -> Engine
         # One line naming the setting, not pydantic's multi-line report.
         error = exc.errors()[0]
         field = ".".join(str(part) for part in error["loc"])
+        got = repr(error.get("input"))  # a whole output_schema would not make one line
         raise ConfigError(
-            f"invalid engine setting: {error['msg']} (got {error.get('input')!r}).",
+            f"invalid engine setting: {error['msg']} (got {got if len(got) <= 80 else got[:77] + '...'}).",
             field=field,
             fix="correct the value.",
         ) from exc

@@ -7,6 +7,16 @@
 
 from sentient.report.build import build_report
 from sentient.report.markdown import markdown_report, to_markdown
-from sentient.report.model import Consulted, Missing, Reference, Report, Section
+from sentient.report.model import Consulted, Missing, Reference, Report, Section, StructuredAnswer
 
-__all__ = ["Consulted", "Missing", "Reference", "Report", "Section", "build_report", "markdown_report", "to_markdown"]
+__all__ = [
+    "Consulted",
+    "Missing",
+    "Reference",
+    "Report",
+    "Section",
+    "StructuredAnswer",
+    "build_report",
+    "markdown_report",
+    "to_markdown",
+]

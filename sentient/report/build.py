@@ -10,17 +10,27 @@ from sentient.context.citations import cited_numbers, renumber
 from sentient.graph.node import Source, TaskNode
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
-from sentient.report.model import Consulted, Missing, Reference, Report, Section, source_kind
+from sentient.report.model import (
+    Consulted,
+    Missing,
+    Reference,
+    Report,
+    Section,
+    StructuredAnswer,
+    source_kind,
+)
+from sentient.structured import CitedValue
 
 TITLE_CHARS = 150  # a goal longer than this is shortened, at a word, to title the report
 # A Markdown heading of level 1 ("# Lists and tuples"), as a model that writes a report opens it.
 _HEADING = re.compile(r"#[ \t]+(?P<title>.+?)(?:[ \t]+#+)?[ \t]*")
 
 
-def build_report(graph: TaskGraph, stopped: str | None = None) -> Report:
+def build_report(graph: TaskGraph, stopped: str | None = None, structured: CitedValue | None = None) -> Report:
     """The report of ``graph``: complete when the root is done with a result, partial otherwise.
 
     ``stopped`` is the reason a budget ended the run early; the partial report says so.
+    ``structured`` is the root's answer as JSON of the run's output schema, citing the root's sources.
     """
     root = graph.root
     missing = _missing(graph)
@@ -36,6 +46,7 @@ def build_report(graph: TaskGraph, stopped: str | None = None) -> Report:
             references=references,
             consulted=uncited,
             missing=missing,
+            structured=None if structured is None else _structured(structured, root.sources),
         )
     sections = []
     for node in _topmost_done(graph, root):
@@ -68,6 +79,18 @@ def _cited(
     uncited = {s.ref: s for s in [*sources, *consulted] if s.ref not in cited}.values()
     others = [Consulted(ref=s.ref, kind=source_kind(s.ref), title=_title(s)) for s in uncited]
     return renumber(text, mapping).strip(), references, others
+
+
+def _structured(cited: CitedValue, sources: Sequence[Source]) -> StructuredAnswer:
+    """``cited`` with its citations renumbered by first appearance, and its own references."""
+    order = dict.fromkeys(n for numbers in cited.citations.values() for n in numbers if 1 <= n <= len(sources))
+    mapping = {old: new for new, old in enumerate(order, start=1)}
+    citations = {pointer: [mapping[n] for n in numbers if n in mapping] for pointer, numbers in cited.citations.items()}
+    return StructuredAnswer(
+        value=cited.value,
+        citations={pointer: numbers for pointer, numbers in citations.items() if numbers},
+        references=[_reference(new, sources[old - 1]) for old, new in mapping.items()],
+    )
 
 
 def opening_heading(text: str) -> tuple[str | None, str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, computed_field
+from pydantic import BaseModel, ConfigDict, JsonValue, computed_field
 
 from sentient.context.grounding import confirmed
 from sentient.graph.status import TaskStatus
@@ -70,6 +70,19 @@ class Missing(BaseModel):
     """Why it failed, whitespace normalised (not shortened)."""
 
 
+class StructuredAnswer(BaseModel):
+    """The answer as a JSON value that validates against the run's output schema, with the
+    sources each of its strings cites (numbered apart from the answer's references)."""
+
+    model_config = _CONFIG
+
+    value: JsonValue
+    """The JSON value; its strings hold no citation markers."""
+    citations: dict[str, list[int]]
+    """Per JSON pointer of a string of ``value`` (``/name``, ``/items/0/title``), the ``n`` of the references it cites."""
+    references: list[Reference]
+
+
 class Report(BaseModel):
     """A run's report.
 
@@ -99,6 +112,8 @@ class Report(BaseModel):
     consulted: list[Consulted] = []
     sections: list[Section] = []
     missing: list[Missing] = []
+    structured: StructuredAnswer | None = None
+    """The answer as JSON of the run's output schema (runs with an ``output_schema`` that completed)."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
