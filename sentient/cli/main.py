@@ -257,7 +257,7 @@ def _run(args: argparse.Namespace, settings: Settings, err: Console) -> int:
                 verb = {
                     "resume": "Resuming",
                     "rerun": f"Re-running {getattr(args, 'node_id', '')} of",
-                    "ask": f"Following up {args.project_id}",
+                    "ask": f"Following up {getattr(args, 'project_id', '')}",
                 }.get(args.command, "Researching")
                 err.print(
                     f"[bold]{verb}:[/] {escape(goal)}  [dim](profile {profile}, project {project_id})[/]",
