@@ -46,6 +46,7 @@ from sentient.exceptions import SentientError
 from sentient.projects import ProjectService, RunResult, check_goal, new_project_id
 from sentient.settings import Settings, settings_from_env
 from sentient.store import ProjectStore
+from sentient.structured import load_output_schema
 from sentient.tools.sandbox import hide_process_memory
 
 T = TypeVar("T")
@@ -66,6 +67,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SIZE",
         help="write a report of this size: short, standard, long or about N words"
         " (default: a report only when the goal asks for one)",
+    )
+    run.add_argument(
+        "--output-schema",
+        type=Path,
+        metavar="FILE",
+        help="a JSON Schema file: the answer is also given as JSON of that schema, with each string's"
+        " citations, and printed instead of the report (see docs/structured-output.md)",
     )
     run.add_argument("--review", action="store_true", help="approve, edit or reject each plan in the terminal")
     run.add_argument("--out", type=Path, help="output folder, new or empty (default: project_results/<project-id>)")
@@ -202,6 +210,9 @@ def _run(args: argparse.Namespace, settings: Settings, err: Console) -> int:
         "agent_timeout_s": args.call_timeout,
         "local_timeout_s": args.call_timeout,
     }
+    output_schema: Path | None = getattr(args, "output_schema", None)
+    if output_schema is not None:  # ConfigError naming the file: not JSON, or not a valid JSON Schema
+        overrides["output_schema"] = load_output_schema(output_schema)
     display: ProgressDisplay | ProgressLog | None = None
     if not args.json:
         display = ProgressDisplay(err) if err.is_terminal else ProgressLog(err)
@@ -322,6 +333,7 @@ def _subs(display: ProgressDisplay | ProgressLog | None) -> list[Subscriber]:
 
 def _report(result: RunResult, as_json: bool, err: Console) -> int:
     stats = result.stats
+    structured = result.report.structured
     if as_json:
         payload = {
             "project_id": result.project_id,
@@ -331,10 +343,14 @@ def _report(result: RunResult, as_json: bool, err: Console) -> int:
             "stats": asdict(stats),
             "final_answer": result.final_answer,
         }
+        if structured is not None:
+            payload["structured"] = structured.model_dump(mode="json")
         print(json.dumps(payload))
     else:
-        # The report goes to stdout exactly as written to report.md (no wrapping, no markup).
-        sys.stdout.write("\n" + result.report_markdown)
+        if structured is not None:  # the answer as JSON of the output schema, with its citations and references
+            sys.stdout.write(structured.model_dump_json(indent=2) + "\n")
+        else:  # the report, exactly as written to report.md (no wrapping, no markup)
+            sys.stdout.write("\n" + result.report_markdown)
         sys.stdout.flush()
         cached = stats.agent_calls - stats.model_calls
         summary = (

@@ -315,3 +315,44 @@ def test_profiles_lists_both_profiles_with_their_descriptions(sandbox: Sandbox) 
     lines = proc.stdout.strip().splitlines()
     assert [line.split()[0] for line in lines] == ["deep_research_agent", "general_agent"]
     assert "Multi-level research" in lines[0]
+
+
+# -- structured output ----------------------------------------------------------------------------
+
+ANSWER_SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+
+
+def test_output_schema_prints_the_answer_as_json_of_the_schema(sandbox: Sandbox) -> None:
+    schema = sandbox.cwd / "schema.json"
+    schema.write_text(json.dumps(ANSWER_SCHEMA))
+
+    proc = sandbox.run("run", GOAL, "--docs", str(sandbox.docs), "--output-schema", str(schema))
+
+    assert proc.returncode == 0, proc.stderr
+    printed = json.loads(proc.stdout)
+    assert set(printed) == {"value", "citations", "references"}
+    assert isinstance(printed["value"]["answer"], str) and printed["value"]["answer"]
+    [project] = [p for p in sandbox.results.iterdir() if p.is_dir()]
+    store = ProjectStore.open(sandbox.results)
+    assert store.get_report_data(project.name)["structured"] == printed
+    assert store.get_project(project.name).settings["output_schema"] == ANSWER_SCHEMA
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ('{"type": "objekt"}', "not a valid JSON Schema: 'objekt' is not valid under any of the given schemas"),
+        ('{"type": "object",}', "the output schema is not JSON: "),
+        ("[1, 2]", "a JSON Schema must be a JSON object, not an array"),
+    ],
+)
+def test_an_output_schema_that_is_not_valid_is_refused_naming_the_file(
+    sandbox: Sandbox, text: str, problem: str
+) -> None:
+    schema = sandbox.cwd / "bad-schema.json"
+    schema.write_text(text)
+
+    line = one_line_error(sandbox.run("run", GOAL, "--docs", str(sandbox.docs), "--output-schema", str(schema)))
+
+    assert f"error: {schema}: " in line and problem in line
+    assert not sandbox.results.exists()  # refused before the store, let alone a model, was touched
