@@ -42,6 +42,9 @@ class Fusion:
     # --negatives): every answer passage the dev questions find stands out by 0.14 or more, a
     # paraphrase in a six-document corpus by 0.12; questions about another corpus, 0.08 to 0.27.
     min_relevance: float = 0.12
+    # A median of a few passages does not describe a corpus (of one passage, it is that passage,
+    # so nothing would ever stand out): a folder of fewer passages than this is never cut.
+    min_passages: int = 20
 
 
 class Retrieval(Enum):
@@ -90,6 +93,10 @@ class PassageVectors:
         if missing or self._matrix is None:
             self._load()
         return len(missing)
+
+    def __len__(self) -> int:
+        """How many passages have a vector (as last loaded)."""
+        return 0 if self._rowids is None else len(self._rowids)
 
     def forget(self) -> None:
         """Drop every stored vector (the passages are being replaced)."""

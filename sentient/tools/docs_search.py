@@ -333,7 +333,7 @@ class DocsIndex:
             if mode is not Retrieval.BM25 and embedder is not None:
                 self._update_vectors()
                 dense, relevance = self._vectors.nearest(embedder.embed([query])[0], _CANDIDATES)
-                if relevance < fusion.min_relevance:
+                if relevance < fusion.min_relevance and len(self._vectors) >= fusion.min_passages:
                     return []
                 rankings.append(dense)
                 self._fetch([rowid for rowid, _ in dense if rowid not in rows], rows)

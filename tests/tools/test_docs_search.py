@@ -184,6 +184,15 @@ def test_with_vectors_a_search_that_finds_nothing_relevant_returns_nothing() -> 
     assert index.search("harbour") == []
 
 
+def test_with_vectors_a_folder_too_small_for_a_median_is_searched_without_the_cut() -> None:
+    # The passage nearest a query is measured against the corpus's median passage: in a folder of
+    # one passage that is the passage itself, so nothing would ever stand out.
+    index = DocsIndex(embeddings=HashingEmbedder)
+    index.add_document("/docs/gulls.md", "gulls", "Gulls nest on the harbour breakwater in spring.")
+
+    assert [hit.source for hit in index.search("where do gulls nest")] == ["/docs/gulls.md"]
+
+
 def test_search_from_worker_threads(index: DocsIndex) -> None:
     words = ["axolotlbloom", "frobnicator", "wibblewrench", "quokkafish", "snorkelwidget"] * 20
     with ThreadPoolExecutor(max_workers=8) as pool:
