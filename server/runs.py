@@ -43,6 +43,7 @@ from sentient.store import (
     ProjectRecord,
     ProjectStatus,
 )
+from sentient.structured import check_output_schema
 from sentient.tools.docs_search import DocsFolder
 
 from .bridge import EngineLoop
@@ -186,6 +187,8 @@ class RunManager:
         ``config.offline``) are kept with it."""
         overrides = {k: v for k, v in config.items() if v is not None}
         chosen = {key: overrides.pop(key) for key in CHOICES if key in overrides}
+        if "output_schema" in overrides:  # named as the client sent it: config.output_schema
+            check_output_schema(overrides["output_schema"], "config.output_schema")
         options = self._options(chosen, profile or DEFAULT_PROFILE)
         if project_id is not None and not valid_project_id(project_id):
             raise bad_request(f"'{project_id}' is not a valid project id.", "invalid_id")

@@ -71,6 +71,11 @@ def _type(schema: dict[str, Any]) -> str:
     if "anyOf" in schema:
         return " | ".join(_member(option) for option in schema["anyOf"])
     kind = schema.get("type")
+    if not {key for key in schema if key not in ("title", "description")}:  # any JSON value (pydantic's JsonValue)
+        return "unknown"
+    if kind == "object" and "properties" not in schema:  # a mapping: its values' type, or any JSON value
+        values = schema.get("additionalProperties", True)
+        return f"Record<string, {'unknown' if values is True else _type(values)}>"
     if kind == "array" and "items" in schema:
         return f"{_member(schema['items'])}[]"
     if isinstance(kind, str) and kind in _PRIMITIVES:

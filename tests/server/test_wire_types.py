@@ -4,10 +4,10 @@ committed file is what the generator writes today."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, JsonValue
 
 from sentient_server.wire_types import TARGET, UnsupportedSchema, main, typescript
 
@@ -47,12 +47,25 @@ def test_objects_arrays_unions_enums_optionals_and_refs_are_translated() -> None
 
 
 class Untranslatable(BaseModel):
-    table: dict[str, int]
+    pair: tuple[int, str]
 
 
 def test_a_shape_without_a_translation_is_an_error_not_unknown() -> None:
-    with pytest.raises(UnsupportedSchema, match="additionalProperties"):
+    with pytest.raises(UnsupportedSchema, match="prefixItems"):
         typescript([Untranslatable])
+
+
+class Mappings(BaseModel):
+    table: dict[str, list[int]]
+    options: dict[str, Any]
+    anything: JsonValue
+
+
+def test_a_mapping_is_a_record_and_any_json_value_is_unknown() -> None:
+    text = typescript([Mappings])
+
+    assert "  table: Record<string, number[]>;\n  options: Record<string, unknown>;\n  anything: JsonValue;\n" in text
+    assert "export type JsonValue = unknown;\n" in text
 
 
 def test_check_fails_on_a_stale_or_missing_file_until_it_is_written(tmp_path: Path) -> None:

@@ -8,6 +8,8 @@ export interface Consulted {
   title: string;
 }
 
+export type JsonValue = unknown;
+
 /** A failed subtask (the topmost of its failed branch): a part of the goal the report does not cover. */
 export interface Missing {
   task_id: string;
@@ -51,6 +53,8 @@ export interface ReportResponse {
   consulted: Consulted[];
   sections: Section[];
   missing: Missing[];
+  /** The answer as JSON of the run's output schema (runs with an `output_schema` that completed). */
+  structured: StructuredAnswer | null;
   /** The report as Markdown, exactly as `format=md` serves it. */
   markdown: string;
   /**
@@ -68,6 +72,18 @@ export interface Section {
   text: string;
   references: Reference[];
   consulted: Consulted[];
+}
+
+/**
+ * The answer as a JSON value that validates against the run's output schema, with the
+ * sources each of its strings cites (numbered apart from the answer's references).
+ */
+export interface StructuredAnswer {
+  /** The JSON value; its strings hold no citation markers. */
+  value: JsonValue;
+  /** Per JSON pointer of a string of `value` (`/name`, `/items/0/title`), the `n` of the references it cites. */
+  citations: Record<string, number[]>;
+  references: Reference[];
 }
 
 export type TaskStatus = "PENDING" | "READY" | "PLANNING" | "PLAN_MODIFICATION" | "ATOMIZATION" | "PLAN_DONE" | "EXECUTING" | "AGGREGATING" | "DONE" | "FAILED" | "CANCELLED" | "NEEDS_REPLAN";
