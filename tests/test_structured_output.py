@@ -96,9 +96,7 @@ async def test_the_answer_is_json_of_the_schema_and_each_string_keeps_its_citati
     fake = model(VALID)
 
     # Planned and aggregated (not answered directly): the root's aggregate is what is shaped.
-    result = await agent(settings, docs, fake).arun(
-        GOAL, write_files=False, output_schema=SCHEMA, answer_first=False
-    )
+    result = await agent(settings, docs, fake).arun(GOAL, write_files=False, output_schema=SCHEMA, answer_first=False)
 
     assert result.status == "completed"
     structured = result.report.structured
@@ -152,7 +150,10 @@ async def test_a_value_that_never_validates_fails_the_run_and_a_resume_asks_agai
 @pytest.mark.parametrize(
     ("schema", "problem"),
     [
-        ({"type": "objekt"}, "not a valid JSON Schema: 'objekt' is not valid under any of the given schemas (at /type)"),
+        (
+            {"type": "objekt"},
+            "not a valid JSON Schema: 'objekt' is not valid under any of the given schemas (at /type)",
+        ),
         ({"properties": {"a": {"minLength": -1}}}, "(at /properties/a/minLength)"),
         ({"required": "name"}, "'name' is not of type 'array' (at /required)"),
     ],
