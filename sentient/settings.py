@@ -216,10 +216,11 @@ class Settings(BaseSettings):
         ),
     )
     retrieval: Literal["bm25", "hybrid"] = Field(
-        "bm25",
+        "hybrid",
         description=(
-            "Docs search ranking: BM25, or BM25 fused with multilingual sentence vectors, which finds"
-            " paraphrases and says when nothing is relevant (slower to index; see bench/README.md)."
+            "Docs search ranking: BM25 fused with multilingual sentence vectors (hybrid), which finds"
+            " paraphrases and says when nothing is relevant, or BM25 alone (faster to index, lower"
+            " recall; see bench/README.md)."
         ),
     )
 

@@ -170,7 +170,7 @@ def test_the_retrieval_setting_chooses_hybrid_search(tmp_path: Path) -> None:
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "a.md").write_text("# Tides\n\nThe harbour tide gauge reports every six minutes.\n")
-    plain = open_docs_index(folder, Settings(cache_dir=tmp_path / "c"))
-    hybrid = open_docs_index(folder, Settings(cache_dir=tmp_path / "c", retrieval="hybrid"))
+    plain = open_docs_index(folder, Settings(cache_dir=tmp_path / "c", retrieval="bm25"))
+    hybrid = open_docs_index(folder, Settings(cache_dir=tmp_path / "c"))  # the default
     assert plain.embedded_passages == 0
     assert hybrid.embedded_passages == len(hybrid) > 0
