@@ -207,7 +207,8 @@ def test_with_two_web_processes_clients_of_both_get_the_same_updates_and_either_
     built.execute(reviewed)  # through web A
     # Held by its plan review until it is cancelled: a run of the scripted model alone can end
     # between being seen running and the cancel.
-    cancelled = built.submit("What does the GIL serialise?", max_subtasks=4, review="root")
+    # A task, not a question: a question is answered first, with no plan to review.
+    cancelled = built.submit("Summarise what the GIL serialises", max_subtasks=4, review="root")
 
     (review,) = wait_for(
         lambda: built.api("GET", f"/api/projects/{reviewed}/reviews", on=web_b).json()["reviews"],
