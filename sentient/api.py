@@ -31,6 +31,7 @@ from sentient.events import Subscriber
 from sentient.hitl.protocol import PlanReviewer
 from sentient.projects import (
     Researcher,
+    RunOptions,
     RunResult,
     RunStats,
     RunStatus,
@@ -185,15 +186,8 @@ class ProfiledSentientAgent(Researcher):
         (e.g. ``max_cost_usd``) above what the project has spent. Raises ProjectBusyError when
         another live process runs the project.
         """
-        return await resume_project(
-            self,
-            project_id,
-            store=store,
-            output_dir=output_dir,
-            subscribers=subscribers,
-            write_files=write_files,
-            overrides=engine_overrides,
-        )
+        options = RunOptions(output_dir, tuple(subscribers), write_files, engine_overrides)
+        return await resume_project(self, project_id, store=store, options=options)
 
     async def arerun(
         self,
@@ -216,17 +210,9 @@ class ProfiledSentientAgent(Researcher):
         NodeNotFoundError, RerunRefusedError (the root; re-running a planned node without
         ``replan``), ProjectRunningError while a live process runs the project.
         """
+        options = RunOptions(output_dir, tuple(subscribers), write_files, engine_overrides)
         return await rerun_project(
-            self,
-            project_id,
-            task_id,
-            replan=replan,
-            instructions=instructions,
-            store=store,
-            output_dir=output_dir,
-            subscribers=subscribers,
-            write_files=write_files,
-            overrides=engine_overrides,
+            self, project_id, task_id, store=store, replan=replan, instructions=instructions, options=options
         )
 
     async def aask(
@@ -249,13 +235,5 @@ class ProfiledSentientAgent(Researcher):
         (an empty question), ProjectRunningError while the project runs, ProjectStateError before
         its first run.
         """
-        return await ask_project(
-            self,
-            project_id,
-            question,
-            store=store,
-            output_dir=output_dir,
-            subscribers=subscribers,
-            write_files=write_files,
-            overrides=engine_overrides,
-        )
+        options = RunOptions(output_dir, tuple(subscribers), write_files, engine_overrides)
+        return await ask_project(self, project_id, question, store=store, options=options)

@@ -33,6 +33,7 @@ from sentient.projects import (
     ProjectRunningError,
     ProjectService,
     Researcher,
+    RunOptions,
 )
 from sentient.projects.service import DEFAULT_PROFILE, Mode
 from sentient.store import (
@@ -521,7 +522,7 @@ class RunManager:
             if mode == "execute":
                 await self.service.execute(researcher, project_id, subscribers=[feed])
             else:
-                await self.service.resume(researcher, project_id, subscribers=[feed])
+                await self.service.resume(researcher, project_id, RunOptions(subscribers=(feed,)))
         except asyncio.CancelledError:
             logger.info("project {}: run stopped ({})", project_id, run.stopping or "cancelled")
         except LeaseLostError as exc:  # another worker holds the project now: it records the end

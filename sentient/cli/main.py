@@ -43,7 +43,7 @@ from sentient.cli.worker import add_worker_parser, run_worker
 from sentient.eval.cli import add_eval_parser, run_eval_command
 from sentient.events import Subscriber
 from sentient.exceptions import SentientError
-from sentient.projects import ProjectService, RunResult, check_goal, new_project_id
+from sentient.projects import ProjectService, RunOptions, RunResult, check_goal, new_project_id
 from sentient.settings import Settings, settings_from_env
 from sentient.store import ProjectStore
 from sentient.structured import load_output_schema
@@ -245,9 +245,8 @@ def _run(args: argparse.Namespace, settings: Settings, err: Console) -> int:
             if args.command == "rerun":  # after resume_researcher, which may store the project's options
                 service.request_rerun(project_id, args.node_id, replan=args.replan, instructions=args.instructions)
             out_dir = settings.results_dir / project_id
-            run = service.resume(
-                researcher, project_id, output_dir=out_dir, subscribers=_subs(display), overrides=overrides
-            )
+            options = RunOptions(out_dir, tuple(_subs(display)), overrides=overrides)
+            run = service.resume(researcher, project_id, options)
         else:
             goal, profile = args.goal.strip(), args.profile
             researcher = service.researcher(

@@ -22,6 +22,7 @@ from sentient.projects.researcher import Researcher, open_docs_index
 from sentient.projects.reviews import Decision, Review, ReviewAnswer
 from sentient.projects.run import (
     ProjectRun,
+    RunOptions,
     RunResult,
     RunStats,
     RunStatus,
@@ -50,6 +51,7 @@ __all__ = [
     "Researcher",
     "Review",
     "ReviewAnswer",
+    "RunOptions",
     "RunResult",
     "RunStats",
     "RunStatus",

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -398,24 +398,30 @@ async def run_project(
     return await run.execute(resume=False)
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """What a resumed, re-run or follow-up run is given besides its project: where its files go
+    (``output_dir``; ``write_files=False``: nowhere), who hears its events, and the engine settings
+    it overrides (``overrides``, any :class:`~sentient.settings.EngineSettings` field)."""
+
+    output_dir: Path | None = None
+    subscribers: tuple[Subscriber, ...] = ()
+    write_files: bool = True
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+
+
 async def resume_project(
-    researcher: Researcher,
-    project_id: str,
-    *,
-    store: ProjectStore,
-    output_dir: Path | None = None,
-    subscribers: Iterable[Subscriber] = (),
-    write_files: bool = True,
-    overrides: Mapping[str, Any] | None = None,
+    researcher: Researcher, project_id: str, *, store: ProjectStore, options: RunOptions | None = None
 ) -> RunResult:
     """Continue a stored project that did not finish: DONE nodes are kept, the rest runs again.
 
     FAILED nodes run again too (a failed aggregation whose children are DONE only aggregates).
-    Budgets are cumulative: ``overrides`` must raise a budget that stopped the run above what
-    the project has spent. A rerun requested for it (:mod:`sentient.projects.rerun`, a completed
+    Budgets are cumulative: ``options.overrides`` must raise a budget that stopped the run above
+    what the project has spent. A rerun requested for it (:mod:`sentient.projects.rerun`, a completed
     project's too) is applied first. ProjectCompletedError when there is nothing to resume, ConfigError
     for another profile, ProjectBusyError when another live process runs the project.
     """
+    options = options or RunOptions()
     record = store.get_project(project_id)
     rerun = pending_rerun(record.options)
     if record.status == "completed" and not record.failed_nodes and rerun is None:
@@ -428,7 +434,7 @@ async def resume_project(
             field="profile",
             fix=f"resume it with profile '{record.profile}'.",
         )
-    settings = merge_settings(EngineSettings.model_validate(record.settings), overrides or {})
+    settings = merge_settings(EngineSettings.model_validate(record.settings), options.overrides)
     graph = store.load_graph(project_id)
     fresh = not len(graph)
     if fresh:
@@ -441,9 +447,9 @@ async def resume_project(
         graph,
         settings,
         store,
-        output_dir,
-        write_files,
-        subscribers,
+        options.output_dir,
+        options.write_files,
+        options.subscribers,
         rerun=rerun,
         instructions=instructions_of(record.options),
         prior=prior_knowledge(store, record.options),
@@ -459,40 +465,21 @@ async def rerun_project(
     project_id: str,
     task_id: str,
     *,
+    store: ProjectStore,
     replan: bool = False,
     instructions: str | None = None,
-    store: ProjectStore,
-    output_dir: Path | None = None,
-    subscribers: Iterable[Subscriber] = (),
-    write_files: bool = True,
-    overrides: Mapping[str, Any] | None = None,
+    options: RunOptions | None = None,
 ) -> RunResult:
     """Run one node of a project that ran again, with ``instructions`` for its agents: planned
     again (``replan``) or executed again. Its subtree is rebuilt and its ancestors aggregate
     again; every other node keeps its result. The rerun is stored first and the project resumed
     (:mod:`sentient.projects.rerun`), so an interrupted rerun continues with a resume."""
     request_rerun(store, project_id, task_id, replan=replan, instructions=instructions)
-    return await resume_project(
-        researcher,
-        project_id,
-        store=store,
-        output_dir=output_dir,
-        subscribers=subscribers,
-        write_files=write_files,
-        overrides=overrides,
-    )
+    return await resume_project(researcher, project_id, store=store, options=options)
 
 
 async def ask_project(
-    researcher: Researcher,
-    project_id: str,
-    question: str,
-    *,
-    store: ProjectStore,
-    output_dir: Path | None = None,
-    subscribers: Iterable[Subscriber] = (),
-    write_files: bool = True,
-    overrides: Mapping[str, Any] | None = None,
+    researcher: Researcher, project_id: str, question: str, *, store: ProjectStore, options: RunOptions | None = None
 ) -> RunResult:
     """Ask a follow-up ``question`` of a project that ran: it is stored as a new project that follows
     it (:mod:`sentient.projects.followups`), researched from what the project holds first, and
@@ -506,12 +493,4 @@ async def ask_project(
             fix=f"ask it with profile '{profile}'.",
         )
     followup = create_followup(store, project_id, question)
-    return await resume_project(
-        researcher,
-        followup.project_id,
-        store=store,
-        output_dir=output_dir,
-        subscribers=subscribers,
-        write_files=write_files,
-        overrides=overrides,
-    )
+    return await resume_project(researcher, followup.project_id, store=store, options=options)

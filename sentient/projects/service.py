@@ -12,6 +12,7 @@ from __future__ import annotations
 import shutil
 import time
 import uuid
+from dataclasses import asdict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -33,6 +34,7 @@ from sentient.projects.errors import (
     ProjectNotRunningError,
     ProjectRunningError,
     ProjectStateError,
+    UnfitAnswerError,
     UnusablePlanError,
 )
 from sentient.projects.followups import create_followup, follows
@@ -40,7 +42,7 @@ from sentient.projects.ids import new_project_id
 from sentient.projects.rerun import Rerun, forgotten, pending_rerun, request_rerun
 from sentient.projects.researcher import Researcher
 from sentient.projects.reviews import Review, ReviewAnswer
-from sentient.projects.run import RunResult, resume_project, run_project
+from sentient.projects.run import RunOptions, RunResult, resume_project, run_project
 from sentient.projects.settings import merge_settings, stored_settings, with_goal_language
 from sentient.report import Report, build_report, to_markdown
 from sentient.settings import EngineSettings, Settings
@@ -328,26 +330,9 @@ class ProjectService:
             write_files=write_files,
         )
 
-    async def resume(
-        self,
-        researcher: Researcher,
-        project_id: str,
-        *,
-        output_dir: Path | None = None,
-        subscribers: Iterable[Subscriber] = (),
-        write_files: bool = True,
-        overrides: Mapping[str, Any] | None = None,
-    ) -> RunResult:
+    async def resume(self, researcher: Researcher, project_id: str, options: RunOptions | None = None) -> RunResult:
         """Continue the stored project: DONE nodes are kept, the rest runs again."""
-        return await resume_project(
-            researcher,
-            project_id,
-            store=self.store,
-            output_dir=output_dir,
-            subscribers=subscribers,
-            write_files=write_files,
-            overrides=overrides or {},
-        )
+        return await resume_project(researcher, project_id, store=self.store, options=options)
 
     def request_rerun(
         self, project_id: str, task_id: str, *, replan: bool = False, instructions: str | None = None
@@ -396,8 +381,8 @@ class ProjectService:
     # -- reviews ---------------------------------------------------------------------------
 
     def open_review(self, project_id: str, request: ReviewRequest, timeout_s: float | None) -> Review:
-        """The stored review of the node's plan round, stored pending now when there is none (a run
-        resumed after a restart asks again for the same round and finds it, answered or not)."""
+        """The stored review of the node's plan round (or tool call), stored pending now when there is
+        none (a run resumed after a restart asks again for the same round and finds it, answered or not)."""
         found = self.store.find_review(project_id, request.task_id, request.round)
         if found is not None:
             return Review.model_validate(found)
@@ -409,7 +394,9 @@ class ProjectService:
             goal=request.goal,
             layer=request.layer,
             round=request.round,
-            plan=request.plan.model_dump(mode="json"),
+            kind=request.kind,
+            plan=request.plan.model_dump(mode="json") if request.plan is not None else None,
+            tool_call=asdict(request.tool_call) if request.tool_call is not None else None,
             context=request.context,
             created_at=now,
             deadline=now + timeout_s if timeout_s else None,
@@ -436,10 +423,15 @@ class ProjectService:
         """Record the answer of a pending review (``by`` says who gave it); returns the answered review.
 
         ReviewNotFoundError, ReviewAlreadyAnsweredError (the first answer stands, also when two
-        race), UnusablePlanError for an edited plan that cannot run.
+        race), UnusablePlanError for an edited plan that cannot run, UnfitAnswerError for an answer
+        the review's kind does not take (a tool call modified).
         """
-        if not self.review(review_id).pending:
+        review = self.review(review_id)
+        if not review.pending:
             raise ReviewAlreadyAnsweredError(review_id)
+        unfit = review.unfit(answer)
+        if unfit is not None:
+            raise UnfitAnswerError(review_id, unfit)
         problems = answer.problems()
         if problems:
             raise UnusablePlanError(review_id, problems)
