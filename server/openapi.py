@@ -213,7 +213,9 @@ def openapi_document(version: str, profiles: list[str] | None = None) -> dict[st
             "/api/projects/{project_id}/reviews": {**with_id, "get": _op("Pending plan reviews")},
             "/api/reviews/{review_id}": {
                 "parameters": [{"name": "review_id", "in": "path", "required": True, "schema": {"type": "string"}}],
-                "post": _op("Answer a plan review", 200, "ReviewAnswer", conflict=True),
+                "post": _op(
+                    "Answer a review (a plan; a tool call takes approve or reject)", 200, "ReviewAnswer", conflict=True
+                ),
             },
             "/api/openapi.json": {"get": _op("This document")},
         },

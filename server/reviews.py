@@ -1,4 +1,5 @@
-"""Plan review through the server: the engine's wait for an answer, and its announcements.
+"""Review through the server (plans, and calls of tools marked ``confirm: true``): the engine's wait for
+an answer, and its announcements.
 
 :class:`ReviewBroker` is shared by every project. The engine awaits
 :meth:`ProjectReviewer.review_plan` on its loop; the review is opened through the service (stored,

@@ -1,8 +1,9 @@
-"""Plan review in the terminal (``sentient run --review``)."""
+"""Review in the terminal (``sentient run --review``): plans, and calls of tools marked ``confirm: true``."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 
 from pydantic import ValidationError
@@ -11,7 +12,15 @@ from rich.table import Table
 
 from sentient.graph.node import TaskType
 from sentient.graph.plan import PlanOutput, SubTask
-from sentient.hitl.protocol import Approve, Modify, Reject, ReviewDecision, ReviewRequest, plan_problems
+from sentient.hitl.protocol import (
+    Approve,
+    CallToConfirm,
+    Modify,
+    Reject,
+    ReviewDecision,
+    ReviewRequest,
+    plan_problems,
+)
 
 EDIT_HELP = (
     "Enter the new plan, one subtask per line as  TYPE | goal | dependencies  "
@@ -21,7 +30,8 @@ EDIT_HELP = (
 
 
 class TerminalReviewer:
-    """Asks the person at the terminal to approve, edit, modify or reject each plan.
+    """Asks the person at the terminal to approve, edit, modify or reject each plan, and to approve
+    or refuse each call of a tool marked ``confirm: true``.
 
     ``read`` is the input function (``input`` by default); ``pause``/``resume`` stop the live
     progress display while the question is on screen.
@@ -50,6 +60,8 @@ class TerminalReviewer:
                 self._resume()
 
     def _ask(self, request: ReviewRequest) -> ReviewDecision:
+        if request.tool_call is not None:
+            return self._ask_call(request.task_id, request.tool_call)
         self._show(request)
         while True:
             try:
@@ -72,7 +84,20 @@ class TerminalReviewer:
             except EOFError:
                 return Reject("no reviewer input (standard input is closed)")
 
+    def _ask_call(self, task_id: str, call: CallToConfirm) -> ReviewDecision:
+        arguments = json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)
+        self._console.print(f"[bold]Tool call approval[/] ({task_id})", highlight=False)
+        try:
+            # input(), not the console: the tool and its arguments are shown as they are, never as markup.
+            answer = self._read(f"Approve tool call: {call.tool} with {arguments}? [y/N] ").strip().lower()
+        except EOFError:
+            return Reject("no reviewer input (standard input is closed)")
+        if answer in ("y", "yes"):
+            return Approve()
+        return Reject("refused in the terminal")
+
     def _show(self, request: ReviewRequest) -> None:
+        assert request.plan is not None, "a plan review has a plan"
         table = Table(title=f"Plan for {request.task_id} (round {request.round}): {request.goal}", show_lines=False)
         table.add_column("#", justify="right")
         table.add_column("type")

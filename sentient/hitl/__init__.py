@@ -1,12 +1,14 @@
-"""Human review of plans."""
+"""Human review of plans and of confirmed tool calls."""
 
 from sentient.hitl.protocol import (
     Approve,
     AutoApprove,
+    CallToConfirm,
     Modify,
     PlanReviewer,
     Reject,
     ReviewDecision,
+    ReviewKind,
     ReviewRequest,
     plan_problems,
 )
@@ -14,10 +16,12 @@ from sentient.hitl.protocol import (
 __all__ = [
     "Approve",
     "AutoApprove",
+    "CallToConfirm",
     "Modify",
     "PlanReviewer",
     "Reject",
     "ReviewDecision",
+    "ReviewKind",
     "ReviewRequest",
     "plan_problems",
 ]

@@ -1,23 +1,46 @@
-"""Plan review (human in the loop): the protocol the engine awaits, and its decisions."""
+"""Review (human in the loop): the protocol the engine awaits, and its decisions.
+
+A review is of one of two kinds: a node's proposed plan (approve, modify or reject it), or a
+call of a tool marked ``confirm: true`` (approve or refuse it).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
 
 from sentient.graph.plan import PlanOutput
+
+ReviewKind = Literal["plan", "tool_call"]
+
+
+@dataclass(frozen=True)
+class CallToConfirm:
+    """A call of a tool marked ``confirm: true``, waiting for approval."""
+
+    tool: str
+    arguments: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class ReviewRequest:
-    """A plan waiting for a decision."""
+    """A plan, or a tool call, waiting for a decision: exactly one of ``plan`` and ``tool_call``."""
 
     task_id: str
     goal: str
     layer: int
-    plan: PlanOutput
+    plan: PlanOutput | None
     round: int  # 1 for the first proposal, +1 after every modification
-    context: str = ""  # what the planner saw, for the reviewer
+    context: str = ""  # what the planner (or the agent that calls) saw, for the reviewer
+    tool_call: CallToConfirm | None = None
+
+    def __post_init__(self) -> None:
+        if (self.plan is None) == (self.tool_call is None):
+            raise ValueError("a review request has exactly one of a plan or a tool call")
+
+    @property
+    def kind(self) -> ReviewKind:
+        return "plan" if self.tool_call is None else "tool_call"
 
 
 @dataclass(frozen=True)
@@ -48,13 +71,16 @@ ReviewDecision = Approve | Modify | Reject
 
 
 class PlanReviewer(Protocol):
-    """Anything that can decide on a proposed plan (auto, terminal, Socket.IO, REST)."""
+    """Anything that can decide on a proposed plan or a tool call (auto, terminal, Socket.IO, REST).
+
+    A tool call is approved by :class:`Approve`; any other decision refuses it.
+    """
 
     async def review_plan(self, request: ReviewRequest) -> ReviewDecision: ...
 
 
 class AutoApprove:
-    """The default reviewer: approves every plan."""
+    """The default reviewer: approves every plan (a run without a reviewer refuses confirmed tool calls)."""
 
     async def review_plan(self, request: ReviewRequest) -> ReviewDecision:
         return Approve()

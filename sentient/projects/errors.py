@@ -9,6 +9,7 @@ exit code::
     ├── ConfigError                   bad settings, profile or goal              -> 400 / exit 2
     │   ├── DocsNotAllowedError       a docs folder outside the allowed roots    -> 403 / exit 2
     │   ├── UnusablePlanError         a review answered with an unusable plan    -> 400 / exit 2
+    │   ├── UnfitAnswerError          an answer its review's kind does not take  -> 400 / exit 2
     │   └── RerunRefusedError         a node that cannot be re-run so (the root)  -> 400 / exit 2
     ├── StoreError
     │   ├── InvalidProjectIdError     an id that cannot name a project           -> 404 / exit 2
@@ -57,6 +58,7 @@ __all__ = [
     "ReviewAlreadyAnsweredError",
     "ReviewNotFoundError",
     "StoreError",
+    "UnfitAnswerError",
     "UnusablePlanError",
 ]
 
@@ -131,3 +133,11 @@ class NoReportError(ProjectStateError):
 
     def __init__(self, project_id: str) -> None:
         super().__init__(project_id, f"project '{project_id}' has no report yet: execute it first.")
+
+
+class UnfitAnswerError(ConfigError):
+    """A review answered with an action its kind does not take (a tool call is not modified)."""
+
+    def __init__(self, review_id: str, message: str) -> None:
+        self.review_id = review_id
+        super().__init__(message, field="action")

@@ -1,4 +1,5 @@
-"""Plan reviews of stored projects: a person's answer, the review as stored, and its decision.
+"""Reviews of stored projects (a plan, or a confirmed tool call): a person's answer, the review as
+stored, and its decision.
 
 A review is stored pending when the engine asks for it (so that it survives a restart) and is
 answered once: :meth:`~sentient.projects.service.ProjectService.answer_review` refuses a second
@@ -19,7 +20,7 @@ from pydantic import (
 )
 
 from sentient.graph.plan import PlanOutput
-from sentient.hitl.protocol import Approve, Modify, Reject, ReviewDecision, plan_problems
+from sentient.hitl.protocol import Approve, Modify, Reject, ReviewDecision, ReviewKind, plan_problems
 
 Action = Literal["approve", "modify", "reject"]
 # A plan as stored with a review: a PlanOutput when it was written, read back as it is, so that a
@@ -90,8 +91,16 @@ class Decision(BaseModel):
         return Modify(instructions=self.instructions or "")
 
 
+class ReviewedCall(BaseModel):
+    """The call a tool call's review is about: the tool, and its arguments as JSON values."""
+
+    tool: str
+    arguments: dict[str, Any]
+
+
 class Review(BaseModel):
-    """A stored plan review: the plan a node's planner proposed, and once answered its decision."""
+    """A stored review: the plan a node's planner proposed (kind ``plan``), or a call of a tool
+    marked ``confirm: true`` (kind ``tool_call``, approved or refused); once answered, its decision."""
 
     review_id: str
     project_id: str
@@ -99,7 +108,9 @@ class Review(BaseModel):
     goal: str
     layer: int
     round: int
-    plan: StoredPlan
+    kind: ReviewKind = "plan"
+    plan: StoredPlan | None  # None for a tool call
+    tool_call: ReviewedCall | None = None  # None for a plan
     context: str
     created_at: float
     deadline: float | None
@@ -111,7 +122,17 @@ class Review(BaseModel):
     def _decided_once_answered(self) -> Review:
         if (self.status == "answered") != (self.decision is not None):
             raise ValueError(f"review '{self.review_id}' is {self.status} but has {self.decision or 'no decision'}")
+        if (self.kind == "tool_call") != (self.tool_call is not None) or (self.plan is None) != (
+            self.tool_call is not None
+        ):
+            raise ValueError(f"review '{self.review_id}' of kind {self.kind} needs a plan or a tool call, as its kind")
         return self
+
+    def unfit(self, answer: ReviewAnswer) -> str | None:
+        """Why the answer does not fit the review's kind (a tool call is approved or refused); None if it does."""
+        if self.kind == "tool_call" and answer.action == "modify":
+            return "a tool call is approved or refused ('approve' or 'reject'), not modified"
+        return None
 
     @property
     def pending(self) -> bool:

@@ -167,6 +167,11 @@ ALTER TABLE projects ADD COLUMN owner_space TEXT;
 ALTER TABLE projects ADD COLUMN owner_token TEXT;
 ALTER TABLE projects ADD COLUMN lease_expires_at DOUBLE PRECISION;
 """,
+    # v5: reviews of tool calls, as in SQLite.
+    5: """
+ALTER TABLE reviews ADD COLUMN kind TEXT NOT NULL DEFAULT 'plan';
+ALTER TABLE reviews ADD COLUMN tool_call TEXT;
+""",
 }
 
 

@@ -76,7 +76,7 @@ _CALL_COLUMNS = (
 )
 _REVIEW_COLUMNS = (
     "review_id, project_id, task_id, round, goal, layer, plan, context, status, decision, created_at, answered_at,"
-    " deadline"
+    " deadline, kind, tool_call"
 )
 
 
@@ -569,7 +569,7 @@ class ProjectStore:
             if not _exists(conn, new.project_id):
                 raise ProjectNotFoundError(new.project_id)
             inserted = conn.execute(
-                f"INSERT INTO reviews ({_REVIEW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, NULL, ?)"
+                f"INSERT INTO reviews ({_REVIEW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, NULL, ?, ?, ?)"
                 " ON CONFLICT (review_id) DO NOTHING",
                 (
                     new.review_id,
@@ -583,6 +583,8 @@ class ProjectStore:
                     new.status,
                     new.created_at if new.created_at is not None else time.time(),
                     new.deadline,
+                    new.kind,
+                    _dumps(new.tool_call) if new.tool_call is not None else None,
                 ),
             ).rowcount
             if not inserted:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from sentient.graph.node import NodeType, Source, StatusChange, TaskNode, TaskType
 from sentient.graph.status import TaskStatus
@@ -116,11 +116,23 @@ class NewReview(BaseModel):
     round: int
     goal: str
     layer: int
-    plan: dict[str, Any]
+    plan: dict[str, Any] | None  # None for a tool call's review
     context: str = ""
+    kind: Literal["plan", "tool_call"] = "plan"
+    tool_call: dict[str, Any] | None = Field(None, validate_default=True)
     created_at: float | None = None
     deadline: float | None = None
     status: Literal["pending"] = "pending"
+
+    @field_validator("tool_call")
+    @classmethod
+    def _plan_or_call(cls, tool_call: dict[str, Any] | None, info: ValidationInfo) -> dict[str, Any] | None:
+        plan, kind = info.data.get("plan"), info.data.get("kind")
+        if kind == "plan" and (plan is None or tool_call is not None):
+            raise ValueError("a plan review has a plan and no tool call")
+        if kind == "tool_call" and (plan is not None or tool_call is None):
+            raise ValueError("a tool call's review has a tool call and no plan")
+        return tool_call
 
 
 def check_project_id(project_id: object) -> str:
@@ -199,4 +211,5 @@ def review_from_row(row: Row) -> dict[str, Any]:
     review = dict(row)
     review["plan"] = json.loads(review["plan"])
     review["decision"] = json.loads(review["decision"]) if review["decision"] is not None else None
+    review["tool_call"] = json.loads(review["tool_call"]) if review["tool_call"] is not None else None
     return review

@@ -14,7 +14,7 @@ import sqlite3
 import uuid
 from pathlib import Path
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 BUSY_TIMEOUT_MS = 5000  # another process (a CLI next to the server) holding the write lock
 
 _SCHEMA_V1 = """
@@ -144,7 +144,14 @@ ALTER TABLE projects ADD COLUMN owner_token TEXT;
 ALTER TABLE projects ADD COLUMN lease_expires_at REAL;
 """
 
-MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4}
+# v5: reviews of tool calls (sentient.tools.confirm) beside plan reviews: the kind, and the call
+# (JSON: tool and arguments; NULL for a plan). A tool call's review stores the plan as JSON null.
+_SCHEMA_V5 = """
+ALTER TABLE reviews ADD COLUMN kind TEXT NOT NULL DEFAULT 'plan';
+ALTER TABLE reviews ADD COLUMN tool_call TEXT;
+"""
+
+MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4, 5: _SCHEMA_V5}
 
 
 class SchemaVersionError(sqlite3.DatabaseError):

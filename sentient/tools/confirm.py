@@ -1,11 +1,11 @@
-"""Approval of tool calls marked ``confirm: true``, through the run's plan reviewer.
+"""Approval of tool calls marked ``confirm: true``, through the run's reviewer.
 
 A call waits for the reviewer the run already has (the terminal with ``--review``, the
-dashboard, ``POST /api/reviews/{id}``): it is shown as a review of the node whose agent wants to
-call, with one step, "Call TOOL with ARGUMENTS". Approve runs the call; reject declines it, and
-modify declines it with the instructions as the reason, so the model can try otherwise. A run
-with no reviewer declines every such call. The review's round is derived from the call, so a
-resumed run finds the answer a call already got, and only that call's.
+dashboard, ``POST /api/reviews/{id}``) as a review of kind ``tool_call``, naming the tool and its
+arguments. Approve runs the call; anything else refuses it, with the reason (or a Python
+reviewer's instructions) told to the model, so it can try otherwise. A run with no reviewer
+refuses every such call. The review's round is derived from the call, so a resumed run finds
+the answer a call already got, and only that call's.
 """
 
 from __future__ import annotations
@@ -17,9 +17,7 @@ from typing import Any
 
 from loguru import logger
 
-from sentient.graph.node import TaskType
-from sentient.graph.plan import PlanOutput, SubTask
-from sentient.hitl.protocol import Approve, Modify, PlanReviewer, Reject, ReviewDecision, ReviewRequest
+from sentient.hitl.protocol import Approve, CallToConfirm, Modify, PlanReviewer, Reject, ReviewDecision, ReviewRequest
 
 DECLINED = "the user declined this call"
 # Plan reviews count rounds from 1; a call's review takes a round above any of them.
@@ -63,19 +61,19 @@ class CallApproval:
 
 
 def call_review(task_id: str, tool: str, arguments: dict[str, Any]) -> ReviewRequest:
-    """The review request of one call: a one-step plan naming the tool and its arguments."""
+    """The review request of one call, naming the tool and its arguments."""
     shown = json.dumps(arguments, ensure_ascii=False, sort_keys=True, default=str)
-    step = SubTask(goal=f"Call {tool} with {shown}", task_type=TaskType.THINK)
     digest = zlib.crc32(f"{tool}\n{shown}".encode())
     return ReviewRequest(
         task_id=task_id,
         goal=f"Approve calling the tool {tool}?",
         layer=task_id.count("."),
-        # One step is not a plan the planner may propose (two at least), so it is built as it is.
-        plan=PlanOutput.model_construct(subtasks=[step]),
+        plan=None,
         round=_FIRST_CALL_ROUND + digest % 1_000_000_000,
         context=(
             f"The agent of task {task_id} wants to call {tool}, marked confirm: true in agents.yaml, with "
-            f"{shown}. Approve to run it; reject, or modify with instructions for the agent, to decline it."
+            f"{shown}. Approve to run it; refuse to decline it (the agent is told your reason)."
         ),
+        # The arguments as JSON values, as they are stored and shown.
+        tool_call=CallToConfirm(tool, json.loads(shown)),
     )

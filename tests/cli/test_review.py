@@ -1,4 +1,5 @@
-"""Terminal plan review: parsing edited plans and the question loop, driven by a scripted ``read``."""
+"""Terminal review: parsing edited plans, the question loop, and approving a tool call, driven by a
+scripted ``read``."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from sentient.cli.review import TerminalReviewer, parse_plan_lines
 from sentient.graph.node import TaskType
 from sentient.graph.plan import PlanOutput, SubTask
 from sentient.hitl.protocol import Approve, Modify, Reject, ReviewRequest
+from sentient.tools.confirm import call_review
 
 PLAN = PlanOutput(
     subtasks=[
@@ -144,3 +146,28 @@ async def test_closed_input_rejects_instead_of_hanging() -> None:
     decision = await terminal.review_plan(REQUEST)
     assert isinstance(decision, Reject)
     assert "no reviewer input" in decision.reason
+
+
+# -- tool calls (confirm: true) -------------------------------------------------------------------
+
+
+async def test_a_tool_call_is_asked_as_a_yes_or_no_question_naming_the_tool_and_its_arguments() -> None:
+    events: list[str] = []
+    answers = Answers(["y"])
+    terminal, screen = reviewer(answers, events)
+
+    decision = await terminal.review_plan(call_review("root.1", "refund", {"order": "A-7", "amount_eur": 12.5}))
+
+    assert decision == Approve()
+    assert answers.prompts == ['Approve tool call: refund with {"amount_eur": 12.5, "order": "A-7"}? [y/N] ']
+    assert events == ["pause", "resume"]
+    shown = screen.getvalue()
+    assert "Tool call approval" in shown and "Plan for" not in shown
+
+
+@pytest.mark.parametrize("answer", ["", "n", "maybe"])
+async def test_any_answer_but_yes_refuses_the_tool_call(answer: str) -> None:
+    terminal, _ = reviewer(Answers([answer]))
+    assert await terminal.review_plan(call_review("root", "refund", {"order": "A-7"})) == Reject(
+        "refused in the terminal"
+    )

@@ -1,4 +1,5 @@
-"""Plan reviews through ProjectService on a real temp-dir store: stored once, answered once."""
+"""Reviews (plans, and calls of confirmed tools) through ProjectService on a real temp-dir store:
+stored once, answered once."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from sentient.graph.node import TaskType
 from sentient.graph.plan import PlanOutput, SubTask
 from sentient.hitl.protocol import Approve, Modify, Reject, ReviewRequest
 from sentient.projects import ProjectService, ReviewAnswer, UnusablePlanError
+from sentient.projects.errors import UnfitAnswerError
 from sentient.settings import Settings
 from sentient.store import ProjectNotFoundError, ProjectStore, ReviewAlreadyAnsweredError, ReviewNotFoundError
+from sentient.tools.confirm import call_review
 
 PLAN = PlanOutput(
     subtasks=[
@@ -134,3 +137,26 @@ def test_a_review_stored_by_another_version_still_lists(service: ProjectService)
     )
     (review,) = service.pending_reviews("p1")
     assert review.review_id == "old" and review.plan == old_plan
+
+
+def test_a_tool_call_review_is_stored_with_its_tool_and_arguments_and_no_plan(service: ProjectService) -> None:
+    request = call_review("root.1", "refund", {"order": "A-7", "amount_eur": 12.5})
+
+    opened = service.open_review("p1", request, timeout_s=None)
+
+    assert (opened.kind, opened.plan) == ("tool_call", None)
+    assert opened.tool_call is not None
+    assert (opened.tool_call.tool, opened.tool_call.arguments) == ("refund", {"order": "A-7", "amount_eur": 12.5})
+    assert service.pending_reviews("p1") == [opened]
+    assert service.open_review("p1", request, timeout_s=None) == opened  # a resumed run finds the same call
+    assert service.open_review("p1", REQUEST, timeout_s=None).kind == "plan"
+
+
+def test_a_tool_call_is_approved_or_refused_never_modified(service: ProjectService) -> None:
+    review = service.open_review("p1", call_review("root", "refund", {"order": "A-7"}), timeout_s=None)
+
+    with pytest.raises(UnfitAnswerError, match="field 'action': a tool call is approved or refused"):
+        service.answer_review(review.review_id, ReviewAnswer(action="modify", instructions="smaller"), by="rest")
+    assert service.review(review.review_id).pending
+    refused = service.answer_review(review.review_id, ReviewAnswer(action="reject", reason="not now"), by="rest")
+    assert refused.engine_decision() == Reject("not now")

@@ -16,6 +16,7 @@ from sentient.hitl.protocol import Approve, Reject, ReviewRequest
 from sentient.projects import ProjectService, ReviewAnswer, UnusablePlanError
 from sentient.settings import EngineSettings, Settings
 from sentient.store import Owner, ProjectStore, ReviewNotFoundError
+from sentient.tools.confirm import call_review
 from sentient_server.bridge import EngineLoop
 from sentient_server.errors import as_api_error
 from sentient_server.relay import ReviewAnswered
@@ -192,3 +193,24 @@ def test_review_every_level_asks_for_each_plan(client: FlaskClient) -> None:
     wait_for(approve_pending, what="every plan reviewed")
     assert answered == {"root", "root.0", "root.1"}
     assert client.get(f"/api/projects/{pid}").get_json()["status"] == "completed"
+
+
+def test_a_tool_call_review_shows_its_tool_and_arguments_and_is_approved_or_refused_over_rest(
+    app: Flask, client: FlaskClient
+) -> None:
+    pid = client.post("/api/projects", json={"goal": "Refunds"}).get_json()["project_id"]
+    service = app.extensions["sentient"].runs.service
+    opened = service.open_review(pid, call_review("root.1", "refund", {"order": "A-7", "amount_eur": 12.5}), None)
+
+    (shown,) = client.get(f"/api/projects/{pid}/reviews").get_json()["reviews"]
+    modified = client.post(f"/api/reviews/{opened.review_id}", json={"action": "modify", "instructions": "less"})
+    refused = client.post(f"/api/reviews/{opened.review_id}", json={"action": "reject", "reason": "not today"})
+
+    assert (shown["kind"], shown["plan"]) == ("tool_call", None)
+    assert shown["tool_call"] == {"tool": "refund", "arguments": {"order": "A-7", "amount_eur": 12.5}}
+    assert modified.status_code == 400
+    assert modified.get_json()["error"]["message"] == (
+        "field 'action': a tool call is approved or refused ('approve' or 'reject'), not modified"
+    )
+    assert refused.status_code == 200 and refused.get_json()["decision"]["action"] == "reject"
+    assert service.review(opened.review_id).engine_decision() == Reject("not today")

@@ -35,7 +35,7 @@ from sentient.store import (
     StoreWriter,
     check_project_id,
 )
-from sentient.store.schema import SCHEMA_VERSION
+from sentient.store.schema import MIGRATIONS, SCHEMA_VERSION, _statements
 
 PROJECT_KEYS = {
     "project_id",
@@ -412,6 +412,43 @@ def test_review_lifecycle(store: ProjectStore) -> None:
     assert store.get_review("r1")["decision"] == {"action": "approve"}  # the first answer stands
 
 
+def test_a_tool_call_review_keeps_its_kind_and_call_and_no_plan(store: ProjectStore) -> None:
+    store.create_project("p1", "goal", "general_agent", {})
+    call = {"tool": "refund", "arguments": {"order": "A-7"}}
+    store.add_review(_review("r1", round=1_000_007, plan=None, kind="tool_call", tool_call=call))
+    store.add_review(_review("r2"))
+
+    first, second = store.pending_reviews("p1")
+
+    assert (first["kind"], first["tool_call"], first["plan"]) == ("tool_call", call, None)
+    assert (second["kind"], second["tool_call"], second["plan"]) == ("plan", None, PLAN)
+    assert store.find_review("p1", "root", 1_000_007) == first
+
+
+def test_a_v4_file_keeps_its_reviews_as_plan_reviews(tmp_path: Path) -> None:
+    path = tmp_path / "sentient.db"
+    conn = sqlite3.connect(path)
+    for version in range(1, 5):
+        for statement in _statements(MIGRATIONS[version]):
+            conn.execute(statement)
+    conn.execute(
+        "INSERT INTO projects (project_id, goal, profile, status, created_at, updated_at)"
+        " VALUES ('old', 'goal', 'general_agent', 'stopped', 1, 1)"
+    )
+    conn.execute(
+        "INSERT INTO reviews (review_id, project_id, task_id, round, goal, layer, plan, status, created_at)"
+        " VALUES ('r1', 'old', 'root', 1, 'goal', 0, '{\"subtasks\": []}', 'pending', 1)"
+    )
+    conn.execute("PRAGMA user_version = 4")
+    conn.commit()
+    conn.close()
+
+    with ProjectStore.open(tmp_path) as store:
+        review = store.get_review("r1")
+    assert (review["kind"], review["tool_call"], review["plan"]) == ("plan", None, {"subtasks": []})
+    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (5,)
+
+
 def test_review_errors(store: ProjectStore) -> None:
     store.create_project("p1", "goal", "general_agent", {})
     store.add_review(_review("r1"))
@@ -422,8 +459,10 @@ def test_review_errors(store: ProjectStore) -> None:
         store.answer_review("nope", {"action": "approve"})
     with pytest.raises(StoreError, match="already exists"):
         store.add_review(_review("r1"))
-    with pytest.raises(StoreError, match="plan"):
+    with pytest.raises(StoreError, match=r"tool_call: .*a plan review has a plan"):
         store.add_review(_review("r3", plan=None))
+    with pytest.raises(StoreError, match="a tool call's review has a tool call and no plan"):
+        store.add_review(_review("r6", kind="tool_call", tool_call={"tool": "refund", "arguments": {}}))
     with pytest.raises(StoreError, match="colour"):
         store.add_review(_review("r4", colour="red"))
     with pytest.raises(ProjectNotFoundError):

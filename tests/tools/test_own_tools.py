@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from sentient.exceptions import ConfigError
-from sentient.hitl.protocol import Approve, Modify, ReviewDecision, ReviewRequest
+from sentient.hitl.protocol import Approve, CallToConfirm, Modify, Reject, ReviewDecision, ReviewRequest
 from sentient.tools.base import ToolSettings
 from sentient.tools.confirm import CallApproval
 from sentient.tools.specs import CallableTool
@@ -119,12 +119,14 @@ async def test_a_confirmed_call_runs_once_the_reviewer_approves() -> None:
     (request,) = reviewer.requests
     assert request.task_id == "root.1"
     assert request.layer == 1
-    assert [s.goal for s in request.plan.subtasks] == ['Call lookup_customer with {"customer_id": 42}']
+    assert request.kind == "tool_call" and request.plan is None
+    assert request.tool_call == CallToConfirm("lookup_customer", {"customer_id": 42})
 
 
 @pytest.mark.parametrize(
     ("decision", "told"),
     [
+        (Reject("not this customer"), "the user declined this call: not this customer"),
         (Modify(instructions="ask for the order first"), "the user declined this call: ask for the order first"),
         (None, "the user declined this call (no reviewer: run with --review, or through the server, to approve it)"),
     ],
