@@ -25,6 +25,7 @@ playwright_sync = pytest.importorskip("playwright.sync_api")
 
 from sentient.agents.models.fake import FakeRequest, ScriptedModel, default_response, executor_answer  # noqa: E402
 from sentient.agents.schemas import AggregationOutput  # noqa: E402
+from sentient.projects import ProjectService  # noqa: E402
 from sentient.settings import Settings  # noqa: E402
 
 CHROMIUM = os.environ.get("SENTIENT_CHROMIUM", "/usr/bin/chromium")
@@ -71,6 +72,7 @@ class LiveServer:
     url: str
     model: ScriptedModel
     token: str | None
+    service: ProjectService  # the server's own, to put a project in a state no scripted run reaches
 
 
 def _start_server(tmp: Path, token: str | None) -> tuple[LiveServer, Callable[[], None]]:
@@ -108,7 +110,8 @@ def _start_server(tmp: Path, token: str | None) -> tuple[LiveServer, Callable[[]
         thread.join(timeout=10)
         httpd.server_close()
 
-    return LiveServer(f"http://127.0.0.1:{httpd.server_port}", model, token), stop
+    service = app.extensions["sentient"].runs.service
+    return LiveServer(f"http://127.0.0.1:{httpd.server_port}", model, token, service), stop
 
 
 # Module scope, not session: Playwright's sync API keeps an asyncio loop running in the main

@@ -102,6 +102,13 @@ export interface Plan {
   subtasks: PlanSubtask[];
 }
 
+/** A call of a tool marked `confirm: true`, waiting for approval. */
+export interface ReviewedCall {
+  tool: string;
+  arguments: Record<string, unknown>;
+}
+
+/** A review: of a proposed plan (kind "plan"), or of a tool call (kind "tool_call", approved or refused). */
 export interface Review {
   review_id: string;
   project_id: string;
@@ -109,7 +116,9 @@ export interface Review {
   goal: string;
   layer: number;
   round: number;
-  plan: Plan;
+  kind: "plan" | "tool_call";
+  plan: Plan | null;
+  tool_call: ReviewedCall | null;
   context: string;
   created_at: number;
   deadline: number | null;

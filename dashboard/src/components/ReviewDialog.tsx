@@ -1,12 +1,13 @@
 // Plan review: approve, edit the plan (validated here before anything is sent), send
-// instructions to the plan modifier, or reject with a reason.
+// instructions to the plan modifier, or reject with a reason. A tool call's review is the tool
+// call approval (ToolCallReview).
 
 import { useMemo, useState } from "react";
-import { api } from "../api/http";
-import { TASK_TYPES, type Review, type ReviewAnswer } from "../api/types";
-import { errorText } from "../format";
+import { TASK_TYPES, type Plan, type Review } from "../api/types";
+import { useAnswer } from "../review/answer";
 import { addSubtask, planProblems, removeSubtask, toDraft, toPlan, type DraftSubtask } from "../review/planEdit";
 import { useStore } from "../state/store";
+import { ToolCallReview } from "./ToolCallReview";
 
 type Mode = "view" | "edit" | "instruct" | "reject";
 
@@ -88,32 +89,17 @@ function rejectionOutcome(review: Review, hasDirectAnswer: boolean): { warning: 
   };
 }
 
-function ReviewBody({ review }: { review: Review }) {
+function PlanReview({ review, plan }: { review: Review; plan: Plan }) {
   const openReview = useStore((s) => s.openReview);
   // A question answered first is planned with its unconfirmed direct answer kept as its result.
   const hasDirectAnswer = useStore((s) => Boolean(s.graph.nodes.get(review.task_id)?.result));
   const outcome = rejectionOutcome(review, hasDirectAnswer);
-  const resolved = useStore((s) => s.reviewResolved);
   const [mode, setMode] = useState<Mode>("view");
-  const original = useMemo(() => toDraft(review.plan), [review]);
+  const original = useMemo(() => toDraft(plan), [plan]);
   const [draft, setDraft] = useState<DraftSubtask[]>(original);
   const [text, setText] = useState("");
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const { busy, error, setError, send } = useAnswer(review);
   const problems = mode === "edit" ? planProblems(draft) : [];
-
-  const send = async (answer: ReviewAnswer) => {
-    setBusy(true);
-    setError(null);
-    try {
-      await api.answer(review.review_id, answer);
-      resolved(review.review_id);
-    } catch (err) {
-      setError(errorText(err));
-    } finally {
-      setBusy(false);
-    }
-  };
 
   return (
     <div className="modal wide" role="dialog" aria-label="Plan review" data-testid="review-dialog">
@@ -212,7 +198,11 @@ export function ReviewDialog() {
   if (!review) return null;
   return (
     <div className="modal-backdrop">
-      <ReviewBody key={review.review_id} review={review} />
+      {review.tool_call ? (
+        <ToolCallReview key={review.review_id} review={review} call={review.tool_call} />
+      ) : review.plan ? (
+        <PlanReview key={review.review_id} review={review} plan={review.plan} />
+      ) : null}
     </div>
   );
 }

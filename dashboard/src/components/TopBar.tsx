@@ -2,6 +2,7 @@ import { useEffect, useState } from "react";
 import { api } from "../api/http";
 import { cost, count, counted, duration, errorText } from "../format";
 import { projectTotals } from "../state/stats";
+import { reviewsLabel } from "../review/answer";
 import { useStore } from "../state/store";
 
 const CONNECTION_LABEL = {
@@ -110,7 +111,7 @@ export function TopBar({ onDeleted }: { onDeleted: () => void }) {
           <div className="topbar-actions">
             {reviews.length > 0 && (
               <button type="button" className="warn" onClick={() => openReview(reviews[0]?.review_id ?? null)} data-testid="open-review">
-                Review plan ({reviews.length})
+                {reviewsLabel(reviews)}
               </button>
             )}
             {ACTIVE.has(status) && (
