@@ -6,16 +6,13 @@ import asyncio
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
+from fakes.lists import citing_model, lists_docs
 
 from sentient import ProfiledSentientAgent, RunResult
-from sentient.agents.models.fake import SOURCES_HEADING, FakeRequest, ScriptedModel
-from sentient.agents.schemas import AggregationOutput
+from sentient.agents.models.fake import ScriptedModel
 from sentient.exceptions import ConfigError, ProfileNotFoundError
-from sentient.graph.node import TaskType
-from sentient.graph.plan import PlanOutput, SubTask
 from sentient.settings import FailurePolicy, Settings
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -36,35 +33,7 @@ def api_settings(tmp_path: Path) -> Settings:
 
 @pytest.fixture
 def api_docs(tmp_path: Path) -> Path:
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "lists.md").write_text("# Lists\n\nA list is a mutable sequence: Python lists grow with append.\n")
-    (docs / "tuples.md").write_text("# Tuples\n\nA tuple is an immutable sequence; Python tuples can be dict keys.\n")
-    return docs
-
-
-def citing_model() -> ScriptedModel:
-    """A plan of one search per sequence type; each executor names the passage about its subject;
-    the root aggregator cites both."""
-
-    def execute(request: FakeRequest) -> Any:
-        subject = "tuple" if "tuple" in request.goal.lower() else "list"
-        listed = re.findall(r"^\[(\d+)\] (.*)$", request.prompt.split(SOURCES_HEADING)[-1], re.MULTILINE)
-        source = next((int(n) for n, line in listed if subject in line.lower()), 0)
-        return {"answer": f"{request.goal}: sequences differ in mutability.", "source": source}
-
-    return ScriptedModel(
-        script={
-            "planner": PlanOutput(
-                subtasks=[
-                    SubTask(goal="How do Python lists behave?", task_type=TaskType.SEARCH),
-                    SubTask(goal="How do Python tuples behave?", task_type=TaskType.SEARCH),
-                ]
-            ),
-            "executor": execute,
-            "aggregator": AggregationOutput(answer="# Lists and tuples\n\nLists change [1]; tuples do not [2]."),
-        }
-    )
+    return lists_docs(tmp_path / "docs")
 
 
 # -- the README example --------------------------------------------------------------------------

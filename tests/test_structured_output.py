@@ -4,19 +4,17 @@ not validate asked again, and never kept."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.lists import citing_model, lists_docs
 from jsonschema import Draft202012Validator
 
 from sentient import ProfiledSentientAgent
 from sentient.agents.models.fake import FakeRequest, ScriptedModel
 from sentient.agents.schemas import AggregationOutput
 from sentient.exceptions import ConfigError
-from sentient.graph.node import TaskType
-from sentient.graph.plan import PlanOutput, SubTask
 from sentient.settings import Settings
 from sentient.store import ProjectStore
 
@@ -41,11 +39,7 @@ def settings(tmp_path: Path) -> Settings:
 
 @pytest.fixture
 def docs(tmp_path: Path) -> Path:
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    (folder / "lists.md").write_text("# Lists\n\nA list is a mutable sequence: Python lists grow with append.\n")
-    (folder / "tuples.md").write_text("# Tuples\n\nA tuple is an immutable sequence; Python tuples can be keys.\n")
-    return folder
+    return lists_docs(tmp_path / "docs")
 
 
 def asks_for_schema(request: FakeRequest) -> bool:
@@ -54,33 +48,16 @@ def asks_for_schema(request: FakeRequest) -> bool:
 
 
 def model(*structured: Any) -> ScriptedModel:
-    """Searches for lists and tuples, an aggregate that cites both, then ``structured`` in turn
-    for each structured call (the last one repeated)."""
+    """:func:`citing_model` whose aggregator answers ``structured`` in turn for each structured call
+    (the last one repeated), and cites both passages otherwise."""
     replies = list(structured)
-
-    def execute(request: FakeRequest) -> Any:
-        subject = "tuple" if "tuple" in request.goal.lower() else "list"
-        listed = re.findall(r"^\[(\d+)\] (.*)$", request.prompt.split("## Sources")[-1], re.MULTILINE)
-        source = next((int(n) for n, line in listed if subject in line.lower()), 0)
-        return {"answer": f"{request.goal}: sequences differ in mutability.", "source": source}
 
     def aggregate(request: FakeRequest) -> Any:
         if asks_for_schema(request):
             return replies.pop(0) if len(replies) > 1 else replies[0]
         return AggregationOutput(answer="Lists change [1]; tuples do not [2].")
 
-    return ScriptedModel(
-        script={
-            "planner": PlanOutput(
-                subtasks=[
-                    SubTask(goal="How do Python lists behave?", task_type=TaskType.SEARCH),
-                    SubTask(goal="How do Python tuples behave?", task_type=TaskType.SEARCH),
-                ]
-            ),
-            "executor": execute,
-            "aggregator": aggregate,
-        }
-    )
+    return citing_model(aggregate)
 
 
 VALID = {"mutable": "lists [1]", "immutable": "tuples [2]", "kinds": ["list [1]", "tuple"], "count": 2}

@@ -7,9 +7,9 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from fakes.loops import LOOPS, agent
 from fakes.waiting import until
 
-from sentient import ProfiledSentientAgent
 from sentient.agents.models.fake import FakeRequest, ScriptedModel, default_response, executor_answer
 from sentient.context.grounding import Verdict
 from sentient.exceptions import InvalidGoalError
@@ -22,35 +22,8 @@ from sentient.store import ProjectNotFoundError, ProjectStatus, ProjectStore
 
 GOAL = "Compare the event loops of asyncio and trio"
 QUESTION = "What does an event loop run?"
-KNOWN = "An event loop runs callbacks and coroutines."  # in the docs the project read
+KNOWN = LOOPS  # in the docs the project read
 LATER = "Nurseries supervise the tasks that trio schedules."  # added to the docs after the project ran
-
-
-@pytest.fixture
-def settings(tmp_path: Path, database_url: str | None) -> Settings:
-    """On each backend of the store: SQLite, then PostgreSQL."""
-    return Settings(cache_dir=tmp_path / "cache", results_dir=tmp_path / "results", database_url=database_url)
-
-
-@pytest.fixture
-def store(settings: Settings) -> ProjectStore:
-    store = ProjectStore.open(settings.results_dir, settings.database_url)
-    yield store
-    store.close()
-
-
-@pytest.fixture
-def docs(settings: Settings) -> Path:
-    folder = settings.cache_dir.parent / "docs"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "loops.md").write_text(f"# Event loops\n\n{KNOWN}\n")
-    return folder
-
-
-def agent(settings: Settings, model: ScriptedModel, docs: Path) -> ProfiledSentientAgent:
-    return ProfiledSentientAgent.create_with_profile(
-        "general_agent", settings=settings, model=model, docs=docs, max_concurrent_llm_calls=2
-    )
 
 
 def project_model() -> ScriptedModel:
@@ -84,7 +57,7 @@ def followup_model(*, supported: bool = True, latency: float = 0.0) -> ScriptedM
 
 
 async def ran_project(settings: Settings, store: ProjectStore, docs: Path, project_id: str = "p-loops") -> None:
-    result = await agent(settings, project_model(), docs).arun(GOAL, project_id=project_id, store=store)
+    result = await agent(settings, project_model(), flat=False).arun(GOAL, project_id=project_id, store=store)
     assert result.status == "completed"
     assert any(s.snippet and KNOWN in s.snippet for n in result.graph for s in n.sources), "the project cited its docs"
 
@@ -112,7 +85,7 @@ async def test_a_followup_answers_from_the_projects_passages_and_findings_and_le
     (docs / "later.md").write_text(f"# Trio\n\n{LATER}\n")
 
     model = followup_model()
-    result = await agent(settings, model, docs).aask("p-loops", QUESTION, store=store)
+    result = await agent(settings, model, flat=False).aask("p-loops", QUESTION, store=store)
 
     assert result.status == "completed"
     assert result.project_id != "p-loops"
@@ -145,7 +118,7 @@ async def test_a_followup_the_projects_passages_do_not_support_is_planned_and_se
 
     model = followup_model(supported=False)
     question = "What does the event loop of trio run, and what do its nurseries supervise?"
-    result = await agent(settings, model, docs).aask("p-loops", question, store=store)
+    result = await agent(settings, model, flat=False).aask("p-loops", question, store=store)
 
     first = model.calls_for("executor", "root")[0].request.prompt
     assert KNOWN in first and LATER not in first, "answered first from the project's passage alone"
@@ -161,7 +134,7 @@ async def test_an_interrupted_followup_continues_with_resume_of_its_own_id(
     await ran_project(settings, store, docs)
     before = held(store, "p-loops")
     slow = followup_model(latency=30.0)
-    run = asyncio.create_task(agent(settings, slow, docs).aask("p-loops", QUESTION, store=store))
+    run = asyncio.create_task(agent(settings, slow, flat=False).aask("p-loops", QUESTION, store=store))
     await until(lambda: slow.calls_for("executor", "root"), "the follow-up's executor call")
     run.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -171,7 +144,7 @@ async def test_an_interrupted_followup_continues_with_resume_of_its_own_id(
     assert followup.status is ProjectStatus.CANCELLED
 
     model = followup_model()
-    result = await agent(settings, model, docs).aresume(followup.project_id, store=store)
+    result = await agent(settings, model, flat=False).aresume(followup.project_id, store=store)
 
     assert result.status == "completed"
     assert KNOWN in model.calls_for("executor", "root")[0].request.prompt, "a resumed follow-up reads the project too"
@@ -183,7 +156,7 @@ async def test_a_followup_is_refused_for_an_unknown_project_an_empty_question_an
 ) -> None:
     await ran_project(settings, store, docs)
     model = ScriptedModel()
-    asker = agent(settings, model, docs)
+    asker = agent(settings, model, flat=False)
     with pytest.raises(ProjectNotFoundError):
         await asker.aask("p-none", QUESTION, store=store)
     with pytest.raises(InvalidGoalError, match="the question is empty"):
@@ -200,7 +173,7 @@ async def test_a_followup_is_refused_for_an_unknown_project_an_empty_question_an
 
 async def test_deleting_a_project_deletes_its_followups(settings: Settings, store: ProjectStore, docs: Path) -> None:
     await ran_project(settings, store, docs)
-    result = await agent(settings, followup_model(), docs).aask("p-loops", QUESTION, store=store)
+    result = await agent(settings, followup_model(), flat=False).aask("p-loops", QUESTION, store=store)
     service = ProjectService(store, settings)
     service.delete("p-loops")
     assert store.list_projects() == []

@@ -4,12 +4,11 @@ with the user's instructions in its agents' prompts; everything else keeps its r
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import pytest
+from fakes.loops import agent
 from fakes.waiting import until
 
-from sentient import ProfiledSentientAgent
 from sentient.agents.models.fake import FakeRequest, ScriptedModel, default_response, executor_answer
 from sentient.agents.schemas import AtomizerOutput
 from sentient.events import Event, NodesRemoved, NodeStatusChanged
@@ -21,30 +20,7 @@ from sentient.settings import Settings
 from sentient.store import NodeNotFoundError, ProjectStore
 
 GOAL = "Compare the event loops of asyncio and trio"
-FLAT = {"max_depth": 1, "skip_atomization": True, "max_concurrent_llm_calls": 2}
 ADVICE = "Only use what the 2024 documentation says."
-
-
-@pytest.fixture
-def settings(tmp_path: Path, database_url: str | None) -> Settings:
-    """On each backend of the store: SQLite, then PostgreSQL."""
-    return Settings(cache_dir=tmp_path / "cache", results_dir=tmp_path / "results", database_url=database_url)
-
-
-@pytest.fixture
-def store(settings: Settings) -> ProjectStore:
-    store = ProjectStore.open(settings.results_dir, settings.database_url)
-    yield store
-    store.close()
-
-
-def agent(settings: Settings, model: ScriptedModel, **engine: object) -> ProfiledSentientAgent:
-    docs = settings.cache_dir.parent / "docs"
-    docs.mkdir(parents=True, exist_ok=True)
-    (docs / "loops.md").write_text("# Event loops\n\nAn event loop runs callbacks and coroutines.\n")
-    return ProfiledSentientAgent.create_with_profile(
-        "general_agent", settings=settings, model=model, docs=docs, **{**FLAT, **engine}
-    )
 
 
 def flat_model(answer: str = "first", latency: float = 0.0) -> ScriptedModel:

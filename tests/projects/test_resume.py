@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.loops import CONCURRENCY, agent
 from fakes.waiting import until
 
-from sentient import ProfiledSentientAgent
 from sentient.agents.models.fake import FakeRequest, ScriptedModel, executor_answer
 from sentient.agents.schemas import AtomizerOutput
 from sentient.events import Event, NodeStatusChanged
@@ -28,7 +28,6 @@ from sentient.settings import Settings
 from sentient.store import LeaseLostError, ProjectBusyError, ProjectNotFoundError, ProjectStatus, ProjectStore
 
 GOAL = "Compare the event loops of asyncio and trio"
-ENGINE = {"max_depth": 1, "skip_atomization": True, "max_concurrent_llm_calls": 2}
 
 
 def wide_plan() -> ScriptedModel:
@@ -38,28 +37,6 @@ def wide_plan() -> ScriptedModel:
         + [SubTask(goal="Write the comparison", task_type=TaskType.WRITE, depends_on_indices=[0, 1, 2])]
     )
     return ScriptedModel(script={"planner": plan}, latency=0.02)
-
-
-@pytest.fixture
-def settings(tmp_path: Path, database_url: str | None) -> Settings:
-    """On each backend of the store: SQLite, then PostgreSQL."""
-    return Settings(cache_dir=tmp_path / "cache", results_dir=tmp_path / "results", database_url=database_url)
-
-
-@pytest.fixture
-def store(settings: Settings) -> ProjectStore:
-    store = ProjectStore.open(settings.results_dir, settings.database_url)
-    yield store
-    store.close()
-
-
-def agent(settings: Settings, model: ScriptedModel, **engine: object) -> ProfiledSentientAgent:
-    docs = settings.cache_dir.parent / "docs"
-    docs.mkdir(parents=True, exist_ok=True)
-    (docs / "loops.md").write_text("# Event loops\n\nAn event loop runs callbacks and coroutines.\n")
-    return ProfiledSentientAgent.create_with_profile(
-        "general_agent", settings=settings, model=model, docs=docs, **{**ENGINE, **engine}
-    )
 
 
 def done_ids(store: ProjectStore, project_id: str) -> set[str]:
@@ -122,7 +99,7 @@ async def test_a_budget_stop_writes_a_partial_report_and_can_be_resumed(
     assert "call budget reached" in (stopped.error or "")
     assert stopped.report_markdown.startswith(f"# {GOAL}\n\n> **Partial report**")
     finished_calls = [c for c in first.calls if c.output is not None]
-    assert 3 <= len(finished_calls) <= 3 + ENGINE["max_concurrent_llm_calls"] - 1
+    assert 3 <= len(finished_calls) <= 3 + CONCURRENCY - 1
     assert store.get_project("p-budget").status == "stopped"
 
     second = wide_plan()
@@ -262,8 +239,9 @@ DRIVER = textwrap.dedent(
     """
     import asyncio, sys
     from pathlib import Path
-    sys.path.insert(0, {tests!r})
-    from test_resume import agent, wide_plan, GOAL
+    sys.path[:0] = [{here!r}, {tests!r}]
+    from fakes.loops import agent
+    from test_resume import wide_plan, GOAL
     from sentient.settings import Settings
     from sentient.store import ProjectNotFoundError, ProjectStore
 
@@ -279,7 +257,8 @@ DRIVER = textwrap.dedent(
 def _kill_mid_run(settings: Settings, store: ProjectStore, lease_s: float = 30.0) -> None:
     """Run p-kill in another process and kill it with SIGKILL once two nodes are DONE."""
     script = DRIVER.format(
-        tests=str(Path(__file__).parent),
+        here=str(Path(__file__).parent),
+        tests=str(Path(__file__).parents[1]),
         cache=str(settings.cache_dir),
         results=str(settings.results_dir),
         url=settings.database_url,

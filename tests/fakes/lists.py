@@ -1,0 +1,47 @@
+"""Two passages, about Python lists and tuples, and a scripted model whose answers cite them: for
+the tests of what a run returns (the Python API, structured output)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from sentient.agents.models.fake import SOURCES_HEADING, FakeRequest, ScriptedModel
+from sentient.agents.schemas import AggregationOutput
+from sentient.graph.node import TaskType
+from sentient.graph.plan import PlanOutput, SubTask
+
+CITED = AggregationOutput(answer="# Lists and tuples\n\nLists change [1]; tuples do not [2].")
+
+
+def lists_docs(folder: Path) -> Path:
+    """``folder``, made, holding ``lists.md`` and ``tuples.md``."""
+    folder.mkdir()
+    (folder / "lists.md").write_text("# Lists\n\nA list is a mutable sequence: Python lists grow with append.\n")
+    (folder / "tuples.md").write_text("# Tuples\n\nA tuple is an immutable sequence; Python tuples can be dict keys.\n")
+    return folder
+
+
+def citing_model(aggregator: Any = CITED) -> ScriptedModel:
+    """A plan of one search per sequence type; each executor names the passage about its subject;
+    the aggregator answers ``aggregator`` (by default :data:`CITED`, which cites both)."""
+
+    def execute(request: FakeRequest) -> Any:
+        subject = "tuple" if "tuple" in request.goal.lower() else "list"
+        listed = re.findall(r"^\[(\d+)\] (.*)$", request.prompt.split(SOURCES_HEADING)[-1], re.MULTILINE)
+        source = next((int(n) for n, line in listed if subject in line.lower()), 0)
+        return {"answer": f"{request.goal}: sequences differ in mutability.", "source": source}
+
+    return ScriptedModel(
+        script={
+            "planner": PlanOutput(
+                subtasks=[
+                    SubTask(goal="How do Python lists behave?", task_type=TaskType.SEARCH),
+                    SubTask(goal="How do Python tuples behave?", task_type=TaskType.SEARCH),
+                ]
+            ),
+            "executor": execute,
+            "aggregator": aggregator,
+        }
+    )
