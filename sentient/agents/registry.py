@@ -157,12 +157,7 @@ def _index_agents(path: Path, parsed: AgentsFile) -> dict[str, AgentConfig]:
                 try:
                     function_tool(entry)
                 except ConfigError as exc:
-                    raise ConfigError(
-                        f"{exc.message.rstrip('.')}{_at(path, 'agents', i, 'tools', j)}.",
-                        file=str(path),
-                        field=f"{field}.tools[{j}]",
-                        fix=exc.fix,
-                    ) from None
+                    raise _located(exc, path, f"{field}.tools[{j}]", "agents", i, "tools", j) from None
         if agent.role is Role.EXECUTOR and not agent.task_types:
             raise ConfigError(
                 f"an executor must list the task types it handles{_at(path, 'agents', i)}.",
@@ -221,12 +216,7 @@ def _resolve_profile(
         try:
             parse_model_string(text)
         except ConfigError as exc:
-            raise ConfigError(
-                f"{exc.message.rstrip('.')}{_at(path, 'models', role.value)}.",
-                file=str(path),
-                field=f"models.{role.value}",
-                fix=exc.fix,
-            ) from None
+            raise _located(exc, path, f"models.{role.value}", "models", role.value) from None
     planner = pick("planner", slots.planner, Role.PLANNER)
     aggregator = pick("aggregator", slots.aggregator, Role.AGGREGATOR)
     return Profile(
@@ -256,3 +246,8 @@ def _at(path: Path, *loc: str | int) -> str:
     """`` (line N)`` for the YAML node at ``loc``, to append to a message."""
     line = line_in_file(path, loc)
     return f" (line {line})" if line else ""
+
+
+def _located(exc: ConfigError, path: Path, field: str, *loc: str | int) -> ConfigError:
+    """``exc``, raised where the place was not known, at ``field`` of ``path`` (its line from ``loc``)."""
+    return ConfigError(f"{exc.message.rstrip('.')}{_at(path, *loc)}.", file=str(path), field=field, fix=exc.fix)
