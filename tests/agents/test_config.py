@@ -184,6 +184,16 @@ def test_a_callable_tool_that_cannot_be_imported_names_its_line(config_dir: Path
     assert f"(line {line})" in error.message
 
 
+def test_an_unknown_model_provider_in_a_profile_names_its_line(config_dir: Path) -> None:
+    profile = config_dir / "profiles" / "general_agent.yaml"
+    line = edit(profile, "settings:\n", "models:\n  planner: nonsense:x\nsettings:\n") + 1
+    error = load_error(config_dir)
+    assert error.file == str(profile)
+    assert error.field == "models.planner"
+    assert error.message == f"cannot use model 'nonsense:x': unknown provider (line {line})."
+    assert error.fix is not None and error.fix.startswith("use one of: local")
+
+
 def test_an_mcp_server_needs_one_of_command_and_url(config_dir: Path) -> None:
     edit(
         config_dir / "agents.yaml",
