@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from sentient.context.citations import cited_numbers
@@ -9,6 +10,7 @@ from sentient.graph.node import NodeType, Source, TaskType
 from sentient.graph.plan import SubTask
 from sentient.graph.status import TaskStatus
 from sentient.graph.task_graph import TaskGraph
+from sentient.report import Reference, Report, StructuredAnswer
 from sentient.report.build import build_report as build
 from sentient.report.markdown import UNCONFIRMED, to_markdown
 from sentient.report.markdown import markdown_report as build_report
@@ -158,3 +160,27 @@ def test_partial_report_keeps_the_unconfirmed_direct_answer_with_its_own_sources
     direct = markdown.split("## Direct answer, before the research was planned\n\n", 1)[1].split("## Subtask 0")[0]
     assert direct.startswith("Lists and tuples differ in mutability.\n\n" + UNCONFIRMED)
     assert "/docs/hash.md" in direct and "/docs/tuple.md" not in direct
+
+
+STRUCTURED = StructuredAnswer(
+    value={"mutable": "lists", "kinds": ["list", "tuple"], "count": 2},
+    citations={"/mutable": [1], "/kinds/0": [1, 2]},
+    references=[
+        Reference(n=1, ref="/docs/list.md", kind="path", title="Lists", verified=True),
+        Reference(n=2, ref="/docs/tuple.md", kind="path", title="Tuples", verified=False),
+    ],
+)
+
+
+def test_a_structured_answer_is_shown_as_pretty_json_with_its_citations_per_field() -> None:
+    report = Report(title="Lists", status=TaskStatus.DONE, partial=False, answer="Lists [1].", structured=STRUCTURED)
+
+    markdown = to_markdown(report)
+
+    _, heading, structured = markdown.partition("\n## Structured answer\n\n")
+    assert heading, "the report has a Structured answer section"
+    block = structured.partition("```json\n")[2].partition("\n```")[0]
+    assert block == json.dumps(STRUCTURED.value, indent=2)
+    assert "Citations per field:\n\n- `/mutable` [1]\n- `/kinds/0` [1, 2]" in structured
+    assert "1. Lists — verified — `/docs/list.md`\n2. Tuples — `/docs/tuple.md`" in structured
+    assert "## Structured answer" not in to_markdown(report.model_copy(update={"structured": None}))

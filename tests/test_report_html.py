@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import html
+import json
 from html.parser import HTMLParser
 
 import pytest
 
 from sentient.graph.status import TaskStatus
-from sentient.report import Consulted, Reference, Report, Section
+from sentient.report import Consulted, Reference, Report, Section, StructuredAnswer
 from sentient.report.html import markdown_to_html, render_html, to_html
 
 SAFE_LINK_PREFIXES = ("http://", "https://", "mailto:", "#")
@@ -221,3 +223,29 @@ def test_untrusted_references_stay_inert() -> None:
     assert "javascript:" not in elements.hrefs()[-1] and len(elements.hrefs()) == 3  # two citations, one web page
     assert "<img src=x onerror=alert(1)>" in "".join(elements.text)
     assert _ids(elements) == ["ref-1", "ref-2"]
+
+
+def test_a_structured_answer_is_an_escaped_json_block_whose_field_citations_link_to_its_own_references() -> None:
+    structured = StructuredAnswer(
+        value={"name": "<script>alert(1)</script>", "see": "[1]"},
+        citations={"/name": [1]},
+        references=[Reference(n=1, ref="https://x.example/a", kind="url", title="A", verified=False)],
+    )
+    report = Report(
+        title="Names",
+        status=TaskStatus.DONE,
+        partial=False,
+        answer="Named [1].",
+        references=[Reference(n=1, ref="names.md", kind="path", title="", verified=False)],
+        structured=structured,
+    )
+
+    page = to_html(report)
+
+    elements = _assert_inert(page)
+    assert "<h2>Structured answer</h2>" in page
+    assert '"name": "&lt;script&gt;alert(1)&lt;/script&gt;"' in page
+    code = page.partition("<pre><code>")[2].partition("</code></pre>")[0]
+    assert json.loads(html.unescape(code)) == structured.value
+    assert elements.hrefs() == ["#ref-1", "#structured-ref-1", "https://x.example/a"]  # not the "[1]" inside the JSON
+    assert _ids(elements) == ["ref-1", "structured-ref-1"]

@@ -83,6 +83,8 @@ async def test_the_answer_is_json_of_the_schema_and_each_string_keeps_its_citati
     assert structured.citations == {"/mutable": [1], "/immutable": [2], "/kinds/0": [1]}
     root_sources = [source.ref for source in result.graph.root.sources]
     assert [reference.ref for reference in structured.references] == root_sources[:2]
+    assert "## Structured answer\n\n```json\n" in result.report_markdown
+    assert "- `/immutable` [2]" in result.report_markdown
     # The call was given the root's answer and its sources, and asked for the schema itself.
     (call,) = [c for c in fake.calls_for("aggregator") if asks_for_schema(c.request)]
     assert "Lists change [1]; tuples do not [2]." in call.request.prompt

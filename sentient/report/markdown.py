@@ -8,14 +8,18 @@ references.
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass
 
 from sentient.context.grounding import VERIFIED_MEANS
 from sentient.graph.task_graph import TaskGraph
 from sentient.report.build import build_report, opening_heading
-from sentient.report.model import Consulted, Missing, Reference, Report
+from sentient.report.model import Consulted, Missing, Reference, Report, StructuredAnswer
 
 _ERROR_CHARS = 200  # a failed subtask's error is shortened to this in the "Not covered" list
+_STRUCTURED_SCOPE = "structured-"  # the anchors of the structured answer's own references
+_BACKTICKS = re.compile(r"`+")
 UNCONFIRMED = (
     "> **Not confirmed by the sources:** no passage the research consulted was judged to support this "
     "answer, so it rests on the model alone."
@@ -56,12 +60,15 @@ def markdown_report(graph: TaskGraph, stopped: str | None = None) -> str:
 
 def report_blocks(report: Report) -> list[Block]:
     """The report's parts in order: the title, then the answer with its references or why the
-    report is partial and the finished sections, then what is not covered."""
+    report is partial and the finished sections, the structured answer (runs with an output
+    schema), then what is not covered."""
     blocks: list[Block] = [f"# {report.title}"]
     if report.partial:
         blocks += _partial(report)
     else:
         blocks.append(_answer(report))
+    if report.structured is not None:
+        blocks += ["## Structured answer", _structured(report.structured)]
     return blocks + _not_covered(report.missing)
 
 
@@ -72,6 +79,25 @@ def _answer(report: Report) -> Cited:
     text = body if heading is not None and heading == report.title else report.answer or ""
     note = None if report.confirmed else UNCONFIRMED
     return Cited(text, report.references, report.consulted, note=note)
+
+
+def _structured(structured: StructuredAnswer) -> Cited:
+    """The JSON value, pretty-printed in a code block, then the citations of each of its strings
+    (by JSON pointer), which number the structured answer's own references."""
+    text = "```json\n" + json.dumps(structured.value, ensure_ascii=False, indent=2) + "\n```"
+    if structured.citations:
+        cited = "\n".join(
+            f"- {_code(pointer)} [{', '.join(map(str, numbers))}]" for pointer, numbers in structured.citations.items()
+        )
+        text += "\n\nCitations per field:\n\n" + cited
+    return Cited(text, structured.references, [], scope=_STRUCTURED_SCOPE)
+
+
+def _code(text: str) -> str:
+    """``text`` as a Markdown code span, whatever backticks it holds."""
+    fence = "`" * (max((len(run) for run in _BACKTICKS.findall(text)), default=0) + 1)
+    padding = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{padding}{text}{padding}{fence}"
 
 
 def _partial(report: Report) -> list[Block]:
