@@ -5,8 +5,8 @@
 import { useCallback, useEffect, useState } from "react";
 import { api } from "../api/http";
 import type { Followup } from "../api/types";
-import { errorText } from "../format";
 import { answering, whyNotAsk } from "../report/followups";
+import { useSubmit } from "../useSubmit";
 import { Cited } from "./ReportView";
 
 const POLL_MS = 1000;
@@ -14,38 +14,30 @@ const POLL_MS = 1000;
 export function FollowUps({ projectId, status }: { projectId: string; status: string | undefined }) {
   const [threads, setThreads] = useState<Followup[]>([]);
   const [question, setQuestion] = useState("");
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const { busy, error, run, fail, clear } = useSubmit();
 
   const load = useCallback(async () => setThreads((await api.followups(projectId)).followups), [projectId]);
 
   useEffect(() => {
     setThreads([]);
     setQuestion("");
-    setError(null);
-    load().catch((err: unknown) => setError(errorText(err)));
-  }, [load]);
+    clear();
+    load().catch(fail);
+  }, [load, clear, fail]);
 
   const pending = threads.some(answering);
   useEffect(() => {
     if (!pending) return;
-    const timer = window.setTimeout(() => load().catch((err: unknown) => setError(errorText(err))), POLL_MS);
+    const timer = window.setTimeout(() => load().catch(fail), POLL_MS);
     return () => window.clearTimeout(timer);
-  }, [pending, threads, load]);
+  }, [pending, threads, load, fail]);
 
-  const ask = async () => {
-    setBusy(true);
-    setError(null);
-    try {
+  const ask = () =>
+    run(async () => {
       await api.ask(projectId, question);
       setQuestion("");
       await load();
-    } catch (err) {
-      setError(errorText(err));
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
 
   const refused = whyNotAsk(status);
   return (

@@ -5,8 +5,8 @@
 import { useEffect, useState } from "react";
 import { api } from "../api/http";
 import type { TaskNode } from "../api/types";
-import { errorText } from "../format";
 import { useStore } from "../state/store";
+import { useSubmit } from "../useSubmit";
 
 /** Whether a task of a project in ``status`` can be run again: not the root, and not while it runs. */
 export function canRerun(node: TaskNode, status: string | undefined): boolean {
@@ -16,26 +16,18 @@ export function canRerun(node: TaskNode, status: string | undefined): boolean {
 export function RerunPanel({ projectId, node }: { projectId: string; node: TaskNode }) {
   const projectChanged = useStore((s) => s.projectChanged);
   const [instructions, setInstructions] = useState("");
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const { busy, error, run, clear } = useSubmit();
 
   useEffect(() => {
     setInstructions("");
-    setError(null);
-  }, [node.task_id]);
+    clear();
+  }, [node.task_id, clear]);
 
-  const send = async (replan: boolean) => {
-    setBusy(true);
-    setError(null);
-    try {
+  const send = (replan: boolean) =>
+    run(async () => {
       const text = instructions.trim();
       projectChanged(await api.rerun(projectId, node.task_id, { replan, instructions: text || null }));
-    } catch (err) {
-      setError(errorText(err));
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
 
   return (
     <section data-testid="rerun-panel">
