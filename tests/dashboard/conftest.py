@@ -6,7 +6,8 @@ The scripted model answers by goal keyword, so one server serves every test:
 - every answer cites ``[1]``, so reports have clickable numbered references, except in goals
   containing "UNSOURCED", whose answers cite nothing (the report says no source confirms them);
 - goals containing "UNFINISHED": the executor of ``root.1`` and the root's aggregator fail, so
-  (with the failure policy "continue") the report is partial, with a section and a missing part.
+  (with the failure policy "continue") the report is partial, with a section and a missing part;
+- a run with an output schema gets :data:`STRUCTURED_VALUE` as its structured answer.
 """
 
 from __future__ import annotations
@@ -48,6 +49,15 @@ XSS_PAYLOAD = (
     "<script>window.__xss = (window.__xss || 0) + 1</script> in results [1]."
 )
 
+# The structured answer of every run with an output schema (of STRUCTURED_SCHEMA): one string cites [1].
+STRUCTURED_VALUE = {"finding": "Qubits help drug discovery [1]", "note": '<img src=x onerror="window.__xss = 1">'}
+STRUCTURED_SCHEMA = {
+    "type": "object",
+    "properties": {"finding": {"type": "string"}, "note": {"type": "string"}},
+    "required": ["finding", "note"],
+    "additionalProperties": False,
+}
+
 UNFINISHED_FAILURES = {("executor", "root.1"): "search backend down", ("aggregator", "root"): "aggregator offline"}
 
 
@@ -61,6 +71,8 @@ def scripted_answer(request: FakeRequest) -> Any:
         return executor_answer(request, f"Finding for {request.task_id}, from memory.", sourced=False)
     if request.role == "executor":
         return executor_answer(request, XSS_PAYLOAD if xss else f"Finding for {request.task_id}.")
+    if request.role == "aggregator" and "StructuredOutput" in str(request.response_format):
+        return STRUCTURED_VALUE
     if request.role == "aggregator":
         text = XSS_PAYLOAD if xss else f"Summary of {request.task_id}, drawing on the evidence [1]."
         return AggregationOutput(answer=f"Summary of {request.task_id}, from memory." if unsourced else text)

@@ -161,7 +161,7 @@ export interface Profile {
 }
 
 // The report's JSON is generated from the server's response model (python -m server.wire_types).
-export type { Consulted, Missing, Reference, ReportResponse, Section } from "./report.generated";
+export type { Consulted, Missing, Reference, ReportResponse, Section, StructuredAnswer } from "./report.generated";
 
 // Socket.IO payloads, server -> client.
 export interface SnapshotEvent {

@@ -1,6 +1,7 @@
 // The final (or partial) report, from the report's JSON: the answer as sanitised Markdown whose
 // "[n]" link to the numbered references, each with its verification; the sections of a partial
-// run; what is not covered. Downloads and exports.
+// run; the structured answer of a run with an output schema (its JSON and the citations of each
+// field); what is not covered. Downloads and exports.
 
 import { useEffect, useState } from "react";
 import { api, type ReportFormat } from "../api/http";
@@ -8,6 +9,7 @@ import type { Consulted, Missing, Reference, ReportResponse } from "../api/types
 import { errorText } from "../format";
 import { download } from "../graph/export";
 import { referenceId, safeUrl } from "../report/citations";
+import { STRUCTURED_PREFIX, structuredMarkdown } from "../report/structured";
 import { withoutTitle } from "../report/title";
 import { useStore } from "../state/store";
 import { FollowUps } from "./FollowUps";
@@ -119,6 +121,17 @@ function ReportBody({ report }: { report: ReportResponse }) {
             unconfirmed={!report.confirmed}
           />
         </>
+      )}
+      {report.structured && (
+        <section className="report-section" data-testid="report-structured">
+          <h2>Structured answer</h2>
+          <Cited
+            text={structuredMarkdown(report.structured)}
+            references={report.structured.references}
+            consulted={[]}
+            prefix={STRUCTURED_PREFIX}
+          />
+        </section>
       )}
       {report.missing.length > 0 && <NotCovered missing={report.missing} />}
     </article>
