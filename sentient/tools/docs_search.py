@@ -134,10 +134,16 @@ class DocsIndex:
         with self._lock, self._conn:
             self._conn.executescript(_SCHEMA)
             self._vectors = PassageVectors(self._conn)
+            self._empty = self._conn.execute("SELECT 1 FROM passages LIMIT 1").fetchone() is None
         self._loader = embeddings
         self._embedder: Embedder | None = None
         self._vectors_current = False  # every passage has a vector (checked once, then kept up to date)
         self.fusion = Fusion()
+
+    @property
+    def empty(self) -> bool:
+        """Whether the index holds no passage: a search would find nothing (kept without a query or the lock)."""
+        return self._empty
 
     @property
     def embedded_passages(self) -> int:
@@ -195,6 +201,7 @@ class DocsIndex:
             with index._lock, index._conn:
                 index._conn.execute("DELETE FROM passages")  # the index mirrors the folder as it is now
                 index._conn.execute("DELETE FROM documents")
+                index._empty = True
                 index._vectors.forget()
                 for path in files:
                     check_cancel(cancel, label)
@@ -390,6 +397,7 @@ class DocsIndex:
         rows = [(source, title, passage) for passage in split_passages(text)]
         self._conn.executemany("INSERT INTO passages (source, title, body) VALUES (?, ?, ?)", rows)
         self._vectors_current = False
+        self._empty = self._empty and not rows
 
     def _embedder_now(self) -> Embedder | None:
         """The embedder, loaded on first use; None when disabled or unavailable (caller holds the lock)."""

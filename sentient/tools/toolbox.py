@@ -64,6 +64,8 @@ class DocsSearch(SignatureTool):
 
     async def retrieve(self, query: str, limit: int) -> list[Source]:
         """Up to ``limit`` passages for ``query``; none when nothing in the documents is relevant to it."""
+        if self._index.empty:  # nothing to find: no thread to start for it
+            return []
         hits = await asyncio.to_thread(self._index.search, query, max(1, min(limit, 20)))
         return [Source(ref=h.source, title=h.title, snippet=h.snippet) for h in hits]
 

@@ -124,6 +124,18 @@ def test_stemming_matches_other_forms_of_a_word() -> None:
     assert [hit.source for hit in hits] == ["/docs/cal.txt"]
 
 
+def test_an_index_knows_whether_it_holds_a_passage(tmp_path: Path) -> None:
+    index = DocsIndex(tmp_path / "docs.sqlite")
+    assert index.empty
+    index.add_document("/docs/blank.md", "blank", "  \n\n  ")  # no passage in it
+    assert index.empty
+    index.add_document("/docs/cal.txt", "cal", "Keep a schedule for the week.")
+    assert not index.empty
+    index.close()
+    with DocsIndex(tmp_path / "docs.sqlite") as reopened:
+        assert not reopened.empty
+
+
 @pytest.mark.parametrize("query", ['"unbalanced ( AND *', "", "the a of", "NOT OR AND", "* ) ( ^ -", "'\"'"])
 def test_odd_queries_never_raise(index: DocsIndex, query: str) -> None:
     assert index.search(query) == []

@@ -93,6 +93,27 @@ async def test_docs_search_with_no_match_says_so(docs_index: DocsIndex) -> None:
     assert output.text == "No passage matches 'xylophonequartz'."
 
 
+class CountingIndex(DocsIndex):
+    """A real index that counts the searches run on it."""
+
+    searches = 0
+
+    def search(self, *args: Any, **kwargs: Any) -> Any:
+        self.searches += 1
+        return super().search(*args, **kwargs)
+
+
+async def test_docs_search_of_an_empty_index_finds_nothing_without_searching_it() -> None:
+    with CountingIndex() as index:
+        tool = DocsSearch(index)
+        assert await tool.retrieve("tides", 3) == []
+        assert index.searches == 0
+
+        index.add_document("/docs/tides.md", "Tides", "Tides rise and fall twice a day.")
+        assert [s.ref for s in await tool.retrieve("tides", 3)] == ["/docs/tides.md"]
+        assert index.searches == 1
+
+
 # -- source numbering and call records --------------------------------------------------------
 
 
