@@ -12,8 +12,8 @@ from __future__ import annotations
 import shutil
 import time
 import uuid
-from dataclasses import asdict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,7 +37,7 @@ from sentient.projects.errors import (
     UnfitAnswerError,
     UnusablePlanError,
 )
-from sentient.projects.followups import create_followup, follows
+from sentient.projects.followups import FOLLOWS, create_followup
 from sentient.projects.ids import new_project_id
 from sentient.projects.rerun import Rerun, forgotten, pending_rerun, request_rerun
 from sentient.projects.researcher import Researcher
@@ -355,7 +355,7 @@ class ProjectService:
     def followups(self, project_id: str) -> Records:
         """The follow-up questions asked of the project, oldest first."""
         self.get(project_id)
-        return sorted((p for p in self.list() if follows(p.options) == project_id), key=lambda p: p.created_at)
+        return self.store.projects_with_option(FOLLOWS, project_id)
 
     # -- stopping --------------------------------------------------------------------------
 

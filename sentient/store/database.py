@@ -36,6 +36,8 @@ class Dialect:
     now: str
     # Appended to a SELECT of one row: keep others from changing it until the transaction ends.
     lock_row: str
+    # A project's option (a top-level key of its ``options`` JSON, the key a parameter) as text.
+    option: str
 
 
 SQLITE = Dialect(
@@ -48,6 +50,7 @@ SQLITE = Dialect(
     same="IS",
     now="((julianday('now') - 2440587.5) * 86400.0)",  # the machine's clock: SQLite has one machine
     lock_row="",  # a write transaction (BEGIN IMMEDIATE) already excludes every other writer
+    option="json_extract(p.options, '$.' || ?)",
 )
 
 

@@ -44,6 +44,7 @@ POSTGRES = Dialect(
     same="IS NOT DISTINCT FROM",
     now="EXTRACT(EPOCH FROM clock_timestamp())::double precision",  # the server's clock, shared by all workers
     lock_row=" FOR UPDATE",
+    option="(p.options::json ->> CAST(? AS TEXT))",
 )
 
 BASE_VERSION = 3  # the schema below is SQLite's version 3

@@ -365,6 +365,13 @@ class ProjectStore:
             rows = conn.execute(self._project_select + " ORDER BY p.created_at DESC, p.rowid DESC").fetchall()
         return [record_from_row(row) for row in rows]
 
+    def projects_with_option(self, key: str, value: str) -> list[ProjectRecord]:
+        """The projects whose options hold ``key: value``, oldest first."""
+        sql = f"{self._project_select} WHERE {self._dialect.option} = ? ORDER BY p.created_at, p.rowid"
+        with self._reading() as conn:
+            rows = conn.execute(sql, (key, value)).fetchall()
+        return [record_from_row(row) for row in rows]
+
     def set_status(
         self, project_id: str, status: ProjectStatus | str, error: str | None = None, *, owner: Owner | None = None
     ) -> bool:

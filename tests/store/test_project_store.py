@@ -211,6 +211,20 @@ def test_projects_are_listed_newest_first(store: ProjectStore) -> None:
     assert [p.project_id for p in store.list_projects()] == ["c", "b", "a"]
 
 
+def test_projects_with_an_option_are_found_oldest_first(store: ProjectStore) -> None:
+    store.create_project("a", "goal", "general_agent", {}, {"follows": "p1", "model": "scripted"})
+    store.create_project("b", "goal", "general_agent", {}, {"follows": "p2"})
+    store.create_project("c", "goal", "general_agent", {})
+    store.create_project("d", "goal", "general_agent", {}, {"follows": "p1"})
+    store.create_project("e", "goal", "general_agent", {}, {"model": "p1"})
+
+    assert [p.project_id for p in store.projects_with_option("follows", "p1")] == ["a", "d"]
+    assert [p.project_id for p in store.projects_with_option("model", "scripted")] == ["a"]
+    assert store.projects_with_option("follows", "p3") == []
+    store.set_options("b", {"follows": "p1"})
+    assert [p.project_id for p in store.projects_with_option("follows", "p1")] == ["a", "b", "d"]
+
+
 def test_creating_an_existing_project_fails(store: ProjectStore) -> None:
     store.create_project("p1", "goal", "general_agent", {})
 
