@@ -24,6 +24,8 @@ import pytest
 
 playwright_sync = pytest.importorskip("playwright.sync_api")
 
+from fakes.structured_answer import STRUCTURED_VALUE  # noqa: E402
+
 from sentient.agents.models.fake import FakeRequest, ScriptedModel, default_response, executor_answer  # noqa: E402
 from sentient.agents.schemas import AggregationOutput  # noqa: E402
 from sentient.projects import ProjectService  # noqa: E402
@@ -48,15 +50,6 @@ XSS_PAYLOAD = (
     'Beware <img src=x onerror="window.__xss = (window.__xss || 0) + 1"> and '
     "<script>window.__xss = (window.__xss || 0) + 1</script> in results [1]."
 )
-
-# The structured answer of every run with an output schema (of STRUCTURED_SCHEMA): one string cites [1].
-STRUCTURED_VALUE = {"finding": "Qubits help drug discovery [1]", "note": '<img src=x onerror="window.__xss = 1">'}
-STRUCTURED_SCHEMA = {
-    "type": "object",
-    "properties": {"finding": {"type": "string"}, "note": {"type": "string"}},
-    "required": ["finding", "note"],
-    "additionalProperties": False,
-}
 
 UNFINISHED_FAILURES = {("executor", "root.1"): "search backend down", ("aggregator", "root"): "aggregator offline"}
 

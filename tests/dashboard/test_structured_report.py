@@ -9,7 +9,7 @@ import re
 import urllib.request
 from typing import Any
 
-from conftest import STRUCTURED_SCHEMA, STRUCTURED_VALUE
+from fakes.structured_answer import STRUCTURED_SCHEMA, STRUCTURED_VALUE
 from playwright.sync_api import expect
 from test_dashboard import wait_completed
 
