@@ -77,7 +77,8 @@ class Researcher:
     async def toolboxes(self, stack: AsyncExitStack) -> dict[str, ToolBox]:
         """Each agent's tools for one run; web tools share one breaker (offline: one warning per run).
         Each agent's MCP servers are started now and stop when ``stack`` closes; one that does not
-        start is a ConfigError naming agents.yaml, the agent and the server."""
+        start, or that an offline run would reach by URL over the network, is a ConfigError naming
+        agents.yaml, the agent and the server."""
         docs = await self._docs_index()
         settings = ToolSettings(offline=self.settings.offline)
         breaker = CircuitBreaker("web search")
@@ -87,6 +88,7 @@ class Researcher:
             timeout_s=engine.review_timeout_s,
             approve_on_timeout=engine.review_timeout_action is ReviewTimeoutAction.APPROVE,
         )
+        self._check_offline()
         boxes: dict[str, ToolBox] = {}
         for agent in self.profile.agents():
             if agent.tools or agent.mcp:
@@ -96,18 +98,41 @@ class Researcher:
                 )
         return boxes
 
+    def _check_offline(self) -> None:
+        """Offline, no agent's MCP server may be reached by URL off this machine (checked before
+        any server starts)."""
+        if not self.settings.offline:
+            return
+        for agent in self.profile.agents():
+            for server in agent.mcp:
+                if server.remote:
+                    raise self._server_error(
+                        agent.name,
+                        server,
+                        f"offline: MCP server '{server.name}' is reached by URL ({server.url}).",
+                        "run without --offline, or use a server on this machine (localhost, 127.0.0.1, ::1)"
+                        " or over stdio (command:).",
+                    )
+
     async def _start(self, agent: str, server: McpServer, stack: AsyncExitStack) -> McpSession:
         agents_file = self.profile.agents_file
         folder = agents_file.parent if agents_file is not None else Path.cwd()
         try:
             return await connect(server, stack, folder)
         except McpStartError as exc:
-            raise ConfigError(
-                f"{exc}.",
-                file=str(agents_file) if agents_file is not None else None,
-                field=f"agents ({agent}).mcp ({server.name})",
-                fix="check its command or url, or start it by hand to see why.",
+            raise self._server_error(
+                agent, server, f"{exc}.", "check its command or url, or start it by hand to see why."
             ) from exc
+
+    def _server_error(self, agent: str, server: McpServer, message: str, fix: str) -> ConfigError:
+        """A ConfigError naming agents.yaml, the agent and its MCP server."""
+        agents_file = self.profile.agents_file
+        return ConfigError(
+            message,
+            file=str(agents_file) if agents_file is not None else None,
+            field=f"agents ({agent}).mcp ({server.name})",
+            fix=fix,
+        )
 
     async def _docs_index(self) -> DocsIndex | None:
         if not any("docs_search" in a.tools for a in self.profile.agents()):

@@ -2,11 +2,14 @@
 (``tools: [{callable: "mypkg.tools:lookup"}]``) and MCP servers (``mcp: [{name: wiki, command: [...]}]``).
 
 Both may be marked ``confirm: true``: each call then waits for the run's reviewer to approve it.
+An offline run reaches no MCP server by URL unless it is on this machine (:attr:`McpServer.remote`).
 """
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Self
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -49,3 +52,17 @@ class McpServer(BaseModel):
         if (self.command is None) == (self.url is None):
             raise ValueError("give exactly one of 'command' (stdio) or 'url' (streamable HTTP)")
         return self
+
+    @property
+    def remote(self) -> bool:
+        """Whether the server is reached by a URL whose host is not this machine (loopback:
+        ``localhost``, 127.0.0.0/8, ``::1``); an offline run refuses such a server."""
+        if self.url is None:
+            return False
+        host = (urlsplit(self.url).hostname or "").casefold().rstrip(".")
+        if host == "localhost":
+            return False
+        try:
+            return not ipaddress.ip_address(host).is_loopback
+        except ValueError:  # a name other than localhost: resolving it would already use the network
+            return True

@@ -1,6 +1,7 @@
 """A whole run whose SEARCH executor has an MCP server in agents.yaml: a hosted-style model (a
 loopback fake OpenAI server) calls the server's tool, and its answer is a cited source of the
-node and a traced call; a server that does not start stops the run before any model call."""
+node and a traced call; a server that does not start, or (offline) one reached by a URL off this
+machine, stops the run before any model call."""
 
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ def configs_with(tmp_path: Path, mcp: str) -> Path:
     return folder
 
 
-def agent_for(tmp_path: Path, server: FakeOpenAIServer, mcp: str) -> ProfiledSentientAgent:
+def agent_for(tmp_path: Path, server: FakeOpenAIServer, mcp: str, *, offline: bool = False) -> ProfiledSentientAgent:
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "billing.md").write_text("# Billing\n\nInvoices are sent monthly.\n")
@@ -75,6 +76,7 @@ def agent_for(tmp_path: Path, server: FakeOpenAIServer, mcp: str) -> ProfiledSen
         results_dir=tmp_path / "results",
         user_config=tmp_path / "config.yaml",
         config_dir=configs_with(tmp_path, mcp),
+        offline=offline,
     )
     return ProfiledSentientAgent.create_with_profile(
         "general_agent", settings=settings, docs=docs, max_depth=1, skip_atomization=True
@@ -106,3 +108,30 @@ async def test_a_server_that_does_not_start_stops_the_run_before_any_model_call(
     assert "MCP server 'wiki' did not start: FileNotFoundError" in message
     assert "\n" not in message
     assert server.requests == [], "no model was asked anything"
+
+
+@pytest.mark.parametrize("url", ["https://mcp.example.com/mcp", "http://10.0.0.7:8765/mcp", "http://[2001:db8::1]/mcp"])
+async def test_offline_a_server_reached_by_url_off_this_machine_stops_the_run_before_any_model_call(
+    tmp_path: Path, server: FakeOpenAIServer, url: str
+) -> None:
+    agent = agent_for(tmp_path, server, f"{{name: wiki, url: {json.dumps(url)}}}", offline=True)
+
+    with pytest.raises(ConfigError) as error:
+        await agent.arun("Who is on call for Kestrel?", project_id="offline")
+
+    message = str(error.value)
+    assert "agents.yaml, field 'agents (search_executor).mcp (wiki)'" in message
+    assert f"offline: MCP server 'wiki' is reached by URL ({url})." in message
+    assert "\n" not in message
+    assert server.requests == [], "no model was asked anything"
+
+
+async def test_offline_a_server_on_this_machine_is_still_used(
+    tmp_path: Path, server: FakeOpenAIServer, http_server: str
+) -> None:
+    mcp = f"{{name: wiki, url: {json.dumps(http_server)}, timeout_s: 20}}"
+
+    result = await agent_for(tmp_path, server, mcp, offline=True).arun("Who is on call for Kestrel?", project_id="mcp")
+
+    assert result.status == "completed", result.error
+    assert "mcp://wiki/lookup?term=Kestrel" in result.report_markdown

@@ -1,13 +1,11 @@
 """Tools from MCP servers: a real fixture server (tests/tools/mcp_fixture_server.py) over stdio and
-over streamable HTTP on loopback; its results as sources, its timeouts, and servers that fail to start."""
+over streamable HTTP on loopback (the ``http_server`` fixture of conftest.py); its results as sources,
+its timeouts, and servers that fail to start."""
 
 from __future__ import annotations
 
-import socket
-import subprocess
 import sys
-import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
@@ -29,27 +27,6 @@ async def wiki_server(tmp_path: Path) -> AsyncIterator[McpSession]:
     config = McpServer(name="wiki", command=FIXTURE, env={"NOTES": str(tmp_path / "notes.txt")}, timeout_s=20)
     async with AsyncExitStack() as stack:
         yield await connect(config, stack, tmp_path)
-
-
-@pytest.fixture
-def http_server() -> Iterator[str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen([*FIXTURE, "http", str(port)], stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert process.poll() is None and time.monotonic() < deadline, "the HTTP fixture server did not start"
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        process.wait(10)
 
 
 async def test_stdio_server_tools_are_named_after_the_server_and_keep_its_schema(tmp_path: Path) -> None:
@@ -142,3 +119,22 @@ async def test_a_server_that_does_not_start_says_why_in_one_line(
     assert str(error.value).startswith(f"MCP server '{config.name}' did not start: ")
     assert reason in str(error.value)
     assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("url", "remote"),
+    [
+        ("http://localhost:8765/mcp", False),
+        ("http://LocalHost./mcp", False),
+        ("http://127.0.0.1:8765/mcp", False),
+        ("http://127.4.5.6/mcp", False),
+        ("http://[::1]:8765/mcp", False),
+        ("https://mcp.example.com/mcp", True),
+        ("http://localhost.example.com/mcp", True),
+        ("http://192.168.1.4/mcp", True),
+        ("http://[2001:db8::1]/mcp", True),
+    ],
+)
+def test_a_server_is_remote_unless_its_url_is_on_this_machine(url: str, remote: bool) -> None:
+    assert McpServer(name="api", url=url).remote is remote
+    assert McpServer(name="wiki", command=["wiki-server"]).remote is False
