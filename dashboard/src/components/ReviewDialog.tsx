@@ -98,7 +98,7 @@ function PlanReview({ review, plan }: { review: Review; plan: Plan }) {
   const original = useMemo(() => toDraft(plan), [plan]);
   const [draft, setDraft] = useState<DraftSubtask[]>(original);
   const [text, setText] = useState("");
-  const { busy, error, setError, send } = useAnswer(review);
+  const { busy, error, clear, send } = useAnswer(review);
   const problems = mode === "edit" ? planProblems(draft) : [];
 
   return (
@@ -168,7 +168,7 @@ function PlanReview({ review, plan }: { review: Review; plan: Plan }) {
           </>
         ) : (
           <>
-            <button type="button" onClick={() => { setMode("view"); setText(""); setError(null); }}>
+            <button type="button" onClick={() => { setMode("view"); setText(""); clear(); }}>
               Back
             </button>
             {mode === "edit" && (

@@ -1,29 +1,20 @@
-// Sending a review's answer: busy while it is on its way, the server's refusal shown, and the
-// review dropped from the store once answered.
+// Sending a review's answer (through useSubmit: busy while it is on its way, the server's refusal
+// shown), and the review dropped from the store once answered.
 
-import { useState } from "react";
 import { api } from "../api/http";
 import type { Review, ReviewAnswer } from "../api/types";
-import { errorText } from "../format";
 import { useStore } from "../state/store";
+import { useSubmit } from "../useSubmit";
 
 export function useAnswer(review: Review) {
   const resolved = useStore((s) => s.reviewResolved);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
-  const send = async (answer: ReviewAnswer) => {
-    setBusy(true);
-    setError(null);
-    try {
+  const { busy, error, run, clear } = useSubmit();
+  const send = (answer: ReviewAnswer) =>
+    run(async () => {
       await api.answer(review.review_id, answer);
       resolved(review.review_id);
-    } catch (err) {
-      setError(errorText(err));
-    } finally {
-      setBusy(false);
-    }
-  };
-  return { busy, error, setError, send };
+    });
+  return { busy, error, clear, send };
 }
 
 /** The label of the top bar's button that opens the pending reviews. */
