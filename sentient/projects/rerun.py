@@ -36,6 +36,14 @@ class Rerun(BaseModel):
     instructions: str | None = None
 
 
+# goal_problem's words, said of the instructions (plural).
+_SAID_OF_INSTRUCTIONS = (
+    ("the goal has", "the instructions have"),
+    ("the goal is", "the instructions are"),
+    ("the goal contains", "the instructions contain"),
+)
+
+
 def request_rerun(
     store: ProjectStore, project_id: str, task_id: str, *, replan: bool = False, instructions: str | None = None
 ) -> Rerun:
@@ -78,7 +86,9 @@ def checked_rerun(graph: TaskGraph, task_id: str, *, replan: bool, instructions:
     if text:
         problem = goal_problem(text)
         if problem is not None:
-            raise RerunRefusedError(task_id, problem.replace("the goal", "the instructions"), field="instructions")
+            for goal, instructions in _SAID_OF_INSTRUCTIONS:
+                problem = problem.replace(goal, instructions)
+            raise RerunRefusedError(task_id, problem, field="instructions")
         if len(text) > MAX_INSTRUCTIONS_CHARS:
             raise RerunRefusedError(
                 task_id,

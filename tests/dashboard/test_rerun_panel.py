@@ -148,7 +148,7 @@ def test_a_rerun_the_server_refuses_shows_its_message_and_changes_nothing(
     message = sent.value.json()["error"]["message"]
 
     error = panel.get_by_test_id("rerun-error")
-    expect(error).to_contain_text("no visible text")
+    expect(error).to_contain_text("the instructions have no visible text")
     assert message in error.inner_text()
     expect(page.get_by_test_id("project-status")).to_have_text("completed")
     expect(panel.get_by_test_id("rerun-button")).to_be_enabled()  # the user can correct it and send again

@@ -155,8 +155,10 @@ async def test_a_rerun_that_makes_no_sense_is_refused_before_any_call(settings: 
         await runner.arerun("p-no", "root.0", store=store)
     with pytest.raises(NodeNotFoundError):
         await runner.arerun("p-no", "root.9", store=store)
-    with pytest.raises(RerunRefusedError, match="control character"):
+    with pytest.raises(RerunRefusedError, match="the instructions contain the control character"):
         await runner.arerun("p-no", "root.1", store=store, instructions="stop\x00")
+    with pytest.raises(RerunRefusedError, match="the instructions have no visible text"):
+        await runner.arerun("p-no", "root.1", store=store, instructions="\u200b\u200b")
     store.create_project("p-new", GOAL, "general_agent", {}, {})
     with pytest.raises(ProjectStateError, match="not run yet"):
         await runner.arerun("p-new", "root.1", store=store)
