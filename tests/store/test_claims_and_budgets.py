@@ -10,25 +10,22 @@ import threading
 from pathlib import Path
 
 import pytest
+from fakes.old_store import sqlite_store_at
 
 from sentient.budget import Budget, Spent
 from sentient.settings import EngineSettings
 from sentient.store import Owner, ProjectBusyError, ProjectStatus, ProjectStore
-from sentient.store.schema import MIGRATIONS, SCHEMA_VERSION, _statements
+from sentient.store.schema import SCHEMA_VERSION
 
 
 def test_a_v1_file_is_migrated_and_keeps_its_projects(tmp_path: Path) -> None:
     path = tmp_path / "sentient.db"
-    conn = sqlite3.connect(path)
-    for statement in _statements(MIGRATIONS[1]):
-        conn.execute(statement)
-    conn.execute(
+    sqlite_store_at(
+        path,
+        1,
         "INSERT INTO projects (project_id, goal, profile, status, created_at, updated_at)"
-        " VALUES ('old', 'an old goal', 'general_agent', 'stopped', 1, 1)"
+        " VALUES ('old', 'an old goal', 'general_agent', 'stopped', 1, 1)",
     )
-    conn.execute("PRAGMA user_version = 1")
-    conn.commit()
-    conn.close()
 
     with ProjectStore.open(tmp_path) as store:
         old = store.get_project("old")

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fakes.old_store import sqlite_store_at
 
 from sentient.events import NodeCreated, snapshot
 from sentient.graph.node import NodeType, TaskNode, TaskType
@@ -29,7 +30,7 @@ from sentient.store import (
     StoreWriterError,
     owner_alive,
 )
-from sentient.store.schema import MIGRATIONS, SCHEMA_VERSION, _statements
+from sentient.store.schema import SCHEMA_VERSION
 
 LEASE_S = 0.5
 
@@ -231,17 +232,12 @@ def test_a_writer_writes_nothing_once_its_owner_lost_the_project(stores: tuple[P
 
 def test_a_v3_file_gains_leases_and_keeps_a_running_projects_pid_owner(tmp_path: Path) -> None:
     path = tmp_path / "sentient.db"
-    conn = sqlite3.connect(path)
-    for version in (1, 2, 3):
-        for statement in _statements(MIGRATIONS[version]):
-            conn.execute(statement)
-    conn.execute(
+    sqlite_store_at(
+        path,
+        3,
         "INSERT INTO projects (project_id, goal, profile, status, owner_pid, created_at, updated_at)"
-        " VALUES ('old', 'goal', 'general_agent', 'running', 1, 1, 1)"  # pid 1 always runs
+        " VALUES ('old', 'goal', 'general_agent', 'running', 1, 1, 1)",  # pid 1 always runs
     )
-    conn.execute("PRAGMA user_version = 3")
-    conn.commit()
-    conn.close()
 
     with ProjectStore.open(tmp_path) as store:
         old = store.get_project("old")

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fakes.old_store import sqlite_store_at
 
 from sentient.events import AgentCallFinished, EventBus, NodeCreated, NodeStatusChanged, snapshot
 from sentient.graph.node import NodeType, TaskType
@@ -35,7 +36,7 @@ from sentient.store import (
     StoreWriter,
     check_project_id,
 )
-from sentient.store.schema import MIGRATIONS, SCHEMA_VERSION, _statements
+from sentient.store.schema import SCHEMA_VERSION
 
 PROJECT_KEYS = {
     "project_id",
@@ -441,21 +442,14 @@ def test_a_tool_call_review_keeps_its_kind_and_call_and_no_plan(store: ProjectSt
 
 def test_a_v4_file_keeps_its_reviews_as_plan_reviews(tmp_path: Path) -> None:
     path = tmp_path / "sentient.db"
-    conn = sqlite3.connect(path)
-    for version in range(1, 5):
-        for statement in _statements(MIGRATIONS[version]):
-            conn.execute(statement)
-    conn.execute(
+    sqlite_store_at(
+        path,
+        4,
         "INSERT INTO projects (project_id, goal, profile, status, created_at, updated_at)"
-        " VALUES ('old', 'goal', 'general_agent', 'stopped', 1, 1)"
-    )
-    conn.execute(
+        " VALUES ('old', 'goal', 'general_agent', 'stopped', 1, 1)",
         "INSERT INTO reviews (review_id, project_id, task_id, round, goal, layer, plan, status, created_at)"
-        " VALUES ('r1', 'old', 'root', 1, 'goal', 0, '{\"subtasks\": []}', 'pending', 1)"
+        " VALUES ('r1', 'old', 'root', 1, 'goal', 0, '{\"subtasks\": []}', 'pending', 1)",
     )
-    conn.execute("PRAGMA user_version = 4")
-    conn.commit()
-    conn.close()
 
     with ProjectStore.open(tmp_path) as store:
         review = store.get_review("r1")
