@@ -26,15 +26,17 @@ BIDI_CONTROLS = "\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2
 _BIDI = re.compile(f"[{BIDI_CONTROLS}]")
 
 
-def goal_problem(goal: str) -> str | None:
-    """Why ``goal`` is not a researchable goal, in one sentence; None when it is fine."""
+def goal_problem(goal: str, subject: str = "the goal", *, plural: bool = False) -> str | None:
+    """Why ``goal`` is not a researchable goal, in one sentence about ``subject`` (``plural``: the
+    verbs agree with a plural one, such as "the instructions"); None when it is fine."""
+    contains, is_, has = ("contain", "are", "have") if plural else ("contains", "is", "has")
     for char in goal:
         if unicodedata.category(char) == "Cc" and char not in _ALLOWED_CONTROLS:
-            return f"the goal contains the control character U+{ord(char):04X}: describe what to research in words."
+            return f"{subject} {contains} the control character U+{ord(char):04X}: describe what to research in words."
     if not goal.strip():
-        return "the goal is empty: describe what to research."
+        return f"{subject} {is_} empty: describe what to research."
     if not any(unicodedata.category(char)[0] in _VISIBLE_CATEGORIES for char in goal):
-        return "the goal has no visible text: describe what to research in words."
+        return f"{subject} {has} no visible text: describe what to research in words."
     return None
 
 

@@ -47,9 +47,9 @@ def create_followup(store: ProjectStore, project_id: str, question: str) -> Proj
 def check_question(question: object) -> str:
     """The question, stripped; InvalidGoalError (one line, field ``question``) when it cannot be researched."""
     text = question.strip() if isinstance(question, str) else ""
-    problem = goal_problem(text)
+    problem = goal_problem(text, "the question")
     if problem is not None:
-        raise InvalidGoalError(problem.replace("the goal", "the question"), fix=None)
+        raise InvalidGoalError(problem, fix=None)
     if len(text) > MAX_QUESTION_CHARS:
         raise InvalidGoalError(f"the question is {len(text)} characters; at most {MAX_QUESTION_CHARS}.", fix=None)
     return text

@@ -36,14 +36,6 @@ class Rerun(BaseModel):
     instructions: str | None = None
 
 
-# goal_problem's words, said of the instructions (plural).
-_SAID_OF_INSTRUCTIONS = (
-    ("the goal has", "the instructions have"),
-    ("the goal is", "the instructions are"),
-    ("the goal contains", "the instructions contain"),
-)
-
-
 def request_rerun(
     store: ProjectStore, project_id: str, task_id: str, *, replan: bool = False, instructions: str | None = None
 ) -> Rerun:
@@ -84,10 +76,8 @@ def checked_rerun(graph: TaskGraph, task_id: str, *, replan: bool, instructions:
         )
     text = (instructions or "").strip()
     if text:
-        problem = goal_problem(text)
+        problem = goal_problem(text, "the instructions", plural=True)
         if problem is not None:
-            for goal, instructions in _SAID_OF_INSTRUCTIONS:
-                problem = problem.replace(goal, instructions)
             raise RerunRefusedError(task_id, problem, field="instructions")
         if len(text) > MAX_INSTRUCTIONS_CHARS:
             raise RerunRefusedError(
