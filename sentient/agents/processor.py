@@ -33,7 +33,16 @@ from sentient.agents.schemas import (
 from sentient.agents.structured import cited_value, structured_schema
 from sentient.context.builder import AgentContext, ContextBuilder, Section
 from sentient.context.citations import renumber
-from sentient.context.grounding import Choice, Grounded, Verdict, choice_schema, judged, rejudged, to_judge
+from sentient.context.grounding import (
+    Choice,
+    Grounded,
+    Verdict,
+    accepted,
+    choice_schema,
+    judged,
+    rejudged,
+    to_judge,
+)
 from sentient.context.wording import questions
 from sentient.events import (
     EventBus,
@@ -246,7 +255,7 @@ class AgentProcessor:
             self.fail(node, str(exc))
             return
         node.warnings.extend(grounded.notes)
-        if node.task_id in self._answering_first and not grounded.confirmed:
+        if node.task_id in self._answering_first and not grounded.settled:
             await self._plan_instead(node, "no source supports the direct answer", await self._memory(node, grounded))
             return
         self._answering_first.discard(node.task_id)
@@ -371,12 +380,12 @@ class AgentProcessor:
         )
         named = output.source if 1 <= output.source <= len(sink.sources) else 0
         if named and await self._judged(node, output.answer, [sink.sources[named - 1]]):
-            return judged(output.answer, sink.sources, [named], True)
+            return accepted(output.answer, output.short, sink.sources, named)
         # The passage it named does not state its answer, or it named none: the verifier reads
         # every passage shown and names the one that states the answer, if one does.
         chosen = await self._chosen(node, output.answer, sink.sources)
         if chosen:
-            return judged(output.answer, sink.sources, [chosen], True)
+            return accepted(output.answer, output.short, sink.sources, chosen)
         grounded = judged(output.answer, sink.sources, [named] if named else [], False)
         return Grounded(grounded.text, grounded.sources, [*grounded.notes, "no source shown states the answer"])
 

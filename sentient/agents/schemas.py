@@ -13,6 +13,11 @@ from sentient.context.citations import renumber
 from sentient.graph.plan import PlanOutput, SubTask
 
 
+def _every_field_required(schema: dict[str, Any]) -> None:
+    """A model asked under a grammar writes every field, defaults too."""
+    schema["required"] = list(schema.get("properties", {}))
+
+
 class AtomizerOutput(BaseModel):
     """Whether a goal is small enough to be executed directly."""
 
@@ -36,11 +41,17 @@ class ExecutionOutput(BaseModel):
 
 
 class SourcedAnswer(BaseModel):
-    """An executor's answer to a task from the numbered passages it was shown, and which passage
-    states it: 0 when none does, so the answer comes from the model's own knowledge. The
-    verifier then reads that passage (sentient.context.grounding)."""
+    """An executor's answer to a task from the numbered passages it was shown, its few key words
+    (``short``), and which passage states it: 0 when none does, so the answer comes from the
+    model's own knowledge. The verifier then reads that passage, and the passage must hold the
+    key words for its citation to be shown as verified (sentient.context.grounding)."""
+
+    model_config = ConfigDict(json_schema_extra=_every_field_required)
 
     answer: Answer = Field(description="The answer in words, without citation numbers.")
+    short: str = Field(
+        "", description="The answer itself in a few words (a name, number, date or term), as the source writes it."
+    )
     source: int = Field(ge=0, description="The number n of the passage that states the answer; 0 if none does.")
 
 
@@ -74,11 +85,6 @@ class PlanReply(PlanOutput):
 
 
 # -- reports -------------------------------------------------------------------------------
-
-
-def _every_field_required(schema: dict[str, Any]) -> None:
-    """A model asked under a grammar writes every field, defaults too."""
-    schema["required"] = list(schema.get("properties", {}))
 
 
 class RootAtomizerOutput(BaseModel):

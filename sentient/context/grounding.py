@@ -7,14 +7,22 @@ This module owns both notions; the processor, the report and the eval use them a
   question it is cited for: it states what the answer says, not merely the words of the
   question. Shared words prove nothing; only a reading of the passage can (the pattern of
   Self-RAG's support token and CRAG's retrieval evaluator, with the run's own model as judge).
+  A short answer's source must also hold its few key words (:func:`holds`): a 1.5B verifier
+  accepts passages that only share the topic, and a passage that does not contain the answer
+  cannot be shown to state it.
 - An answer is **confirmed** when it cites at least one verified source. An unconfirmed answer
   rests on the model alone, and every surface says so.
+- An answer is **supported** when the verifier accepted a passage for it, even one that does not
+  hold its words: the answer stands without more research, but cites nothing. Deciding whether to
+  research further and deciding what to badge are separate, so a stricter badge does not change
+  answers.
 
 Text code here only places and reads citation markers (``[n]``); it never decides support.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -22,11 +30,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, create_model
 
 from sentient.context.citations import cited_numbers, renumber
-from sentient.context.wording import sentences
+from sentient.context.wording import normalize, sentences
 from sentient.graph.node import Source
 
 # Said under every report's references, in the HTML and by the dashboard.
-VERIFIED_MEANS = "Verified: a model read the passage and judged that it supports the answer it is cited for."
+VERIFIED_MEANS = (
+    "Verified: a model read the passage and judged that it supports the answer it is cited for; "
+    "a direct answer's passage also contains the answer's words."
+)
 MAX_JUDGED = 3  # cited passages shown to one verifier call
 
 
@@ -60,10 +71,28 @@ class Grounded:
     text: str
     sources: list[Source]
     notes: list[str] = field(default_factory=list)
+    supported: bool = False  # the verifier accepted a passage whose citation is not shown (see the module)
 
     @property
     def confirmed(self) -> bool:
         return confirmed(self.text, verified_numbers(self.sources))
+
+    @property
+    def settled(self) -> bool:
+        """Whether the answer needs no more research: confirmed, or supported."""
+        return self.supported or self.confirmed
+
+
+def holds(passage: str, words: str) -> bool:
+    """Whether ``passage`` contains ``words`` (an answer's few words), whatever the case, accents,
+    punctuation and spacing, at word boundaries (anywhere, in scripts written without spaces)."""
+    wanted = normalize(words)
+    if not wanted:
+        return False
+    text = normalize(passage)
+    if any(unicodedata.east_asian_width(c) in "WF" for c in wanted):
+        return wanted.replace(" ", "") in text.replace(" ", "")
+    return f" {wanted} " in f" {text} "
 
 
 def verified_numbers(sources: Sequence[Source]) -> set[int]:
@@ -93,6 +122,17 @@ def judged(answer: str, sources: Sequence[Source], cited: Sequence[int], support
         note = f"the verifier found that source(s) {numbers} do not support the answer" if numbers else ""
         return Grounded(text, marked, [note] if note else [])
     return Grounded(f"{text} {''.join(f'[{n}]' for n in numbers)}", marked)
+
+
+def accepted(answer: str, short: str, sources: Sequence[Source], cited: int) -> Grounded:
+    """``answer`` whose ``cited`` source the verifier accepted: cited and verified if the passage
+    holds the answer or its ``short`` words, else supported but citing nothing (noted)."""
+    source = sources[cited - 1]
+    passage = f"{source.title} {source.snippet}"
+    if holds(passage, strip_markers(answer)) or holds(passage, short):
+        return judged(answer, sources, [cited], True)
+    note = f"source {cited} was accepted by the verifier but does not contain the answer ({short!r}): not cited"
+    return Grounded(strip_markers(answer), list(sources), [note], supported=True)
 
 
 def rejudged(answer: Grounded, supports: bool) -> Grounded:

@@ -12,7 +12,8 @@ def test_a_sourced_answer_can_only_name_a_passage_it_was_shown_or_none() -> None
     schema = sourced_schema(3)
     asked = schema.model_json_schema()
     assert asked["properties"]["source"]["enum"] == [0, 1, 2, 3]
-    assert asked["required"] == ["answer", "source"]  # the answer first, then which passage states it
+    # The answer first, its few words, then which passage states it; all written under a grammar.
+    assert asked["required"] == ["answer", "short", "source"]
     assert isinstance(schema.model_validate({"answer": "They grow.", "source": 2}), SourcedAnswer)
     with pytest.raises(ValidationError):
         schema.model_validate({"answer": "They grow.", "source": 4})

@@ -5,7 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from sentient.context.grounding import Grounded, confirmed, judged, rejudged, strip_markers, to_judge
+from sentient.context.grounding import (
+    Grounded,
+    accepted,
+    confirmed,
+    holds,
+    judged,
+    rejudged,
+    strip_markers,
+    to_judge,
+)
 from sentient.context.wording import normalize, questions
 from sentient.graph.node import Source
 
@@ -25,6 +34,35 @@ def test_an_unsupported_answer_cites_nothing_and_its_passage_is_marked_unverifie
     assert [s.verified for s in grounded.sources] == [None, False, None]
     assert not grounded.confirmed
     assert grounded.notes == ["the verifier found that source(s) [2] do not support the answer"]
+
+
+@pytest.mark.parametrize(
+    ("passage", "words", "held"),
+    [
+        ("Retention: GPS traces are kept for 90 days.", "90 days", True),
+        ("Retention: GPS traces are kept for 190 days.", "90 days", False),  # whole words only
+        ("Die Aufbewahrung beträgt 90 Tage.", "BETRÄGT 90 tage", True),  # case and accents folded
+        ("Owner: María-José Núñez (on call)", "Maria Jose Nunez", True),  # punctuation is spacing
+        ("保留期限为九十天。", "九十天", True),  # a script written without spaces
+        ("The loop runs tasks.", "", False),  # no words: nothing to find
+    ],
+)
+def test_a_passage_holds_an_answers_words_in_any_script(passage: str, words: str, held: bool) -> None:
+    assert holds(passage, words) is held
+
+
+def test_an_accepted_passage_is_cited_only_if_it_holds_the_answers_words() -> None:
+    sources = [Source(ref="a.md", title="Paging", snippet="Pages go to the primary on call.")]
+    cited = accepted("The primary on call is paged.", "primary on call", sources, 1)
+    assert cited.text == "The primary on call is paged. [1]" and cited.confirmed and cited.settled
+
+    copied = accepted("Pages go to the primary on call.", "pager duty", sources, 1)  # the answer itself is held
+    assert copied.confirmed
+
+    uncited = accepted("The secondary is paged [1].", "the secondary", sources, 1)
+    assert uncited.text == "The secondary is paged." and not uncited.confirmed
+    assert uncited.settled  # supported by the verifier: no more research, but nothing shown as evidence
+    assert uncited.sources[0].verified is None
 
 
 def test_an_answer_is_confirmed_only_by_a_verified_source_it_cites() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from sentient.agents.models.fake import FakeRequest, ScriptedModel, asks_for, listed_sources
+from sentient.agents.models.fake import FakeRequest, Output, ScriptedModel, asks_for, executor_answer
 from sentient.agents.schemas import AggregationOutput, AtomizerOutput, ExecutionOutput
 from sentient.api import ProfiledSentientAgent
 from sentient.context.grounding import Verdict
@@ -31,10 +31,11 @@ TWO_SEARCHES = PlanOutput(
 )
 
 
-def from_first_source(request: FakeRequest) -> dict | ExecutionOutput:
-    """An executor that answers from the first passage it was shown, naming it (or from memory)."""
+def from_first_source(request: FakeRequest) -> Output:
+    """An executor that answers from the first passage it was shown, naming it and copying its
+    first words as the answer's few words (or from memory)."""
     if asks_for(request, "source"):
-        return {"answer": "It runs them as tasks.", "source": next(iter(listed_sources(request.prompt)), 0)}
+        return executor_answer(request, "It runs them as tasks.")
     return ExecutionOutput(answer="The event loop.")
 
 
@@ -112,7 +113,8 @@ async def test_when_the_named_passage_does_not_state_the_answer_the_verifier_nam
 ) -> None:
     # The executor answered right but named a passage that only mentions the words; the verifier's
     # second reading, over every passage shown, names the one that states the answer.
-    model = ScriptedModel(script={"executor": from_first_source, "verifier": verdicts(False, 2)})
+    answer = {"answer": "It runs them as tasks.", "short": "coroutines and tasks", "source": 1}
+    model = ScriptedModel(script={"executor": answer, "verifier": verdicts(False, 2)})
     result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
     root = result.graph.root
     assert [c.request.role for c in model.calls] == ["executor", "verifier", "verifier"]
@@ -120,6 +122,21 @@ async def test_when_the_named_passage_does_not_state_the_answer_the_verifier_nam
     assert [s.verified for s in root.sources[:2]] == [None, True]  # only the cited passage carries a badge
     second = model.calls[2].request.prompt
     assert "[1] " in second and "[2] " in second  # it reads every passage shown
+
+
+async def test_an_accepted_passage_that_does_not_contain_the_answer_is_not_cited_and_the_answer_stands(
+    make_agent,
+) -> None:
+    # The verifier accepted the passage, but the answer's own words are not in it: the citation is
+    # not shown as evidence, and the answer stands without more research (not planned).
+    answer = {"answer": "A scheduler thread runs them.", "short": "a scheduler thread", "source": 1}
+    model = ScriptedModel(script={"executor": answer, "verifier": Verdict(supports=True)})
+    result = await make_agent(model, profile="general_agent").arun(GOAL, write_files=False)
+    root = result.graph.root
+    assert [c.request.role for c in model.calls] == ["executor", "verifier"] and len(result.graph) == 1
+    assert root.result == "A scheduler thread runs them." and not any(s.verified for s in root.sources)
+    assert any("does not contain the answer ('a scheduler thread')" in w for w in root.warnings)
+    assert "Not confirmed by the sources" in result.report_markdown
 
 
 async def test_the_models_own_answer_stands_when_the_research_is_not_supported(make_agent) -> None:
@@ -189,7 +206,7 @@ async def test_an_answer_that_is_only_a_citation_number_is_refused_by_its_schema
     answers = iter(["[2]", "It runs them as tasks."])
 
     def executor(request: FakeRequest) -> dict:
-        return {"answer": next(answers), "source": 1}
+        return {"answer": next(answers), "short": "event loop", "source": 1}
 
     model = ScriptedModel(grammar=grammar, script={"executor": executor, "verifier": Verdict(supports=True)})
     result = await make_agent(model, profile="general_agent").arun(GOAL, write_files=False)

@@ -24,14 +24,16 @@ def lists_docs(folder: Path) -> Path:
 
 
 def citing_model(aggregator: Any = CITED) -> ScriptedModel:
-    """A plan of one search per sequence type; each executor names the passage about its subject;
-    the aggregator answers ``aggregator`` (by default :data:`CITED`, which cites both)."""
+    """A plan of one search per sequence type; each executor names the passage about its subject
+    and copies its words ("mutable sequence"); the aggregator answers ``aggregator`` (by default
+    :data:`CITED`, which cites both)."""
 
     def execute(request: FakeRequest) -> Any:
         subject = "tuple" if "tuple" in request.goal.lower() else "list"
         listed = re.findall(r"^\[(\d+)\] (.*)$", request.prompt.split(SOURCES_HEADING)[-1], re.MULTILINE)
         source = next((int(n) for n, line in listed if subject in line.lower()), 0)
-        return {"answer": f"{request.goal}: sequences differ in mutability.", "source": source}
+        short = "immutable sequence" if subject == "tuple" else "mutable sequence"
+        return {"answer": f"{request.goal}: sequences differ in mutability.", "short": short, "source": source}
 
     return ScriptedModel(
         script={

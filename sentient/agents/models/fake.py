@@ -66,15 +66,22 @@ class FakeCall:
 
 
 Output = BaseModel | dict[str, Any] | str | BaseException
-_LISTED_SOURCE = re.compile(r"^\[(\d+)\] ", re.MULTILINE)
+_LISTED_SOURCE = re.compile(r"^\[(\d+)\] (.*)$", re.MULTILINE)
 SOURCES_HEADING = "## Sources you may cite as [n]"
 
 
-def listed_sources(prompt: str) -> list[int]:
-    """The numbers of the sources a prompt lists (the context's "Sources you may cite" block)."""
+def listed_passages(prompt: str) -> dict[int, str]:
+    """The sources a prompt lists (the context's "Sources you may cite" block): number -> the first
+    line of its passage (after "title: ")."""
     if SOURCES_HEADING not in prompt:
-        return []
-    return [int(m.group(1)) for m in _LISTED_SOURCE.finditer(prompt.split(SOURCES_HEADING)[-1])]
+        return {}
+    listed = _LISTED_SOURCE.finditer(prompt.split(SOURCES_HEADING)[-1])
+    return {int(m.group(1)): m.group(2).partition(": ")[2] or m.group(2) for m in listed}
+
+
+def listed_sources(prompt: str) -> list[int]:
+    """The numbers of the sources a prompt lists."""
+    return list(listed_passages(prompt))
 
 
 def asks_for(request: FakeRequest, field_name: str) -> bool:
@@ -90,11 +97,14 @@ Responder = Output | Callable[[FakeRequest], Output]
 
 def executor_answer(request: FakeRequest, answer: str, *, sourced: bool = True) -> Output:
     """An executor's ``answer`` in the shape the request asks for. Answering from passages, it
-    names the first one it was shown as the one that states it (``sourced``), else 0 (its own
-    knowledge); its [n] markers are left to the code. Otherwise the answer as written."""
+    names the first one it was shown as the one that states it (``sourced``), and copies that
+    passage's first words as the answer's few words; else it names 0 (its own knowledge). Its [n]
+    markers are left to the code. Otherwise the answer as written."""
     if asks_for(request, "source"):
-        first = next(iter(listed_sources(request.prompt)), 0) if sourced else 0
-        return {"answer": re.sub(r"\s*\[\d+\]", "", answer), "source": first}
+        passages = listed_passages(request.prompt) if sourced else {}
+        first = next(iter(passages), 0)
+        short = " ".join(passages[first].split()[:2]) if first else ""
+        return {"answer": re.sub(r"\s*\[\d+\]", "", answer), "short": short, "source": first}
     return ExecutionOutput(answer=answer)
 
 
