@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from sentient.context.grounding import VERIFIED_MEANS
 from sentient.graph.node import NodeType, Source, TaskType
 from sentient.graph.plan import SubTask
 from sentient.graph.status import TaskStatus
@@ -48,7 +49,7 @@ def test_a_complete_report_numbers_cited_sources_with_their_verification_and_lis
     assert (report.sections, report.stopped, report.error) == ([], None, None)
     markdown = to_markdown(report)
     assert "2. Lists and more — verified — `/docs/lists.md`" in markdown
-    assert "*Verified: a model read the passage and judged that it supports the answer it is cited for.*" in markdown
+    assert f"*{VERIFIED_MEANS}*" in markdown
     assert "- root.1: Subtask 1 — model error: timed out " + "x" * 176 + "…\n" in markdown
 
 
