@@ -11,7 +11,7 @@ This module owns both notions; the processor, the report and the eval use them a
   accepts passages that only share the topic, and a passage that does not contain the answer
   cannot be shown to state it.
 - An answer is **confirmed** when it cites at least one verified source. An unconfirmed answer
-  rests on the model alone, and every surface says so.
+  is the model's own, and every surface says so.
 - An answer is **supported** when the verifier accepted a passage for it, even one that does not
   hold its words: the answer stands without more research, but cites nothing. Deciding whether to
   research further and deciding what to badge are separate, so a stricter badge does not change

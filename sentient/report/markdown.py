@@ -21,8 +21,8 @@ _ERROR_CHARS = 200  # a failed subtask's error is shortened to this in the "Not 
 _STRUCTURED_SCOPE = "structured-"  # the anchors of the structured answer's own references
 _BACKTICKS = re.compile(r"`+")
 UNCONFIRMED = (
-    "> **Not confirmed by the sources:** no passage the research consulted was judged to support this "
-    "answer, so it rests on the model alone."
+    "> **Not confirmed by the sources:** no passage the research consulted could be shown to state this "
+    "answer; treat it as the model's own."
 )
 
 

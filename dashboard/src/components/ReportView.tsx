@@ -158,8 +158,8 @@ export function Cited({
       <Markdown text={text} citationPrefix={prefix} testId="report-text" />
       {unconfirmed && (
         <p className="unconfirmed" data-testid="report-unconfirmed">
-          <strong>Not confirmed by the sources:</strong> no passage the research consulted was judged to support
-          this answer, so it rests on the model alone.
+          <strong>Not confirmed by the sources:</strong> no passage the research consulted could be shown to state
+          this answer; treat it as the model's own.
         </p>
       )}
       {references.length > 0 && (
