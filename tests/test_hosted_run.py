@@ -50,8 +50,13 @@ def research_team(body: dict[str, Any]) -> Reply:
     if kind == "SourcedAnswer" and messages[-1]["role"] == "tool":
         # Name the tuples document the tool found as the passage that states the answer.
         (number,) = re.findall(r"^\[(\d+)\] .*tuples\.md$", messages[-1]["content"], re.MULTILINE)[:1]
-        answer = {"answer": "Tuples are immutable and can be dict keys.", "short": "immutable sequence"}
-        return json_reply({**answer, "source": int(number)})
+        return json_reply(
+            {
+                "answer": "Tuples are immutable and can be dict keys.",
+                "short": "immutable sequence",
+                "source": int(number),
+            }
+        )
     if kind == "ExecutionOutput":
         return json_reply({"answer": "Lists change; tuples do not [1]."})
     return json_reply({"answer": "# Lists and tuples\n\nTuples are immutable [1], lists are not."})

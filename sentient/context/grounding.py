@@ -7,9 +7,9 @@ This module owns both notions; the processor, the report and the eval use them a
   question it is cited for: it states what the answer says, not merely the words of the
   question. Shared words prove nothing; only a reading of the passage can (the pattern of
   Self-RAG's support token and CRAG's retrieval evaluator, with the run's own model as judge).
-  A short answer's source must also hold its few key words (:func:`holds`): a 1.5B verifier
-  accepts passages that only share the topic, and a passage that does not contain the answer
-  cannot be shown to state it.
+  A direct answer's source must also hold the answer or its few key words (``wording.holds``):
+  a 1.5B verifier accepts passages that only share the topic, and a passage that does not
+  contain the answer cannot be shown to state it.
 - An answer is **confirmed** when it cites at least one verified source. An unconfirmed answer
   is the model's own, and every surface says so.
 - An answer is **supported** when the verifier accepted a passage for it, even one that does not
@@ -17,12 +17,12 @@ This module owns both notions; the processor, the report and the eval use them a
   research further and deciding what to badge are separate, so a stricter badge does not change
   answers.
 
-Text code here only places and reads citation markers (``[n]``); it never decides support.
+Text code here only places and reads citation markers (``[n]``); whether a passage contains an
+answer's words is :func:`sentient.context.wording.holds`, which works in any script.
 """
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -30,7 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, create_model
 
 from sentient.context.citations import cited_numbers, renumber
-from sentient.context.wording import normalize, sentences
+from sentient.context.wording import holds, sentences
 from sentient.graph.node import Source
 
 # Said under every report's references, in the HTML and by the dashboard.
@@ -83,18 +83,6 @@ class Grounded:
         return self.supported or self.confirmed
 
 
-def holds(passage: str, words: str) -> bool:
-    """Whether ``passage`` contains ``words`` (an answer's few words), whatever the case, accents,
-    punctuation and spacing, at word boundaries (anywhere, in scripts written without spaces)."""
-    wanted = normalize(words)
-    if not wanted:
-        return False
-    text = normalize(passage)
-    if any(unicodedata.east_asian_width(c) in "WF" for c in wanted):
-        return wanted.replace(" ", "") in text.replace(" ", "")
-    return f" {wanted} " in f" {text} "
-
-
 def verified_numbers(sources: Sequence[Source]) -> set[int]:
     """The 1-based numbers of the verified ``sources``."""
     return {n for n, source in enumerate(sources, start=1) if source.verified}
@@ -128,8 +116,7 @@ def accepted(answer: str, short: str, sources: Sequence[Source], cited: int) -> 
     """``answer`` whose ``cited`` source the verifier accepted: cited and verified if the passage
     holds the answer or its ``short`` words, else supported but citing nothing (noted)."""
     source = sources[cited - 1]
-    passage = f"{source.title} {source.snippet}"
-    if holds(passage, strip_markers(answer)) or holds(passage, short):
+    if holds(f"{source.title} {source.snippet}", strip_markers(answer), short):
         return judged(answer, sources, [cited], True)
     note = f"source {cited} was accepted by the verifier but does not contain the answer ({short!r}): not cited"
     return Grounded(strip_markers(answer), list(sources), [note], supported=True)

@@ -37,6 +37,20 @@ def normalize(text: str) -> str:
     return _NON_WORD.sub(" ", folded).strip()
 
 
+def holds(text: str, *words: str) -> bool:
+    """Whether ``text`` contains any of ``words`` (an answer, its few words), whatever the case,
+    accents, punctuation and spacing: at word boundaries, or anywhere in scripts written without
+    spaces ("90" is not found in "190"; "九十天" is found in "保留期限为九十天")."""
+    normalized = normalize(text)
+    for wanted in filter(None, map(normalize, words)):
+        if any(unicodedata.east_asian_width(c) in "WF" for c in wanted):
+            if wanted.replace(" ", "") in normalized.replace(" ", ""):
+                return True
+        elif f" {wanted} " in f" {normalized} ":
+            return True
+    return False
+
+
 def sentences(text: str) -> list[str]:
     """``text``'s sentences, split after sentence-ending punctuation and at line breaks."""
     return [s.strip() for line in text.splitlines() for s in _SENTENCE_END.split(line) if s.strip()]

@@ -3,11 +3,10 @@ the tests of what a run returns (the Python API, structured output)."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
-from sentient.agents.models.fake import SOURCES_HEADING, FakeRequest, ScriptedModel
+from sentient.agents.models.fake import FakeRequest, ScriptedModel, listed_passages
 from sentient.agents.schemas import AggregationOutput
 from sentient.graph.node import TaskType
 from sentient.graph.plan import PlanOutput, SubTask
@@ -30,8 +29,8 @@ def citing_model(aggregator: Any = CITED) -> ScriptedModel:
 
     def execute(request: FakeRequest) -> Any:
         subject = "tuple" if "tuple" in request.goal.lower() else "list"
-        listed = re.findall(r"^\[(\d+)\] (.*)$", request.prompt.split(SOURCES_HEADING)[-1], re.MULTILINE)
-        source = next((int(n) for n, line in listed if subject in line.lower()), 0)
+        passages = listed_passages(request.prompt)
+        source = next((n for n, text in passages.items() if subject in text.lower()), 0)
         short = "immutable sequence" if subject == "tuple" else "mutable sequence"
         return {"answer": f"{request.goal}: sequences differ in mutability.", "short": short, "source": source}
 
