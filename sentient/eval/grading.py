@@ -1,8 +1,11 @@
 """Answer matching shared by the graders and the dataset checks.
 
 An accepted answer counts as present in a text when its normalised form occurs in the
-normalised text as whole words: case, accents, punctuation and spacing are ignored, so
-``"asyncio.sleep()"`` matches "calls asyncio sleep" but ``"3"`` does not match ``"30"``.
+normalised text as whole words (:func:`~sentient.context.wording.holds`, the pipeline's own
+test of whether a passage contains an answer): case, accents, punctuation and spacing are
+ignored, so ``"asyncio.sleep()"`` matches "calls asyncio sleep" but ``"3"`` does not match
+``"30"``; in scripts written without spaces an answer may stand anywhere ("九十天" in
+"保留期限为九十天").
 The References part of a report is not part of the answer and is cut before matching.
 """
 
@@ -11,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from sentient.context.wording import normalize
+from sentient.context.wording import holds, normalize
 
 _REFERENCES = re.compile(
     r"^#{1,6}\s*(References|Other sources consulted)\b.*", re.IGNORECASE | re.MULTILINE | re.DOTALL
@@ -19,9 +22,8 @@ _REFERENCES = re.compile(
 
 
 def contains_answer(text: str, answers: Iterable[str]) -> bool:
-    """Whether any accepted answer occurs in ``text`` as whole normalised words."""
-    haystack = f" {normalize(text)} "
-    return any((needle := normalize(answer)) and f" {needle} " in haystack for answer in answers)
+    """Whether any accepted answer occurs in ``text`` (see the module)."""
+    return holds(text, *answers)
 
 
 def states_every_part(texts: Sequence[str], parts: Sequence[Sequence[str]]) -> bool:

@@ -12,6 +12,12 @@ def test_answer_matches_whole_words_only():
     assert not contains_answer("nothing relevant", ["asyncio.sleep", "loop"])
 
 
+def test_answer_in_a_script_without_spaces_matches_inside_a_sentence():
+    assert contains_answer("保留期限为九十天。", ["九十天"])
+    assert contains_answer("データは九十日間保存されます", ["九十日"])
+    assert not contains_answer("保留期限为三十天。", ["九十天"])
+
+
 def test_empty_answers_never_match():
     assert not contains_answer("anything", ["", "  "])
 
