@@ -133,3 +133,40 @@ async def judge_citation(
     )
     reply = await chat(handle, CITATION_SYSTEM, prompt, role="citation-judge", goal=question, timeout_s=timeout_s)
     return parse_support(reply.text)
+
+
+CURRENT_SYSTEM = "You check how a report presents a value. Reply with one letter."
+
+CURRENT_TEMPLATE = """\
+A report written for the goal below mentions the value "{value}". Decide how it presents that value.
+
+- A: CURRENT: the report gives it as what holds now.
+- B: PAST: the report gives it only as an earlier value that has since changed, or as history.
+
+Goal: {goal}
+Sentences of the report that mention "{value}":
+{sentences}
+
+Just return the letter "A" or "B", with no text around it."""
+
+_CURRENT_LABEL = re.compile(r"\b(CURRENT|PAST)\b")
+
+
+def parse_current(text: str) -> bool | None:
+    """Whether a judge's reply says CURRENT; None if it says neither."""
+    upper = text.strip().upper()
+    if letter := _SUPPORT_LETTER.match(upper):
+        return letter.group(1) == "A"
+    if label := _CURRENT_LABEL.search(upper):
+        return label.group(1) == "CURRENT"
+    return None
+
+
+async def judge_current(
+    handle: ModelHandle, goal: str, value: str, sentences: Sequence[str], *, timeout_s: float
+) -> bool | None:
+    """Whether the judge reads ``sentences`` of a report as giving ``value`` (a superseded or
+    look-alike value of a report dataset) as what holds now, rather than as history."""
+    prompt = CURRENT_TEMPLATE.format(goal=goal, value=value, sentences="\n".join(f"- {s}" for s in sentences))
+    reply = await chat(handle, CURRENT_SYSTEM, prompt, role="current-judge", goal=goal, timeout_s=timeout_s)
+    return parse_current(reply.text)

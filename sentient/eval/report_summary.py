@@ -24,6 +24,7 @@ class ReportSystemSummary(BaseModel):
     points: int
     retrieved: float  # points in some passage shown (stated ones included)
     distractors: int  # distractors stated, over every goal
+    current_distractors: int | None  # of those, given as current by the judge's reading (--judge)
     median_words: float
     median_sections: float
     median_citations: float  # distinct citations of a report
@@ -87,6 +88,11 @@ def _summarise(system: str, records: Sequence[ReportRecord]) -> ReportSystemSumm
         points=points,
         retrieved=_percent(stated + missed_in_sources, points),
         distractors=sum(len(r.distractors) for r in records),
+        current_distractors=(
+            sum(len(r.current_distractors) for r in records if r.current_distractors is not None)
+            if any(r.current_distractors is not None for r in records)
+            else None
+        ),
         median_words=statistics.median(r.words for r in records),
         median_sections=statistics.median(r.sections for r in records),
         median_citations=statistics.median(r.citations for r in records),
@@ -123,6 +129,7 @@ _COLUMNS: tuple[tuple[str, str], ...] = (
     ("recall", "key-point recall %"),
     ("retrieved", "in passages %"),
     ("distractors", "distractors stated"),
+    ("current_distractors", "of those as current (judged)"),
     ("median_words", "median words"),
     ("median_sections", "median sections"),
     ("median_citations", "median citations"),

@@ -7,7 +7,9 @@ A report dataset is JSONL, one goal a line::
 
 A point is stated when one of its accepted strings occurs in the report's body (References cut),
 as whole normalised words (:func:`~sentient.eval.grading.contains_answer`). A distractor (a
-superseded value, a look-alike) is counted when it occurs in the body at all. A missed point is
+superseded value, a look-alike) is counted when it occurs in the body at all; with ``--judge``,
+the judge also reads the sentences that mention it and says whether the report gives it as what
+holds now or only as history ("raised from 300 to 600" is history). A missed point is
 located: not in any passage the system was shown (not retrieved), in a passage but in no step it
 wrote (retrieved but not written), or in a written step but not in the report (dropped in
 assembly). A file whose name ends in ``_heldout`` is all held out.
@@ -35,12 +37,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sentient.agents.models.factory import ModelFactory
 from sentient.agents.models.gates import ProviderGates
 from sentient.api import ProfiledSentientAgent, open_docs_index
+from sentient.context import wording
 from sentient.context.grounding import citing_sentences
 from sentient.eval.chat import chat
 from sentient.eval.dataset import SPLITS, Split
 from sentient.eval.grading import answer_body, citation_markers, contains_answer
 from sentient.eval.harness import DEFAULT_PROFILE
-from sentient.eval.judge import judge_citation
+from sentient.eval.judge import judge_citation, judge_current
 from sentient.eval.report_summary import ReportSummary, report_table, summarise_reports
 from sentient.eval.systems import Baseline, EvalDeps, Outcome, System, slug
 from sentient.exceptions import AgentError, EvalError, RunError
@@ -148,6 +151,7 @@ class ReportRecord(BaseModel):
     points: int
     stated: list[str]  # ids of the points the body states
     distractors: list[str]  # distractors the body states
+    current_distractors: list[str] | None = None  # of those, the ones the judge read as given as current
     not_retrieved: list[str]  # missed points in no passage shown
     not_written: list[str]  # missed points in a passage, in no written step
     dropped: list[str]  # missed points in a written step, not in the report
@@ -406,6 +410,7 @@ async def _run_system(
             outcome = await rag.write(goal.goal) if rag is not None else await profile.write(goal.goal, goal.id)
             support = await judge.citations(goal, outcome)
             record = grade_report(goal, system.name, model_name, outcome, support)
+            record.current_distractors = await judge.current(goal, record)
             _append(results, record)
             added.append(record)
             say(
@@ -453,6 +458,26 @@ class _CitationJudge:
                 verdict = None
             supported += verdict is True
         return len(cited), supported
+
+    async def current(self, goal: ReportGoal, record: ReportRecord) -> list[str] | None:
+        """The distractors ``record``'s report gives as what holds now, not as history; None
+        without a judge. One the judge gives no verdict on counts as current."""
+        if self._factory is None or record.error is not None:
+            return None
+        handle = self._factory.for_agent(self._agent)
+        body = wording.sentences(answer_body(record.report))
+        current: list[str] = []
+        for value in record.distractors:
+            try:
+                verdict = await judge_current(
+                    handle, goal.goal, value, [s for s in body if wording.holds(s, value)], timeout_s=self._timeout_s
+                )
+            except AgentError as exc:
+                logger.warning("distractor judge failed on {}: {}", goal.id, exc)
+                verdict = None
+            if verdict is not False:
+                current.append(value)
+        return current
 
     def close(self) -> None:
         if self._factory is not None:

@@ -142,6 +142,39 @@ async def test_report_mode_with_the_judge_reads_each_cited_passage(
 
 
 @pytest.mark.parametrize(
+    ("beta", "current"),
+    [
+        ("Ferry Beta sails at 08:30 [2].", ["08:30"]),
+        ("Ferry Beta sails at 09:40 since May; it sailed at 08:30 before [2].", []),
+    ],
+)
+async def test_the_judge_tells_a_superseded_value_given_as_current_from_one_given_as_history(
+    dataset: Path, settings: Settings, tmp_path: Path, beta: str, current: list[str]
+) -> None:
+    def writer(request: FakeRequest) -> str:
+        return f"# Ferries\n\nFerry Alpha sails at 07:15 [1]. {beta}"
+
+    def judge(request: FakeRequest) -> str:
+        mentions = request.prompt.split("that mention")[-1]
+        assert "Ferry Alpha" not in mentions  # it reads only the sentences that hold the value
+        return "B" if "before" in mentions else "A"
+
+    options = ReportEvalOptions(dataset, systems=("rag",), out=tmp_path / "eval", judge="scripted")
+    result = await run_report_eval(
+        options,
+        settings,
+        model=ScriptedModel(script={"rag-report": writer}),
+        judge_model=ScriptedModel(script={"current-judge": judge, "citation-judge": lambda request: "A"}),
+    )
+
+    record = records(result.run_dir, "rag")["ferries"]
+    assert record["distractors"] == ["08:30"] and record["current_distractors"] == current
+    (row,) = result.summary.systems
+    assert (row.distractors, row.current_distractors) == (1, len(current))
+    assert "of those as current (judged)" in result.table
+
+
+@pytest.mark.parametrize(
     ("line", "message"),
     [
         ("{not json", "line 1: not valid JSON"),
