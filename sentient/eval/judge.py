@@ -107,18 +107,24 @@ Passage ({title}): {passage}
 
 Just return the letter "A" or "B", with no text around it."""
 
-_SUPPORT_LETTER = re.compile(r"^\W*([AB])\s*(?:$|[:.),-])")
+_AB_LETTER = re.compile(r"^\W*([AB])\s*(?:$|[:.),-])")
 _SUPPORT_LABEL = re.compile(r"\b(NOT SUPPORTED|SUPPORTED)\b")
+
+
+def _a_or_b(text: str, labels: re.Pattern[str], a_label: str) -> bool | None:
+    """Whether a two-way judge's reply chooses A: the letter it starts with, else the first of
+    ``labels`` it names (``a_label`` is A's); None if it gives neither."""
+    upper = text.strip().upper()
+    if letter := _AB_LETTER.match(upper):
+        return letter.group(1) == "A"
+    if label := labels.search(upper):
+        return label.group(1) == a_label
+    return None
 
 
 def parse_support(text: str) -> bool | None:
     """Whether a citation judge's reply says SUPPORTED; None if it says neither."""
-    upper = text.strip().upper()
-    if letter := _SUPPORT_LETTER.match(upper):
-        return letter.group(1) == "A"
-    if label := _SUPPORT_LABEL.search(upper):
-        return label.group(1) == "SUPPORTED"
-    return None
+    return _a_or_b(text, _SUPPORT_LABEL, "SUPPORTED")
 
 
 async def judge_citation(
@@ -154,12 +160,7 @@ _CURRENT_LABEL = re.compile(r"\b(CURRENT|PAST)\b")
 
 def parse_current(text: str) -> bool | None:
     """Whether a judge's reply says CURRENT; None if it says neither."""
-    upper = text.strip().upper()
-    if letter := _SUPPORT_LETTER.match(upper):
-        return letter.group(1) == "A"
-    if label := _CURRENT_LABEL.search(upper):
-        return label.group(1) == "CURRENT"
-    return None
+    return _a_or_b(text, _CURRENT_LABEL, "CURRENT")
 
 
 async def judge_current(

@@ -9,7 +9,7 @@ from fakes.openai_server import fake_openai_server, text
 
 from sentient.agents.models.factory import ModelFactory, ModelHandle
 from sentient.agents.registry import AgentRegistry
-from sentient.eval.judge import Grade, judge, parse_grade
+from sentient.eval.judge import Grade, judge, parse_current, parse_grade, parse_support
 from sentient.settings import Settings
 
 
@@ -28,6 +28,26 @@ from sentient.settings import Settings
 )
 def test_parse_grade(reply: str, grade: Grade | None) -> None:
     assert parse_grade(reply) is grade
+
+
+@pytest.mark.parametrize(
+    ("reply", "supported", "current"),
+    [
+        ("A", True, True),
+        (" B.", False, False),
+        ("It is NOT SUPPORTED.", False, None),
+        ("SUPPORTED", True, None),
+        ("The report gives it as PAST.", None, False),
+        ("CURRENT", None, True),
+        ("A value of the past", None, False),  # a leading article is not the letter A
+        ("unsure", None, None),
+    ],
+)
+def test_two_way_judges_read_the_letter_or_their_own_labels(
+    reply: str, supported: bool | None, current: bool | None
+) -> None:
+    assert parse_support(reply) is supported
+    assert parse_current(reply) is current
 
 
 def judge_handle(tmp_path: Path, base_url: str) -> ModelHandle:
