@@ -80,6 +80,7 @@ def _summarise(system: str, records: Sequence[ReportRecord]) -> ReportSystemSumm
     stated = sum(len(r.stated) for r in records)
     missed_in_sources = sum(len(r.not_written) + len(r.dropped) for r in records)
     judged = sum(r.judged_citations or 0 for r in records)
+    current = [r.current_distractors for r in records if r.current_distractors is not None]  # judged records
     return ReportSystemSummary(
         system=system,
         n=len(records),
@@ -88,11 +89,7 @@ def _summarise(system: str, records: Sequence[ReportRecord]) -> ReportSystemSumm
         points=points,
         retrieved=_percent(stated + missed_in_sources, points),
         distractors=sum(len(r.distractors) for r in records),
-        current_distractors=(
-            sum(len(r.current_distractors) for r in records if r.current_distractors is not None)
-            if any(r.current_distractors is not None for r in records)
-            else None
-        ),
+        current_distractors=sum(map(len, current)) if current else None,
         median_words=statistics.median(r.words for r in records),
         median_sections=statistics.median(r.sections for r in records),
         median_citations=statistics.median(r.citations for r in records),

@@ -351,7 +351,7 @@ async def run_report_eval(
     deps = EvalDeps(
         settings, docs, run_dir, model=model, model_string=options.model, gates=ProviderGates.from_settings(settings)
     )
-    judge = _CitationJudge(deps, options.judge, judge_model)
+    judge = _ReportJudge(deps, options.judge, judge_model)
     say = progress or (lambda line: None)
     added: list[ReportRecord] = []
     try:
@@ -386,7 +386,7 @@ async def _run_system(
     goals: list[ReportGoal],
     deps: EvalDeps,
     model_name: str,
-    judge: _CitationJudge,
+    judge: _ReportJudge,
     options: ReportEvalOptions,
     say: Progress,
 ) -> list[ReportRecord]:
@@ -428,8 +428,9 @@ async def _run_system(
     return added
 
 
-class _CitationJudge:
-    """The eval's citation judge (``--judge``): each distinct cited passage against the sentences citing it."""
+class _ReportJudge:
+    """The eval's judge (``--judge``): each distinct cited passage against the sentences citing it,
+    and each distractor a report mentions against the sentences that mention it."""
 
     def __init__(self, deps: EvalDeps, model_string: str | None, model: Model | None) -> None:
         self._factory: ModelFactory | None = None
