@@ -36,6 +36,7 @@ from loguru import logger
 from sentient.agents.models.fake import FakeCall, FakeRequest, ScriptedModel
 from sentient.agents.schemas import AggregationOutput, AtomizerOutput, ExecutionOutput
 from sentient.api import ProfiledSentientAgent, RunResult
+from sentient.engine.memory import freeze_startup_objects
 from sentient.events import AgentCallFinished, Event
 from sentient.graph.node import NodeType, TaskType
 from sentient.graph.plan import PlanOutput, SubTask
@@ -493,6 +494,7 @@ def bench(names: list[str], repeat: int, warmup: bool) -> dict[str, Any]:
         workdir = Path(tmp)
         if warmup:  # first-use costs (imports, pydantic schemas, agno) are not the engine's
             run_once(Scenario("warmup", "", uniform(2, 2), 0.0, 2, True, "overhead"), workdir)
+        freeze_startup_objects()  # as `sentient run`, `serve` and `worker` do after start-up
         results: dict[str, Any] = {}
         for name in names:
             scenario = SCENARIOS[name]

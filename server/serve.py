@@ -27,6 +27,7 @@ from gunicorn.app.base import BaseApplication
 from loguru import logger
 
 from sentient.cli.serve import add_connection_limits, connection_limits
+from sentient.engine.memory import freeze_startup_objects
 from sentient.exceptions import ConfigError
 from sentient.store import ProjectStore, StoreError
 from sentient.tools.sandbox import hide_process_memory
@@ -52,6 +53,7 @@ class SentientGunicorn(BaseApplication):
 
         def post_worker_init(worker: Any) -> None:
             hide_process_memory()  # the worker holds the keys and runs the Python sandbox
+            freeze_startup_objects()  # the app just loaded lives as long as the worker
             # On SIGTERM gunicorn waits (graceful_timeout) for open connections, and a WebSocket
             # never ends on its own: stop the runs and close the connections so the worker exits now.
             graceful_exit = worker.handle_exit

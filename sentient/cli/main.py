@@ -40,6 +40,7 @@ from sentient.cli.projects import add_projects_parser, run_projects
 from sentient.cli.review import TerminalReviewer
 from sentient.cli.serve import add_serve_parser, run_serve
 from sentient.cli.worker import add_worker_parser, run_worker
+from sentient.engine.memory import freeze_startup_objects
 from sentient.eval.cli import add_eval_parser, run_eval_command
 from sentient.events import Subscriber
 from sentient.exceptions import SentientError
@@ -157,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
             return run_projects(args, settings)
         # Runs and the server hold API keys; a sandboxed snippet must not read them from /proc.
         hide_process_memory()
+        freeze_startup_objects()
         if args.command == "serve":
             return run_serve(args, settings)
         if args.command == "worker":

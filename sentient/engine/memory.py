@@ -1,0 +1,20 @@
+"""Process-wide memory settings for a process that runs projects (``sentient run``, ``serve``, ``worker``)."""
+
+from __future__ import annotations
+
+import gc
+
+
+def freeze_startup_objects() -> None:
+    """Leave everything allocated so far (imported modules, classes, settings) out of later
+    garbage collections.
+
+    A process that runs projects keeps what it imported until it exits, yet every full collection
+    of the cyclic garbage collector walks it again, and a large run triggers several: on the
+    engine bench's 11,111-node tree they were about a sixth of the engine's own time per node.
+    ``gc.freeze`` moves those objects to the permanent generation; what runs allocate afterwards
+    is collected as before. Call it once, after start-up, from the code that owns the process:
+    a library call must not change its host's collector.
+    """
+    gc.collect()  # garbage of the start-up is freed, not frozen
+    gc.freeze()
