@@ -41,7 +41,7 @@ TEMPLATE_PARAMETERS: dict[str, frozenset[str]] = {
     "atomize_root": frozenset({"goal"}),
     "outline": frozenset({"goal"}),
     "discover": frozenset({"goal", "max_items"}),
-    "write_section": frozenset({"goal"}),
+    "answer_find": frozenset({"goal", "section", "find_words"}),
     "assemble": frozenset({"goal", "count"}),
     "language": frozenset({"language"}),
     "use_tools": frozenset({"tools"}),
@@ -89,7 +89,7 @@ class TaskTemplates(BaseModel):
     atomize_root: str
     outline: str
     discover: str
-    write_section: str
+    answer_find: str
     assemble: str
     support_each: str
     language: str
@@ -241,9 +241,11 @@ class TaskPrompts:
         """The outliner's task for a fan-out: list the ``items`` the passages above name."""
         return self._render("discover", goal=items, max_items=max_items)
 
-    def write_section_task(self, section: str) -> str:
-        """A section writer's task: write ``section`` from the passages above."""
-        return self._render("write_section", goal=section)
+    def answer_find_task(self, find: str, section: str) -> str:
+        """A section writer's task: answer ``find``, one of ``section``'s questions, from the
+        passages of its search above, in its share of the section's words."""
+        words = max(10, round(self.size.section_words / self.size.searches))
+        return self._render("answer_find", goal=find, section=section, find_words=words)
 
     def support_each_task(self, question: str, text: str) -> str:
         """The verifier's task for a section: which of the sources listed above (those ``text``

@@ -5,11 +5,18 @@ not answered but written. Its tree::
 
     root                      PLAN   the goal; its plan is the outline, drafted from a quick search
       part                    WRITE, PLAN   a section: its goal is its title and what it must find
-        search                SEARCH, EXECUTE   one per thing to find: passages, no model call
-        write                 WRITE, EXECUTE    writes the section from those passages only
+        search                SEARCH, EXECUTE   one per thing to find: its passages, and the
+                                                question answered from them alone (one call)
+        write                 WRITE, EXECUTE    the section: those answers in order, their
+                                                citations read by the verifier (one call)
       part ({item} = ...)     WRITE, PLAN   a fan-out: its items are found when it is planned
         part                  WRITE, PLAN   one section per item, asked what the fan-out asks
           search, write
+
+A goal that asks the same facts of every item of a kind is one fan-out; any other goal is
+sections. The small model answers one question from a few passages far better than it writes a
+section from many, and it names the passages that state each answer in its output, so every
+sentence of a section is cited.
 
 Every node's role follows from its place (a planned WRITE task under a report is a part), so a
 resumed run reads the tree back as it was. A part's goal is its own small format, which the
@@ -28,12 +35,13 @@ from typing import TYPE_CHECKING
 from sentient.agents.config import Role
 from sentient.agents.passages import RETRIEVED_SOURCES
 from sentient.agents.schemas import (
-    ExecutionOutput,
+    CitedAnswers,
     Items,
     Outline,
     ReportFrame,
     RootAtomizerOutput,
     Supported,
+    cited_schema,
     items_schema,
     outline_schema,
     supported_schema,
@@ -41,7 +49,7 @@ from sentient.agents.schemas import (
 from sentient.context.builder import AgentContext, Section
 from sentient.context.citations import SourceList, cited_numbers, renumber
 from sentient.context.grounding import judged_each, strip_markers
-from sentient.context.wording import normalize
+from sentient.context.wording import holds, normalize
 from sentient.events import PlanProposed
 from sentient.exceptions import AgentError
 from sentient.graph.node import NodeType, Source, TaskNode, TaskType
@@ -53,10 +61,11 @@ if TYPE_CHECKING:
 
 _S = TaskStatus
 ITEM = "{item}"  # a part whose goal has a line "{item} = <which items>" is a fan-out
+PARTS = "; "  # between the parts of one question: the facts a fan-out asks of each item
 _FIND = "- "
-# What the outliner and the item finder read of each passage of their search: its title and how
-# it begins (which documents there are matters to them, not every fact; and the small model reads
-# a long prompt slowly).
+# What the outliner reads of each passage of its quick search: its title and how it begins
+# (which documents there are matters to it, not every fact; and the small model reads a long
+# prompt slowly).
 BRIEF_CHARS = 200
 
 
@@ -91,8 +100,9 @@ class Part:
         return "\n".join(lines)
 
     def for_item(self, item: str) -> Part:
-        """The section of one item of this fan-out."""
-        return Part(item, list(self.find))
+        """The section of one item of this fan-out: what it must find, asked about that item (its
+        searches look for it, and its writer knows which item is meant)."""
+        return Part(item, [f"{item}: {f}" for f in self.find])
 
 
 class ReportPhases:
@@ -202,21 +212,28 @@ class ReportPhases:
         except AgentError as exc:
             root.warnings.append(f"the outline could not be written, the report has one section: {exc}")
             return [Part(root.goal.strip().splitlines()[0], [root.goal.strip()])]
+        # A fan-out is what the goal asks: its items and the facts asked of each are the goal's
+        # words (a small model otherwise copies the kinds its instructions name, or invents them).
+        items = " ".join(outline.for_each.split())
+        each = [" ".join(f.split()) for f in outline.each if holds(root.goal, f)]
+        if items and each and holds(root.goal, items):
+            return [Part(items, _grouped(each, size.searches), items)]  # the report is its items
         parts = []
         for section in outline.sections[: size.sections]:
             find = [f.strip() for f in section.find[: size.searches] if f.strip()] or [section.title]
-            parts.append(Part(" ".join(section.title.split()), find, " ".join(section.for_each.split())))
-        return parts
+            parts.append(Part(" ".join(section.title.split()), find))
+        return parts or [Part(root.goal.strip().splitlines()[0], [root.goal.strip()])]
 
     async def _discover(self, node: TaskNode, part: Part) -> list[str]:
         """The items of a fan-out: a search for them, and the outliner's list of those the passages
-        name (at most ``max_items``, each once)."""
+        name (at most ``max_items``, each once; a name no passage holds is dropped)."""
         max_items = self._p._settings.max_items
         found = await self._search(node, f"{part.items}\n{part.title}", max(max_items, RETRIEVED_SOURCES))
         if not found:
             node.warnings.append(f"no passage names the items ({part.items}): the part is one section")
             return []
-        context = AgentContext([Section("Overall goal", self._graph.root.goal, required=True)], sources=_brief(found))
+        # Whole passages: an item is often named deep in one (a table of sites, a list of vendors).
+        context = AgentContext([Section("Overall goal", self._graph.root.goal, required=True)], sources=found)
         task = self._p._tasks.discover_task(part.items, max_items)
         agent = self._p._profile.outliner
         schema = items_schema(max_items) if self._p._runner.decodes_under_grammar(agent) else Items
@@ -225,7 +242,8 @@ class ReportPhases:
         except AgentError as exc:
             node.warnings.append(f"the items could not be listed, the part is one section: {exc}")
             return []
-        return _distinct(listed, max_items)
+        named = [item for item in listed.items if any(holds(f"{s.title}\n{s.snippet}", item) for s in found)]
+        return _distinct(named, max_items)
 
     async def _adopt(self, node: TaskNode, subtasks: list[SubTask], node_type: NodeType) -> None:
         """Review ``subtasks`` like any plan, then make them ``node``'s children (no atomizer: a
@@ -244,31 +262,58 @@ class ReportPhases:
     # -- executing -----------------------------------------------------------------------
 
     async def execute(self, node: TaskNode) -> None:
-        """A section's search (its passages, no model call) or writing step."""
+        """A section's search (its passages, and its question answered from them) or its
+        writing step."""
         self._p.move(node, _S.EXECUTING)
         if node.task_type is TaskType.SEARCH:
-            parent = self._graph.parent(node.task_id)
-            title = Part.parse(parent.goal).title if parent is not None else ""
-            found = await self._search(node, f"{node.goal}\n{title}", self._p._tasks.size.passages)
-            listed = "\n".join(f"[{n}] {s.title or s.ref}" for n, s in enumerate(found, start=1))
-            self._p._finish(node, listed, found)
+            await self._answer(node)
+        else:
+            await self._write(node)
+
+    async def _answer(self, node: TaskNode) -> None:
+        """Search for what the section must find, and answer it from those passages only (one
+        short call: the small model states more of a few passages' facts, asked one question,
+        than of many, asked to write a whole section)."""
+        parent = self._graph.parent(node.task_id)
+        title = Part.parse(parent.goal).title if parent is not None else ""
+        found = await self._search(node, f"{node.goal}\n{title}", self._p._tasks.size.passages)
+        if not found:
+            self._p._finish(node, "", [])
             return
-        await self._write(node)
+        frame = [Section("Overall goal", self._graph.root.goal, required=True)]
+        context = AgentContext(frame, sources=found)
+        task = self._p._tasks.answer_find_task(node.goal, title)
+        agent = self._p._profile.section_writer
+        parts = len(node.goal.split(PARTS))
+        grammar = self._p._runner.decodes_under_grammar(agent)
+        schema = cited_schema(len(found), parts) if grammar else CitedAnswers
+        try:
+            output = await self._p._ask(node, Role.EXECUTOR, agent, task, context, schema)
+        except AgentError as exc:
+            node.warnings.append(f"the question could not be answered from its passages: {exc}")
+            self._p._finish(node, "", found)
+            return
+        said = []
+        for answer in output.answers:
+            cited = [n for n in dict.fromkeys(answer.sources) if 1 <= n <= len(found)]
+            text = strip_markers(answer.answer)
+            if cited and text:  # an answer no passage states is left out
+                said.append(f"{text} {''.join(f'[{n}]' for n in cited)}")
+        if not said:
+            node.warnings.append("no passage found answers the question")
+        self._p._finish(node, " ".join(said), found)
 
     async def _write(self, node: TaskNode) -> None:
-        """Write a section from its searches' passages only; then the verifier reads the passages
-        it cites against the sentences that cite them (:meth:`_supported`)."""
-        sources = SourceList(s for dep in self._graph.dependencies(node.task_id) for s in dep.sources)
-        frame = [Section("Overall goal", self._graph.root.goal, required=True)]
-        context = AgentContext(frame, sources=sources.sources)
-        agent = self._p._profile.section_writer
-        task = self._p._tasks.write_section_task(node.goal)
-        try:
-            output = await self._p._ask(node, Role.EXECUTOR, agent, task, context, ExecutionOutput)
-        except AgentError as exc:
-            self._p.fail(node, str(exc))
+        """The section: its searches' answers in order (no model call), each citation then read
+        by the verifier against the sentences that cite it (:meth:`_supported`)."""
+        sources = SourceList()
+        answers = [
+            sources.adopt(dep.result, dep.sources) for dep in self._graph.dependencies(node.task_id) if dep.result
+        ]
+        if not answers:
+            self._p.fail(node, "none of its questions was answered from the passages found")
             return
-        text = renumber(output.answer, {n: n for n in range(1, len(sources) + 1)})
+        text = "\n\n".join(answers)
         grounded = judged_each(text, sources.sources, await self._supported(node, text, sources.sources))
         node.warnings.extend(grounded.notes)
         self._p._finish(node, grounded.text, grounded.sources)
@@ -376,10 +421,16 @@ def _section_plan(part: Part) -> list[SubTask]:
     return [*searches, write]
 
 
-def _distinct(listed: Items, limit: int) -> list[str]:
+def _grouped(facts: Sequence[str], groups: int) -> list[str]:
+    """``facts`` in at most ``groups`` questions, in order (one search and one answer each)."""
+    size = -(-len(facts) // groups)
+    return [PARTS.join(facts[i : i + size]) for i in range(0, len(facts), size)]
+
+
+def _distinct(listed: Sequence[str], limit: int) -> list[str]:
     """The listed items, each once (case, accents and punctuation aside), at most ``limit``."""
     seen: dict[str, str] = {}
-    for item in listed.items:
+    for item in listed:
         name = " ".join(item.split())
         if name and normalize(name) not in seen:
             seen[normalize(name)] = name

@@ -106,20 +106,29 @@ class OutlineSection(BaseModel):
     model_config = ConfigDict(json_schema_extra=_every_field_required)
 
     title: str = Field(min_length=1, description="The section's title.")
-    for_each: str = Field(
-        "",
-        description="When the section covers every item of a kind (each incident, each service): what the items "
-        "are; its questions are then asked about each item. Empty otherwise.",
-    )
     find: list[str] = Field(min_length=1, description="What the section must find: one short question per search.")
 
 
+_FOR_EACH = (
+    "When the goal asks for the same facts about every item of a kind (each incident, each service): those "
+    "items, in the goal's words. Empty otherwise."
+)
+_EACH = "The facts the goal asks for about each of those items, one short phrase each. Empty without items."
+_SECTIONS = "The sections for the rest of what the goal asks, in order (none when the items cover it all)."
+
+
 class Outline(BaseModel):
-    """A report's outline: its sections in order."""
+    """A report's outline: the items it covers one by one, if the goal asks the same of each, and
+    its other sections in order."""
 
     model_config = ConfigDict(json_schema_extra=_every_field_required)
 
-    sections: list[OutlineSection] = Field(min_length=1)
+    for_each: str = Field("", description=_FOR_EACH)
+    each: list[str] = Field(default_factory=list, description=_EACH)
+    sections: list[OutlineSection] = Field(default_factory=list, description=_SECTIONS)
+
+
+MAX_FACTS_EACH = 12  # facts asked about each item of a fan-out, at most
 
 
 def outline_schema(sections: int, searches: int) -> type[Outline]:
@@ -136,7 +145,8 @@ def outline_schema(sections: int, searches: int) -> type[Outline]:
     return create_model(
         "Outline",
         __base__=Outline,
-        sections=(list[section], Field(min_length=1, max_length=sections)),
+        each=(list[str], Field(max_length=MAX_FACTS_EACH, description=_EACH)),
+        sections=(list[section], Field(max_length=sections, description=_SECTIONS)),
     )
 
 
@@ -177,9 +187,50 @@ class Supported(BaseModel):
 
 def supported_schema(count: int) -> type[Supported]:
     """``Supported`` naming only sources 1..``count`` (the ones shown)."""
-    allowed: Any = Literal[tuple(range(1, count + 1))]
     return create_model(
         "Supported",
         __base__=Supported,
-        supported=(list[allowed], Field(description=Supported.model_fields["supported"].description)),
+        supported=(_numbers(count), Field(description=Supported.model_fields["supported"].description)),
     )
+
+
+class CitedAnswer(BaseModel):
+    """The answer to one part of a report section's question from the numbered passages shown,
+    and the passages that state it: none when they do not answer it (then it is left out)."""
+
+    model_config = ConfigDict(json_schema_extra=_every_field_required)
+
+    answer: str = Field(
+        description="The answer in words, without citation numbers; empty if the sources do not answer it."
+    )
+    sources: list[int] = Field(description="The numbers of the sources that state the answer; empty if none does.")
+
+
+class CitedAnswers(BaseModel):
+    """The answers to a report section's question, one per part it asks, in order."""
+
+    answers: list[CitedAnswer] = Field(description="One answer per part of the question, in order.")
+
+
+def cited_schema(count: int, parts: int) -> type[CitedAnswers]:
+    """``CitedAnswers`` with one answer per part of the question (``parts``), naming only
+    sources 1..``count`` (the ones shown): a model decoded under a grammar answers every part."""
+    answer = create_model(
+        "CitedAnswer",
+        __base__=CitedAnswer,
+        sources=(_numbers(count), Field(description=CitedAnswer.model_fields["sources"].description)),
+    )
+    return create_model(
+        "CitedAnswers",
+        __base__=CitedAnswers,
+        answers=(
+            list[answer],
+            Field(min_length=parts, max_length=parts, description=CitedAnswers.model_fields["answers"].description),
+        ),
+    )
+
+
+def _numbers(count: int) -> Any:
+    """A list of source numbers, each one of the ``count`` shown."""
+    allowed: Any = Literal[tuple(range(1, count + 1))]
+    return list[allowed]

@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from sentient.agents.schemas import AggregationOutput, ExecutionOutput, SourcedAnswer, sourced_schema
+from sentient.agents.schemas import (
+    AggregationOutput,
+    CitedAnswers,
+    ExecutionOutput,
+    SourcedAnswer,
+    cited_schema,
+    sourced_schema,
+)
 
 
 def test_a_sourced_answer_can_only_name_a_passage_it_was_shown_or_none() -> None:
@@ -28,3 +35,13 @@ def test_an_answer_that_is_only_a_citation_number_does_not_validate(schema, answ
 
 def test_an_answer_in_any_script_validates() -> None:
     assert ExecutionOutput.model_validate({"answer": "生成器 [1]"}).answer == "生成器 [1]"
+
+
+def test_a_report_question_gets_one_answer_per_part_each_naming_only_passages_shown() -> None:
+    schema = cited_schema(3, parts=2)
+    one = {"answer": "In the old town.", "sources": [1]}
+    assert isinstance(schema.model_validate({"answers": [one, {"answer": "", "sources": []}]}), CitedAnswers)
+    with pytest.raises(ValidationError):  # a part left unanswered: a grammar would not let it be
+        schema.model_validate({"answers": [one]})
+    with pytest.raises(ValidationError):
+        schema.model_validate({"answers": [one, {"answer": "In 2016.", "sources": [4]}]})

@@ -1,5 +1,6 @@
 """Report mode: a goal that asks for a report gets an outline drafted from a quick search, a
-subtree per section (its searches, then a writing step on their passages only), fan-out over the
+subtree per section (its searches, each answering one question from its own passages, then a
+writing step that joins the answers and has their citations verified), fan-out over the
 items a "for each" part discovers, and a root that writes only the title, summary and transitions
 around the sections, assembled in order."""
 
@@ -89,11 +90,10 @@ def atomizer(is_report: bool = True):
     return answer
 
 
-def section_writer(request: FakeRequest) -> ExecutionOutput:
-    """Writes one sentence per passage it was shown, citing it."""
+def section_writer(request: FakeRequest) -> Any:
+    """Answers a section's question, citing every passage it was shown."""
     numbers = listed_sources(request.prompt)
-    first_line = request.goal.splitlines()[0]
-    return ExecutionOutput(answer=" ".join(f"{first_line} fact {n} [{n}]." for n in numbers) or "Nothing found.")
+    return executor_answer(request, f"Answer to: {request.goal}" + "".join(f" [{n}]" for n in numbers))
 
 
 def outliner(outline: Outline = OUTLINE, items: tuple[str, ...] = ()):
@@ -135,21 +135,27 @@ async def test_a_report_goal_is_outlined_researched_per_section_and_assembled_in
     (outline_call,) = model.calls_for(role="planner")
     assert "Sources you may cite" in outline_call.request.prompt
     assert "Draft the outline of a report" in outline_call.request.prompt
-    # Searches make no model call; each writing step is one call and sees only its own searches' passages.
+    # Each search answers its question in one call that sees only its own passages; the writing
+    # step joins the answers in order without a call, and the verifier reads them once per section.
     roles = [c.request.role for c in model.calls]
-    assert roles.count("executor") == 2 and roles.count("aggregator") == 1 and roles.count("planner") == 1
-    writer = model.calls_for(role="executor", task_id=handling[2].task_id)[0].request
-    own = {s.ref for search in handling[:2] for s in search.sources}
-    assert len(listed_sources(writer.prompt)) == len(own) and "Paging policy" in writer.prompt
-    assert "Outages fact" not in writer.prompt and "Related finding" not in writer.prompt  # no other section's text
-    assert writer.agent == "section_writer"
+    assert roles.count("executor") == 3 and roles.count("verifier") == 2
+    assert roles.count("aggregator") == 1 and roles.count("planner") == 1
+    (answer,) = model.calls_for(role="executor", task_id=handling[1].task_id)
+    assert answer.request.agent == "section_writer"
+    assert len(listed_sources(answer.request.prompt)) == len(handling[1].sources)
+    assert "Section of the report: Handling" in answer.request.prompt
+    assert "Answer to: Who is paged" not in answer.request.prompt  # no other search's answer
+    assert not model.calls_for(role="executor", task_id=handling[2].task_id)
+    section = handling[2].result or ""
+    assert section.index("Answer to: Who is paged for an outage? [") < section.index("Answer to: How fast")
     # The root writes only the title, summary and transitions; the sections follow as written.
     (assembly,) = model.calls_for(role="aggregator")
-    assert "Handling fact 1" in assembly.request.prompt
+    assert "Answer to: Who is paged for an outage?" in assembly.request.prompt
     text = root.result or ""
     assert text.startswith("# Ferry booking outages\n\nThe service failed twice")
     assert text.index("## Outages\n\nFirst, the outages.") < text.index("## Handling\n\nThen, how they are handled.")
-    assert "Outages fact 1 [" in text and "Handling fact 2 [" in text
+    assert "Answer to: Which outages did the booking service have? [" in text
+    assert "Answer to: How fast must a page be answered? [" in text
     report = result.report
     assert report is not None and report.title == "Ferry booking outages"
     assert report.references and all(r.verified for r in report.references)
@@ -163,9 +169,9 @@ async def test_report_length_writes_a_report_of_that_size_without_asking_the_ato
     assert not model.calls_for(role="atomizer")  # the setting decided: even a question is written as a report
     short = agent(settings, docs, model).profile.prompts.report_size(ReportLength.SHORT)
     (outline_call,) = model.calls_for(role="planner")
-    assert f"Write about {short.sections} sections" in outline_call.request.prompt
-    writer = model.calls_for(role="executor")[0].request
-    assert f"About {short.section_words} words" in writer.prompt
+    assert f"at most {short.sections} (none when" in outline_call.request.prompt
+    answer = model.calls_for(role="executor")[0].request  # a section's words, shared by its questions
+    assert f"in about {round(short.section_words / short.searches)} words" in answer.prompt
     assert (result.graph.root.result or "").startswith("# Ferry booking outages")
 
 
@@ -188,32 +194,76 @@ async def test_a_goal_the_atomizer_does_not_find_a_report_is_not_outlined(settin
     assert not any(c.task_type is TaskType.WRITE and c.node_type is NodeType.PLAN for c in result.graph)
 
 
-async def test_a_for_each_part_discovers_its_items_and_writes_one_section_each(settings, docs) -> None:
+FAN_OUT_GOAL = (
+    "Write a briefing on the outages of the booking service: for each outage, what failed, when, and the cause"
+)
+
+
+async def test_a_goal_asking_the_same_of_each_item_fans_out_over_the_items_found(settings, docs) -> None:
     fan_out = Outline(
-        sections=[OutlineSection(title="Outages", for_each="outage report", find=["What failed, and when?"])]
+        for_each="outage",
+        each=["what failed", "when", "the cause", "who was blamed"],  # the last is not asked by the goal
+        sections=[OutlineSection(title="Paging", find=["Who is paged?"])],
     )
-    items = ("harbour gate", "island pier", "east quay")
+    items = ("sea serpent", "harbour gate", "island pier", "east quay")  # no passage names the first
     model = model_for(planner=outliner(fan_out, items))
-    result = await agent(settings, docs, model, max_items=2).arun(GOAL, write_files=False)
+    result = await agent(settings, docs, model, max_items=2).arun(FAN_OUT_GOAL, write_files=False)
 
     assert result.status == "completed"
+    # The report is its items: the facts the goal asks of each, in at most the size's searches
+    # per section (2 here); the outliner's other sections are left out.
     (part,) = result.graph.children("root")
-    assert part.goal == "Outages\n{item} = outage report\n- What failed, and when?"
+    assert part.goal == "outage\n{item} = outage\n- what failed; when\n- the cause"
     discover = next(c for c in model.calls_for(role="planner") if not asks_for(c.request, "sections"))
-    assert "List each outage report" in discover.request.prompt
+    assert "Name each single outage" in discover.request.prompt
     assert "Sources you may cite" in discover.request.prompt
     sections = result.graph.children(part.task_id)
     assert [s.goal for s in sections] == [  # one per item, capped by max_items, from the per-item lines
-        "harbour gate\n- What failed, and when?",
-        "island pier\n- What failed, and when?",
+        "harbour gate\n- harbour gate: what failed; when\n- harbour gate: the cause",
+        "island pier\n- island pier: what failed; when\n- island pier: the cause",
     ]
     assert all(s.task_type is TaskType.WRITE and s.node_type is NodeType.PLAN for s in sections)
     # Each item's search looks for that item.
     search = result.graph.children(sections[1].task_id)[0]
     assert search.task_type is TaskType.SEARCH and search.sources[0].ref.endswith("outage_island.md")
     text = result.graph.root.result or ""
-    assert text.index("## Outages") < text.index("### harbour gate") < text.index("### island pier")
+    assert text.index("## outage") < text.index("### harbour gate") < text.index("### island pier")
+    assert "## Paging" not in text
     assert "east quay" not in text.split("### island pier")[0]
+
+
+async def test_items_the_goal_does_not_name_are_not_fanned_out_over(settings, docs) -> None:
+    # The kinds the outliner's instructions give as examples, copied: the goal asks for no such items.
+    copied = Outline(
+        for_each="each incident, each service",
+        each=["what failed"],
+        sections=[OutlineSection(title="Outages", find=["Which outages were there?"])],
+    )
+    model = model_for(planner=outliner(copied, ("harbour gate",)))
+    result = await agent(settings, docs, model).arun(FAN_OUT_GOAL, write_files=False)
+
+    assert result.status == "completed"
+    assert [p.goal for p in result.graph.children("root")] == ["Outages\n- Which outages were there?"]
+    assert len(model.calls_for(role="planner")) == 1  # no items were looked for
+
+
+async def test_a_section_states_each_answer_with_the_passages_it_names_and_leaves_out_the_rest(settings, docs) -> None:
+    outline = Outline(sections=[OutlineSection(title="Paging", find=["Who is paged; how fast must they answer?"])])
+
+    def writer(request: FakeRequest) -> dict[str, Any]:
+        return {
+            "answers": [
+                {"answer": "The duty engineer [7].", "sources": [1, 1]},  # its own markers are not trusted
+                {"answer": "Within an hour.", "sources": []},  # no passage states it
+            ]
+        }
+
+    model = model_for(planner=outliner(outline), executor=writer)
+    result = await agent(settings, docs, model).arun(GOAL, write_files=False)
+
+    (search, write) = result.graph.children(result.graph.children("root")[0].task_id)
+    assert search.result == "The duty engineer. [1]"
+    assert write.result == "The duty engineer. [1]" and "an hour" not in (result.graph.root.result or "")
 
 
 class Reviewer:
@@ -230,10 +280,7 @@ class Reviewer:
 
 async def test_the_outline_and_the_discovered_items_are_reviewed_like_a_plan(settings, docs) -> None:
     outline = Outline(
-        sections=[
-            OutlineSection(title="Outages", for_each="outage report", find=["What failed?"]),
-            OutlineSection(title="Paging", find=["Who is paged?"]),
-        ]
+        for_each="outage", each=["what failed"], sections=[OutlineSection(title="Paging", find=["Who is paged?"])]
     )
     # The reviewer renames the second section and changes what it must find, then drops a discovered item.
     edited_outline = PlanOutput(
@@ -252,11 +299,11 @@ async def test_the_outline_and_the_discovered_items_are_reviewed_like_a_plan(set
     model = model_for(planner=outliner(outline, ("harbour gate", "island pier", "east quay")))
     result = await ProfiledSentientAgent.create_with_profile(
         "deep_research_agent", settings=settings, model=model, docs=docs, reviewer=reviewer, review="all"
-    ).arun(GOAL, write_files=False)
+    ).arun(FAN_OUT_GOAL, write_files=False)
 
     assert result.status == "completed"
     outline_review, items_review = reviewer.requests["root"], reviewer.requests["root.0"]
-    assert [s.goal.splitlines()[0] for s in outline_review.plan.subtasks] == ["Outages", "Paging"]
+    assert [s.goal.splitlines()[0] for s in outline_review.plan.subtasks] == ["outage"]
     assert [s.goal.splitlines()[0] for s in items_review.plan.subtasks] == ["harbour gate", "island pier", "east quay"]
     outages, paging = result.graph.children("root")
     assert [s.goal.splitlines()[0] for s in result.graph.children(outages.task_id)] == ["east quay", "harbour gate"]
@@ -290,7 +337,7 @@ async def test_a_citation_the_verifier_rejects_is_not_verified_and_not_shown(set
 
 async def test_a_section_that_fails_is_left_out_and_listed_as_not_covered(settings, docs) -> None:
     def writer(request: FakeRequest) -> ExecutionOutput | Exception:
-        if request.goal.startswith("Handling"):
+        if "Section of the report: Handling" in request.prompt:
             return RuntimeError("the model crashed")
         return section_writer(request)
 
@@ -308,7 +355,7 @@ async def test_a_section_that_fails_is_left_out_and_listed_as_not_covered(settin
 async def test_a_report_stopped_midway_resumes_as_a_report(settings, docs, tmp_path: Path) -> None:
     store = ProjectStore.open(tmp_path / "results")
     try:
-        # The atomizer, the outline and one section's writing step, then the call budget is spent.
+        # The atomizer, the outline and one section's first answer, then the call budget is spent.
         first = model_for()
         stopped = await agent(settings, docs, first, max_llm_calls=3, max_concurrent_llm_calls=1).arun(
             GOAL, project_id="p-report", store=store, write_files=False

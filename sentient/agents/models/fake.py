@@ -99,7 +99,14 @@ def executor_answer(request: FakeRequest, answer: str, *, sourced: bool = True) 
     """An executor's ``answer`` in the shape the request asks for. Answering from passages, it
     names the first one it was shown as the one that states it (``sourced``), and copies that
     passage's first words as the answer's few words; else it names 0 (its own knowledge). Its [n]
-    markers are left to the code. Otherwise the answer as written."""
+    markers are left to the code. Asked for the passages that state it (a report's question), it
+    names those ``answer`` cites, or else the first it was shown (``sourced``). Otherwise the
+    answer as written."""
+    if asks_for(request, "answers"):
+        cited = [int(n) for n in re.findall(r"\[(\d+)\]", answer)]
+        if not cited and sourced:
+            cited = list(listed_passages(request.prompt))[:1]
+        return {"answers": [{"answer": re.sub(r"\s*\[\d+\]", "", answer), "sources": cited}]}
     if asks_for(request, "source"):
         passages = listed_passages(request.prompt) if sourced else {}
         first = next(iter(passages), 0)
