@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import gc
 
 
@@ -18,3 +19,7 @@ def freeze_startup_objects() -> None:
     """
     gc.collect()  # garbage of the start-up is freed, not frozen
     gc.freeze()
+    # At exit they are collectable again, so they are finalized before the interpreter clears the
+    # modules their finalizers use (llama.cpp's model printed a traceback at every exit otherwise).
+    atexit.unregister(gc.unfreeze)  # once, however often it is called
+    atexit.register(gc.unfreeze)

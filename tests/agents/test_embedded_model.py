@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
@@ -255,6 +257,23 @@ async def test_agent_on_embedded_model_returns_a_valid_plan(assembled: Path):
 
     assert isinstance(out.content, PlanOutput)
     assert out.content.subtasks and all(s.goal.strip() for s in out.content.subtasks)
+
+
+@pytest.mark.embedded
+def test_a_process_that_froze_its_start_up_objects_exits_quietly_after_using_the_model(assembled: Path) -> None:
+    """``sentient run`` freezes its start-up objects out of the collector; the model it then
+    loads must still be freed before the interpreter clears the modules its finalizer uses."""
+    script = f"""
+from pathlib import Path
+from sentient.engine.memory import freeze_startup_objects
+freeze_startup_objects()
+from sentient.agents.models.embedded import load_embedded_model
+model = load_embedded_model(Path({str(assembled)!r}), Path({str(assembled.parent)!r}))
+model.runtime.complete([{{"role": "user", "content": "Say hi"}}], None, max_tokens=2)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
 
 
 def test_one_embedded_model_is_shared_by_the_whole_process(tmp_path: Path) -> None:
