@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from cluster import CLI, Cluster, ran
 from fakes.redis_server import RedisServer
-from server_helpers import free_port, serve_env, wait_for
+from server_helpers import Recorder, free_port, serve_env, wait_for
 
 from sentient.store import ProjectStore
 
@@ -223,9 +223,13 @@ def test_with_two_web_processes_clients_of_both_get_the_same_updates_and_either_
         what="the review that holds the project to cancel",
     )
     built.wait_status(cancelled, "running")
-    # Held by its review, the run sends nothing until the cancel: both clients' snapshots hold the same state.
+    # Held by its review, the run sends nothing until the cancel. A diff sent before B's snapshot
+    # can still reach A after A's own: wait until neither client hears anything, then compare what
+    # the cancel sends them.
     _, cancelled_on_a = built.client(cancelled, on=web_a)
     _, cancelled_on_b = built.client(cancelled, on=web_b)
+    _wait_quiet(cancelled_on_a, cancelled_on_b)
+    seen_a, seen_b = len(cancelled_on_a.events), len(cancelled_on_b.events)
     asked = time.monotonic()
     cancel = built.api("POST", f"/api/projects/{cancelled}/cancel", on=web_b)
     assert cancel.status_code == 202, cancel.text
@@ -235,7 +239,7 @@ def test_with_two_web_processes_clients_of_both_get_the_same_updates_and_either_
     # The worker that runs it ends it and says so, in order with its diffs, to the clients of both.
     for seen in (cancelled_on_a, cancelled_on_b):
         wait_for(lambda s=seen: s.completed(cancelled), what="project_completed")  # type: ignore[misc]
-    assert cancelled_on_a.events[1:] == cancelled_on_b.events[1:]
+    assert cancelled_on_a.events[seen_a:] == cancelled_on_b.events[seen_b:]
     assert cancelled_on_b.completed(cancelled)["project"]["status"] == "cancelled"
 
     # Both clients got every update of the worker's run, in the same order, after their own snapshot.
@@ -246,3 +250,15 @@ def test_with_two_web_processes_clients_of_both_get_the_same_updates_and_either_
     assert len(on_b.of("node_update")) >= 2 and on_b.names()[-1] == "project_completed"
     stored = built.api("GET", f"/api/projects/{reviewed}/graph", on=web_b).json()["nodes"]
     assert {k: n["status"] for k, n in on_b.graph_view(reviewed).items()} == {k: n["status"] for k, n in stored.items()}
+
+
+def _wait_quiet(*recorders: Recorder, quiet_s: float = 1.0, timeout: float = 30) -> None:
+    """Wait until none of ``recorders`` has received an event for ``quiet_s`` seconds."""
+    counts, since = [len(r.events) for r in recorders], time.monotonic()
+    deadline = since + timeout
+    while time.monotonic() - since < quiet_s:
+        assert time.monotonic() < deadline, "the clients kept receiving events"
+        time.sleep(0.05)
+        now = [len(r.events) for r in recorders]
+        if now != counts:
+            counts, since = now, time.monotonic()
