@@ -211,7 +211,7 @@ class ReportPhases:
             )
         except AgentError as exc:
             root.warnings.append(f"the outline could not be written, the report has one section: {exc}")
-            return [Part(root.goal.strip().splitlines()[0], [root.goal.strip()])]
+            return [_whole_goal(root)]
         # A fan-out is what the goal asks: its items and the facts asked of each are the goal's
         # words (a small model otherwise copies the kinds its instructions name, or invents them).
         items = " ".join(outline.for_each.split())
@@ -222,7 +222,7 @@ class ReportPhases:
         for section in outline.sections[: size.sections]:
             find = [f.strip() for f in section.find[: size.searches] if f.strip()] or [section.title]
             parts.append(Part(" ".join(section.title.split()), find))
-        return parts or [Part(root.goal.strip().splitlines()[0], [root.goal.strip()])]
+        return parts or [_whole_goal(root)]
 
     async def _discover(self, node: TaskNode, part: Part) -> list[str]:
         """The items of a fan-out: a search for them, and the outliner's list of those the passages
@@ -419,6 +419,11 @@ def _section_plan(part: Part) -> list[SubTask]:
     searches = [SubTask(goal=f, task_type=TaskType.SEARCH) for f in finds]
     write = SubTask(goal=part.goal, task_type=TaskType.WRITE, depends_on_indices=list(range(len(searches))))
     return [*searches, write]
+
+
+def _whole_goal(root: TaskNode) -> Part:
+    """A report of one part that must find the whole goal (when no outline could be used)."""
+    return Part(root.goal.strip().splitlines()[0], [root.goal.strip()])
 
 
 def _grouped(facts: Sequence[str], groups: int) -> list[str]:

@@ -102,17 +102,16 @@ def executor_answer(request: FakeRequest, answer: str, *, sourced: bool = True) 
     markers are left to the code. Asked for the passages that state it (a report's question), it
     names those ``answer`` cites, or else the first it was shown (``sourced``). Otherwise the
     answer as written."""
+    if not (asks_for(request, "answers") or asks_for(request, "source")):
+        return ExecutionOutput(answer=answer)
+    unmarked = re.sub(r"\s*\[\d+\]", "", answer)
+    passages = listed_passages(request.prompt) if sourced else {}
     if asks_for(request, "answers"):
-        cited = [int(n) for n in re.findall(r"\[(\d+)\]", answer)]
-        if not cited and sourced:
-            cited = list(listed_passages(request.prompt))[:1]
-        return {"answers": [{"answer": re.sub(r"\s*\[\d+\]", "", answer), "sources": cited}]}
-    if asks_for(request, "source"):
-        passages = listed_passages(request.prompt) if sourced else {}
-        first = next(iter(passages), 0)
-        short = " ".join(passages[first].split()[:2]) if first else ""
-        return {"answer": re.sub(r"\s*\[\d+\]", "", answer), "short": short, "source": first}
-    return ExecutionOutput(answer=answer)
+        cited = [int(n) for n in re.findall(r"\[(\d+)\]", answer)] or list(passages)[:1]
+        return {"answers": [{"answer": unmarked, "sources": cited}]}
+    first = next(iter(passages), 0)
+    short = " ".join(passages[first].split()[:2]) if first else ""
+    return {"answer": unmarked, "short": short, "source": first}
 
 
 def _stopped(text: str, enough: Enough) -> str:
