@@ -88,7 +88,7 @@ class ProfileAgents(BaseModel):
     verifier: str = "verifier"
     outliner: str = "outliner"  # a report's outline, and the items of its "for each" parts
     section_writer: str = "section_writer"  # a report's section, from its searches
-    report_aggregator: str = "report_aggregator"  # a report's title, summary and transitions
+    report_aggregator: str = "report_aggregator"  # a report's title and summary
 
 
 class ProfileConfig(BaseModel):

@@ -253,7 +253,7 @@ class TaskPrompts:
         return self._render("support_each", question=question, answer=text)
 
     def assemble_task(self, goal: str, count: int) -> str:
-        """The report aggregator's task: the title, summary and transitions of ``count`` sections."""
+        """The report aggregator's task: the title and summary of ``count`` sections."""
         return self._render("assemble", goal=goal, count=count)
 
 

@@ -32,7 +32,7 @@ class Profile:
     verifier: AgentConfig
     outliner: AgentConfig  # reports: the outline, the items of a fan-out
     section_writer: AgentConfig  # reports: a section from its searches
-    report_aggregator: AgentConfig  # reports: the title, summary and transitions
+    report_aggregator: AgentConfig  # reports: the title and summary
     prompts: Prompts  # the task templates and lengths of agents.yaml
     models: dict[Role, str] = field(default_factory=dict)  # per-role model strings
     agents_file: Path | None = None  # the agents.yaml it was loaded from (names it in errors of MCP servers)

@@ -22,8 +22,9 @@ Every node's role follows from its place (a planned WRITE task under a report is
 resumed run reads the tree back as it was. A part's goal is its own small format, which the
 reviewer of a plan reads and edits: the title on the first line, ``{item} = <which items>`` for
 a fan-out, and one ``- <what to find>`` line per search. Parts are assembled without a model
-call; the root's aggregator writes only the title, a short summary and the transitions, and the
-sections follow as written.
+call; the root's aggregator writes only the title and a short summary, and the sections follow
+as written (a model asked for lead-in sentences repeated each section's first answer, or wrote
+facts no section holds).
 """
 
 from __future__ import annotations
@@ -340,7 +341,7 @@ class ReportPhases:
 
     async def aggregate(self, node: TaskNode) -> None:
         """PLAN_DONE -> AGGREGATING -> DONE: a part is its sections as written, under their
-        headings; the root adds its title, summary and transitions (one call)."""
+        headings; the root adds its title and summary (one call)."""
         children = self._graph.children(node.task_id)
         sources = SourceList()
         blocks = [(c, sources.adopt(c.result or "", c.sources)) for c in children if _written(c)]
@@ -354,13 +355,11 @@ class ReportPhases:
             return
         frame = await self._frame(node, blocks)
         parts = [f"# {frame.title}", strip_markers(frame.summary)] if frame is not None else []
-        for i, (child, text) in enumerate(blocks):
-            lead = frame.transitions[i].strip() if frame is not None and i < len(frame.transitions) else ""
-            parts.append(_block(child, f"{strip_markers(lead)}\n\n{text}" if lead else text))
+        parts += [_block(child, text) for child, text in blocks]
         self._p._finish(node, "\n\n".join(p for p in parts if p), sources.sources)
 
     async def _frame(self, root: TaskNode, blocks: Sequence[tuple[TaskNode, str]]) -> ReportFrame | None:
-        """The report aggregator's title, summary and transitions for the sections (None, noted,
+        """The report aggregator's title and summary for the sections (None, noted,
         if it fails: the sections stand alone)."""
         sections = [
             Section(f"Section {i}: {Part.parse(child.goal).title}", strip_markers(text))

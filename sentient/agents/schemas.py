@@ -172,9 +172,6 @@ class ReportFrame(BaseModel):
 
     title: str = Field(min_length=1, description="The report's title, one line.")
     summary: Answer = Field(description="A short, direct summary of what the sections found.")
-    transitions: list[str] = Field(
-        default_factory=list, description="One sentence that leads into each section, in the sections' order."
-    )
 
 
 class Supported(BaseModel):

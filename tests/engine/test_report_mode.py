@@ -1,8 +1,8 @@
 """Report mode: a goal that asks for a report gets an outline drafted from a quick search, a
 subtree per section (its searches, each answering one question from its own passages, then a
 writing step that joins the answers and has their citations verified), fan-out over the
-items a "for each" part discovers, and a root that writes only the title, summary and transitions
-around the sections, assembled in order."""
+items a "for each" part discovers, and a root that writes only the title and summary around the
+sections, assembled in order."""
 
 from __future__ import annotations
 
@@ -49,7 +49,6 @@ OUTLINE = Outline(
 FRAME = ReportFrame(
     title="Ferry booking outages",
     summary="The service failed twice; the duty engineer answers pages within ten minutes.",
-    transitions=["First, the outages.", "Then, how they are handled."],
 )
 
 
@@ -148,12 +147,12 @@ async def test_a_report_goal_is_outlined_researched_per_section_and_assembled_in
     assert not model.calls_for(role="executor", task_id=handling[2].task_id)
     section = handling[2].result or ""
     assert section.index("Answer to: Who is paged for an outage? [") < section.index("Answer to: How fast")
-    # The root writes only the title, summary and transitions; the sections follow as written.
+    # The root writes only the title and summary; the sections follow as written.
     (assembly,) = model.calls_for(role="aggregator")
     assert "Answer to: Who is paged for an outage?" in assembly.request.prompt
     text = root.result or ""
     assert text.startswith("# Ferry booking outages\n\nThe service failed twice")
-    assert text.index("## Outages\n\nFirst, the outages.") < text.index("## Handling\n\nThen, how they are handled.")
+    assert text.index("## Outages\n\nAnswer to: Which outages") < text.index("## Handling\n\nAnswer to: Who is paged")
     assert "Answer to: Which outages did the booking service have? [" in text
     assert "Answer to: How fast must a page be answered? [" in text
     report = result.report

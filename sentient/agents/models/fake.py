@@ -131,7 +131,7 @@ def default_response(request: FakeRequest) -> Output:
     if request.role == "planner" and asks_for(request, "items") and not asks_for(request, "subtasks"):
         return Items(items=["First item", "Second item"])
     if request.role == "aggregator" and asks_for(request, "summary"):
-        return ReportFrame(title=f"Report: {request.goal}", summary=f"Summary of {request.goal}", transitions=[])
+        return ReportFrame(title=f"Report: {request.goal}", summary=f"Summary of {request.goal}")
     if request.role in ("planner", "plan_modifier"):
         return PlanOutput(
             subtasks=[
