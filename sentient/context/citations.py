@@ -23,13 +23,20 @@ class SourceList:
             self.add(source)
 
     def add(self, source: Source) -> int:
-        """Add a source (or find it) and return its number. A verified copy replaces an unverified one."""
+        """Add a source (or find it) and return its number. Another passage of a document already
+        listed joins the passage kept, so the document's one number shows every passage cited from
+        it (a claim is never shown beside a passage of its document that does not hold it); a
+        verified copy makes it verified."""
         number = self._numbers.get(source.ref)
         if number is None:
             self._sources.append(source)
             number = self._numbers[source.ref] = len(self._sources)
-        elif source.verified and not self._sources[number - 1].verified:
-            self._sources[number - 1] = source
+            return number
+        kept = self._sources[number - 1]
+        snippet = _joined(kept.snippet, source.snippet)
+        if snippet != kept.snippet or (source.verified and not kept.verified):
+            update = {"snippet": snippet, "verified": kept.verified or source.verified}
+            self._sources[number - 1] = kept.model_copy(update=update)
         return number
 
     def adopt(self, text: str, local_sources: Sequence[Source]) -> str:
@@ -48,6 +55,15 @@ class SourceList:
 
     def __len__(self) -> int:
         return len(self._sources)
+
+
+def _joined(kept: str, other: str) -> str:
+    """Two passages of one document as one (either alone if it holds the other)."""
+    if other in kept:
+        return kept
+    if kept in other:
+        return other
+    return f"{kept} … {other}"
 
 
 def renumber(text: str, mapping: dict[int, int]) -> str:

@@ -19,6 +19,16 @@ def test_sources_are_numbered_from_one_and_deduplicated_by_ref() -> None:
     assert sources.sources[0].title == "A", "the first copy of a source is the one kept"
 
 
+def test_another_passage_of_a_listed_document_joins_its_passage() -> None:
+    first = Source(ref=A.ref, title="A", snippet="Alpha sails at 07:15.")
+    second = Source(ref=A.ref, title="A", snippet="Alpha's captain is Ines Moreau.", verified=True)
+    sources = SourceList([first])
+    assert sources.add(second) == 1 and sources.add(first) == 1
+    (kept,) = sources.sources
+    assert kept.snippet == "Alpha sails at 07:15. … Alpha's captain is Ines Moreau."
+    assert kept.verified and kept.title == "A"
+
+
 def test_adopt_renumbers_local_citations_into_the_shared_list() -> None:
     shared = SourceList([C])
     text = shared.adopt("Lists are mutable [1]; tuples are not [2].", [A, B])
