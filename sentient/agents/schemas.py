@@ -193,12 +193,18 @@ def supported_schema(count: int) -> type[Supported]:
 
 class CitedAnswer(BaseModel):
     """The answer to one part of a report section's question from the numbered passages shown,
-    and the passages that state it: none when they do not answer it (then it is left out)."""
+    its key words (``keys``), and the passages that state it: none when they do not answer it
+    (then it is left out). Only a passage that holds the answer or its key words stays cited
+    (sentient.context.grounding)."""
 
     model_config = ConfigDict(json_schema_extra=_every_field_required)
 
     answer: str = Field(
         description="The answer in words, without citation numbers; empty if the sources do not answer it."
+    )
+    keys: list[str] = Field(
+        default_factory=list,
+        description="The names, numbers, dates or terms the answer states, each exactly as the source writes it.",
     )
     sources: list[int] = Field(description="The numbers of the sources that state the answer; empty if none does.")
 

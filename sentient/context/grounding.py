@@ -7,7 +7,8 @@ This module owns both notions; the processor, the report and the eval use them a
   question it is cited for: it states what the answer says, not merely the words of the
   question. Shared words prove nothing; only a reading of the passage can (the pattern of
   Self-RAG's support token and CRAG's retrieval evaluator, with the run's own model as judge).
-  A direct answer's source must also hold the answer or its few key words (``wording.holds``):
+  A direct answer's source (and a report's answer's) must also hold the answer or its key words
+  (:func:`stating`):
   a 1.5B verifier accepts passages that only share the topic, and a passage that does not
   contain the answer cannot be shown to state it.
 - An answer is **confirmed** when it cites at least one verified source. An unconfirmed answer
@@ -30,7 +31,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, create_model
 
 from sentient.context.citations import cited_numbers, renumber
-from sentient.context.wording import holds, sentences
+from sentient.context.wording import holds
 from sentient.graph.node import Source
 
 # Said under every report's references, in the HTML and by the dashboard.
@@ -112,11 +113,21 @@ def judged(answer: str, sources: Sequence[Source], cited: Sequence[int], support
     return Grounded(f"{text} {''.join(f'[{n}]' for n in numbers)}", marked)
 
 
+def stating(answer: str, keys: Sequence[str], sources: Sequence[Source], cited: Sequence[int]) -> list[int]:
+    """The ``cited`` source numbers whose passage holds ``answer`` or one of its ``keys`` (the
+    names, numbers or terms it states): the only ones that can be shown to state it."""
+    text = strip_markers(answer)
+    return [
+        n
+        for n in cited
+        if 1 <= n <= len(sources) and holds(f"{sources[n - 1].title} {sources[n - 1].snippet}", text, *keys)
+    ]
+
+
 def accepted(answer: str, short: str, sources: Sequence[Source], cited: int) -> Grounded:
     """``answer`` whose ``cited`` source the verifier accepted: cited and verified if the passage
     holds the answer or its ``short`` words, else supported but citing nothing (noted)."""
-    source = sources[cited - 1]
-    if holds(f"{source.title} {source.snippet}", strip_markers(answer), short):
+    if stating(answer, [short], sources, [cited]):
         return judged(answer, sources, [cited], True)
     note = f"source {cited} was accepted by the verifier but does not contain the answer ({short!r}): not cited"
     return Grounded(strip_markers(answer), list(sources), [note], supported=True)
@@ -135,17 +146,6 @@ def rejudged(answer: Grounded, supports: bool) -> Grounded:
     return Grounded(
         answer.text, sources, [*answer.notes, "the verifier found that the cited passages do not support the answer"]
     )
-
-
-def citing_sentences(text: str, count: int) -> dict[int, str]:
-    """For each source number (1..``count``) that ``text`` cites, the sentences that cite it,
-    without markers: what the verifier reads that source against (a section of a report)."""
-    cited: dict[int, list[str]] = {}
-    for sentence in sentences(text):
-        for n in cited_numbers(sentence):
-            if 1 <= n <= count:
-                cited.setdefault(n, []).append(strip_markers(sentence))
-    return {n: " ".join(lines) for n, lines in cited.items()}
 
 
 def judged_each(text: str, sources: Sequence[Source], supports: Mapping[int, bool]) -> Grounded:

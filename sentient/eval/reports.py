@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,7 +39,8 @@ from sentient.agents.models.factory import ModelFactory
 from sentient.agents.models.gates import ProviderGates
 from sentient.api import ProfiledSentientAgent, open_docs_index
 from sentient.context import wording
-from sentient.context.grounding import citing_sentences
+from sentient.context.citations import cited_numbers
+from sentient.context.grounding import strip_markers
 from sentient.eval.chat import chat
 from sentient.eval.dataset import SPLITS, Split
 from sentient.eval.grading import answer_body, citation_markers, contains_answer
@@ -443,10 +445,10 @@ class _ReportJudge:
         self._agent = profile.aggregator_for(True)  # any agent: --judge names the model for all
 
     async def citations(self, goal: ReportGoal, outcome: Outcome) -> tuple[int, int] | None:
-        if self._factory is None or outcome.error is not None:
+        if self._factory is None or not outcome.answer:  # a report with a failed part is judged too
             return None
         handle = self._factory.for_agent(self._agent)
-        cited = citing_sentences(answer_body(outcome.answer), len(outcome.cited))
+        cited = _citing(answer_body(outcome.answer), len(outcome.cited))
         supported = 0
         for n, sentences in cited.items():
             source = outcome.cited[n - 1]
@@ -463,7 +465,7 @@ class _ReportJudge:
     async def current(self, goal: ReportGoal, record: ReportRecord) -> list[str] | None:
         """The distractors ``record``'s report gives as what holds now, not as history; None
         without a judge. One the judge gives no verdict on counts as current."""
-        if self._factory is None or record.error is not None:
+        if self._factory is None or not record.report:
             return None
         handle = self._factory.for_agent(self._agent)
         body = wording.sentences(answer_body(record.report))
@@ -483,6 +485,35 @@ class _ReportJudge:
     def close(self) -> None:
         if self._factory is not None:
             self._factory.close()
+
+
+_LEADING_MARKERS = re.compile(r"^(?:\[\d+\]\s*)+")
+
+
+def _citing(report: str, count: int) -> dict[int, str]:
+    """For each source number (1..``count``) that ``report`` cites, the sentences that cite it,
+    without markers, each after the heading it stands under: what the judge reads that source
+    against ("IR-7: SEV-2"; a sentence under an item's heading is about that item)."""
+    said: list[tuple[str, list[int]]] = []  # each sentence, and the numbers that cite it
+    heading = ""
+    for line in report.splitlines():
+        if line.startswith("#"):
+            heading = line.lstrip("#").strip()
+            continue
+        for sentence in wording.sentences(line):
+            lead = _LEADING_MARKERS.match(sentence)
+            if lead and said:  # "… pays €95. [3] Next …": [3] cites the sentence before it
+                said[-1][1].extend(cited_numbers(lead.group()))
+                sentence = sentence[lead.end() :]
+            if strip_markers(sentence):
+                said.append((f"{heading}: {strip_markers(sentence)}" if heading else strip_markers(sentence), []))
+                said[-1][1].extend(cited_numbers(sentence))
+    cited: dict[int, list[str]] = {}
+    for sentence, numbers in said:
+        for n in dict.fromkeys(numbers):
+            if 1 <= n <= count:
+                cited.setdefault(n, []).append(sentence)
+    return {n: " ".join(lines) for n, lines in cited.items()}
 
 
 def _passages_prompt(goal: str, sources: list[Source]) -> str:

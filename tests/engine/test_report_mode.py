@@ -89,10 +89,11 @@ def atomizer(is_report: bool = True):
     return answer
 
 
-def section_writer(request: FakeRequest) -> Any:
-    """Answers a section's question, citing every passage it was shown."""
-    numbers = listed_sources(request.prompt)
-    return executor_answer(request, f"Answer to: {request.goal}" + "".join(f" [{n}]" for n in numbers))
+def section_writer(request: FakeRequest, key: str = "outage") -> Any:
+    """Answers a section's question, naming every passage it was shown as stating the answer, whose
+    key word is ``key`` (every passage of ``docs`` mentions an outage)."""
+    answer = {"answer": f"Answer to: {request.goal}", "keys": [key], "sources": listed_sources(request.prompt)}
+    return {"answers": [answer]}
 
 
 def outliner(outline: Outline = OUTLINE, items: tuple[str, ...] = ()):
@@ -332,6 +333,30 @@ async def test_a_citation_the_verifier_rejects_is_not_verified_and_not_shown(set
     assert report is not None
     assert [r.ref.rsplit("/", 1)[-1] for r in report.references] == ["paging.md"]
     assert all(r.verified for r in report.references)
+
+
+async def test_only_passages_that_hold_an_answers_words_stay_cited(settings, docs) -> None:
+    outline = Outline(sections=[OutlineSection(title="Paging", find=["Who is paged for an outage?"])])
+    model = model_for(planner=outliner(outline), executor=lambda request: section_writer(request, "duty engineer"))
+    result = await agent(settings, docs, model).arun(GOAL, write_files=False)
+
+    search = result.graph.get("root.0.0")  # the section's one search
+    assert len(search.sources) > 1  # shown several passages, it named them all
+    (verifier,) = model.calls_for(role="verifier")  # only the one holding "duty engineer" is read
+    assert len(listed_sources(verifier.request.prompt)) == 1
+    report = result.report
+    assert report is not None
+    assert [r.ref.rsplit("/", 1)[-1] for r in report.references] == ["paging.md"]
+
+
+async def test_an_answer_no_passage_holds_is_left_out(settings, docs) -> None:
+    outline = Outline(sections=[OutlineSection(title="Paging", find=["Who is paged for an outage?"])])
+    model = model_for(planner=outliner(outline), executor=lambda request: section_writer(request, "the night nurse"))
+    result = await agent(settings, docs, model, failure_policy="continue").arun(GOAL, write_files=False)
+
+    search = result.graph.get("root.0.0")  # the section's one search
+    assert search.result == "" and "no passage found answers the question" in search.warnings
+    assert not model.calls_for(role="verifier")
 
 
 async def test_a_section_that_fails_is_left_out_and_listed_as_not_covered(settings, docs) -> None:

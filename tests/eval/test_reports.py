@@ -114,15 +114,21 @@ async def test_report_mode_with_the_judge_reads_each_cited_passage(
         numbers = listed_sources(request.prompt)
         blocks = request.prompt.split("## Sources you may cite as [n]")[-1].split("\n[")
         said = [
-            f"{fact} [{n}]."
+            {"answer": f"{fact}.", "keys": [key], "sources": [n]}
             for n, block in zip(numbers, blocks[1:] or blocks, strict=False)
             for key, fact in facts.items()
             if key in block
         ]
-        return executor_answer(request, " ".join(said) or "Nothing.", sourced=False)
+        return {"answers": said or [{"answer": "Nothing.", "keys": [], "sources": []}]}
 
     def judge(request: FakeRequest) -> str:
-        return "A" if "Ferry Alpha" in request.prompt.split("Passage")[-1] else "B"
+        # Each citing sentence is read under its section's heading (the fake outline's parts), and
+        # a marker after a sentence's full stop cites that sentence, not the next one.
+        answer = request.prompt.split("Answer: ")[1].split("\nPassage")[0]
+        assert answer.startswith("Part 1 of Write an overview of the ferries: ")
+        alpha = "Ferry Alpha" in request.prompt.split("Passage")[-1]
+        assert ("07:15" in answer) is alpha and ("09:40" in answer) is not alpha
+        return "A" if alpha else "B"
 
     model = ScriptedModel(script={"executor": section_writer, "rag-report": rag_writer})
     options = ReportEvalOptions(
@@ -139,6 +145,25 @@ async def test_report_mode_with_the_judge_reads_each_cited_passage(
     assert record["supported_citations"] == 1  # only Alpha's passage was judged to support what cites it
     (row,) = result.summary.systems
     assert row.citation_precision == 0.5 and row.recall == 75.0
+
+
+async def test_a_report_with_a_failed_section_is_judged_too(dataset: Path, settings: Settings, tmp_path: Path) -> None:
+    def section_writer(request: FakeRequest) -> Any:
+        if "Section of the report: Part 2" in request.prompt:
+            return RuntimeError("the model crashed")
+        return {"answers": [{"answer": "Ferry Alpha sails at 07:15.", "keys": ["07:15"], "sources": [1]}]}
+
+    model = ScriptedModel(script={"executor": section_writer, "rag-report": rag_writer})
+    options = ReportEvalOptions(
+        dataset, systems=("profile:general_agent",), out=tmp_path / "eval", judge="scripted", report_length="short"
+    )
+    result = await run_report_eval(
+        options, settings, model=model, judge_model=ScriptedModel(script={"citation-judge": "A"})
+    )
+
+    record = records(result.run_dir, "profile-general_agent")["ferries"]
+    assert record["error"] and record["sections"] == 1  # Part 2 failed; Part 1 was written
+    assert record["judged_citations"] == record["supported_citations"] == 1
 
 
 @pytest.mark.parametrize(

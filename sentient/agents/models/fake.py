@@ -100,7 +100,8 @@ def executor_answer(request: FakeRequest, answer: str, *, sourced: bool = True) 
     names the first one it was shown as the one that states it (``sourced``), and copies that
     passage's first words as the answer's few words; else it names 0 (its own knowledge). Its [n]
     markers are left to the code. Asked for the passages that state it (a report's question), it
-    names those ``answer`` cites, or else the first it was shown (``sourced``). Otherwise the
+    names those ``answer`` cites, or else the first it was shown (``sourced``), with the first
+    words of the first it names as its key words. Otherwise the
     answer as written."""
     if not (asks_for(request, "answers") or asks_for(request, "source")):
         return ExecutionOutput(answer=answer)
@@ -108,10 +109,14 @@ def executor_answer(request: FakeRequest, answer: str, *, sourced: bool = True) 
     passages = listed_passages(request.prompt) if sourced else {}
     if asks_for(request, "answers"):
         cited = [int(n) for n in re.findall(r"\[(\d+)\]", answer)] or list(passages)[:1]
-        return {"answers": [{"answer": unmarked, "sources": cited}]}
+        return {"answers": [{"answer": unmarked, "keys": [_first_words(passages, cited)], "sources": cited}]}
     first = next(iter(passages), 0)
-    short = " ".join(passages[first].split()[:2]) if first else ""
-    return {"answer": unmarked, "short": short, "source": first}
+    return {"answer": unmarked, "short": _first_words(passages, [first]), "source": first}
+
+
+def _first_words(passages: dict[int, str], cited: list[int]) -> str:
+    """The first two words of the first ``cited`` passage shown ("" when none was)."""
+    return " ".join(passages[cited[0]].split()[:2]) if cited and cited[0] in passages else ""
 
 
 def _stopped(text: str, enough: Enough) -> str:
