@@ -49,7 +49,7 @@ from sentient.agents.schemas import (
 )
 from sentient.context.builder import AgentContext, Section
 from sentient.context.citations import SourceList, cited_numbers, renumber
-from sentient.context.grounding import judged_each, stating, strip_markers
+from sentient.context.grounding import cite, judged_each, stating, strip_markers
 from sentient.context.wording import holds, normalize
 from sentient.events import PlanProposed
 from sentient.exceptions import AgentError
@@ -299,7 +299,7 @@ class ReportPhases:
             text = strip_markers(answer.answer)
             cited = stating(text, answer.keys, found, list(dict.fromkeys(answer.sources)))
             if cited and text:  # an answer no passage can be shown to state is left out
-                said.append(f"{text} {''.join(f'[{n}]' for n in cited)}")
+                said.append(cite(text, cited))
         if not said:
             node.warnings.append("no passage found answers the question")
         self._p._finish(node, " ".join(said), found)

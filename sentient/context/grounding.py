@@ -110,7 +110,12 @@ def judged(answer: str, sources: Sequence[Source], cited: Sequence[int], support
     if not supports or not numbers:
         note = f"the verifier found that source(s) {numbers} do not support the answer" if numbers else ""
         return Grounded(text, marked, [note] if note else [])
-    return Grounded(f"{text} {''.join(f'[{n}]' for n in numbers)}", marked)
+    return Grounded(cite(text, numbers), marked)
+
+
+def cite(text: str, numbers: Sequence[int]) -> str:
+    """``text`` (no markers of its own) followed by the markers of ``numbers``."""
+    return f"{text} {''.join(f'[{n}]' for n in numbers)}"
 
 
 def stating(answer: str, keys: Sequence[str], sources: Sequence[Source], cited: Sequence[int]) -> list[int]:

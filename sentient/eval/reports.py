@@ -505,9 +505,8 @@ def _citing(report: str, count: int) -> dict[int, str]:
             if lead and said:  # "… pays €95. [3] Next …": [3] cites the sentence before it
                 said[-1][1].extend(cited_numbers(lead.group()))
                 sentence = sentence[lead.end() :]
-            if strip_markers(sentence):
-                said.append((f"{heading}: {strip_markers(sentence)}" if heading else strip_markers(sentence), []))
-                said[-1][1].extend(cited_numbers(sentence))
+            if body := strip_markers(sentence):
+                said.append((f"{heading}: {body}" if heading else body, list(cited_numbers(sentence))))
     cited: dict[int, list[str]] = {}
     for sentence, numbers in said:
         for n in dict.fromkeys(numbers):
