@@ -243,7 +243,7 @@ class ReportPhases:
         except AgentError as exc:
             node.warnings.append(f"the items could not be listed, the part is one section: {exc}")
             return []
-        named = [item for item in listed.items if any(holds(f"{s.title}\n{s.snippet}", item) for s in found)]
+        named = [item for item in listed.items if any(_names(s, item) for s in found)]
         return _distinct(named, max_items)
 
     async def _adopt(self, node: TaskNode, subtasks: list[SubTask], node_type: NodeType) -> None:
@@ -306,7 +306,8 @@ class ReportPhases:
 
     async def _write(self, node: TaskNode) -> None:
         """The section: its searches' answers in order (no model call), each citation then read
-        by the verifier against the sentences that cite it (:meth:`_supported`)."""
+        by the verifier against the sentences that cite it (:meth:`_supported`). In one item's
+        section, a passage that does not name the item is not cited."""
         sources = SourceList()
         answers = [
             sources.adopt(dep.result, dep.sources) for dep in self._graph.dependencies(node.task_id) if dep.result
@@ -315,9 +316,21 @@ class ReportPhases:
             self._p.fail(node, "none of its questions was answered from the passages found")
             return
         text = "\n\n".join(answers)
-        grounded = judged_each(text, sources.sources, await self._supported(node, text, sources.sources))
+        supported = await self._supported(node, text, sources.sources)
+        if item := self._item(node):  # another item's passage does not state this item's facts
+            supported = {n: ok and _names(sources.sources[n - 1], item) for n, ok in supported.items()}
+        grounded = judged_each(text, sources.sources, supported)
         node.warnings.extend(grounded.notes)
         self._p._finish(node, grounded.text, grounded.sources)
+
+    def _item(self, write: TaskNode) -> str:
+        """The item whose section ``write`` writes, if its section is one item's of a fan-out
+        (the section's title is the item); else ''."""
+        section = self._graph.parent(write.task_id)
+        fanout = self._graph.parent(section.task_id) if section is not None else None
+        if section is None or fanout is None or not Part.parse(fanout.goal).items:
+            return ""
+        return Part.parse(section.goal).title
 
     async def _supported(self, node: TaskNode, text: str, sources: Sequence[Source]) -> dict[int, bool]:
         """Which of the sources ``text`` cites the verifier finds state what cites them, read in
@@ -394,6 +407,11 @@ def _brief(found: Sequence[Source]) -> list[Source]:
             snippet = snippet[: cut if cut > 0 else BRIEF_CHARS] + " …"
         brief.append(source.model_copy(update={"snippet": snippet}))
     return brief
+
+
+def _names(source: Source, item: str) -> bool:
+    """Whether ``source``'s passage (or its title) names ``item``."""
+    return holds(f"{source.title}\n{source.snippet}", item)
 
 
 def _planned_write(node: TaskNode) -> bool:

@@ -164,7 +164,7 @@ def judged_each(text: str, sources: Sequence[Source], supports: Mapping[int, boo
     ]
     kept = {n: n for n in range(1, len(sources) + 1) if supports.get(n, True)}
     refused = sorted(n for n, ok in supports.items() if not ok)
-    note = [f"the verifier found that source(s) {refused} do not support what cites them"] if refused else []
+    note = [f"source(s) {refused} were not found to support what cites them"] if refused else []
     return Grounded(renumber(text, kept), marked, note)
 
 

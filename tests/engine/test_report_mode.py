@@ -232,6 +232,24 @@ async def test_a_goal_asking_the_same_of_each_item_fans_out_over_the_items_found
     assert "east quay" not in text.split("### island pier")[0]
 
 
+async def test_an_items_facts_are_cited_only_to_passages_that_name_the_item(settings, docs) -> None:
+    fan_out = Outline(for_each="outage", each=["what failed"])
+    model = model_for(planner=outliner(fan_out, ("harbour gate", "island pier")))
+    result = await agent(settings, docs, model).arun(FAN_OUT_GOAL, write_files=False)
+
+    assert result.status == "completed"
+    for section in result.graph.children("root.0"):
+        search, write = result.graph.children(section.task_id)
+        assert len(search.sources) > 1  # the writer named every passage it was shown: each mentions an outage
+        # The verifier accepted them all, but only the item's own report names the item.
+        assert [s.ref.rsplit("/", 1)[-1] for s in write.sources if s.verified] == [
+            f"outage_{section.goal.split()[0]}.md"
+        ]
+    report = result.report
+    assert report is not None
+    assert [r.ref.rsplit("/", 1)[-1] for r in report.references] == ["outage_harbour.md", "outage_island.md"]
+
+
 async def test_items_the_goal_does_not_name_are_not_fanned_out_over(settings, docs) -> None:
     # The kinds the outliner's instructions give as examples, copied: the goal asks for no such items.
     copied = Outline(
