@@ -410,8 +410,11 @@ def _brief(found: Sequence[Source]) -> list[Source]:
 
 
 def _names(source: Source, item: str) -> bool:
-    """Whether ``source``'s passage (or its title) names ``item``."""
-    return holds(f"{source.title}\n{source.snippet}", item)
+    """Whether ``source``'s passage or its headings name ``item`` (its file name, which begins
+    its title, names nothing: "system_lockbox.md" is a file, not an item)."""
+    file = source.ref.rsplit("/", 1)[-1]
+    headings = source.title.removeprefix(file).removeprefix(" - ")
+    return holds(f"{headings}\n{source.snippet}", item)
 
 
 def _planned_write(node: TaskNode) -> bool:

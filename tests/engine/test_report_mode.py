@@ -205,7 +205,8 @@ async def test_a_goal_asking_the_same_of_each_item_fans_out_over_the_items_found
         each=["what failed", "when", "the cause", "who was blamed"],  # the last is not asked by the goal
         sections=[OutlineSection(title="Paging", find=["Who is paged?"])],
     )
-    items = ("sea serpent", "harbour gate", "island pier", "east quay")  # no passage names the first
+    # No passage names the first two: the second is a file's name ("outage_quay.md"), shown with its passage.
+    items = ("sea serpent", "Outage_quay", "harbour gate", "island pier", "east quay")
     model = model_for(planner=outliner(fan_out, items))
     result = await agent(settings, docs, model, max_items=2).arun(FAN_OUT_GOAL, write_files=False)
 
