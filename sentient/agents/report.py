@@ -229,7 +229,9 @@ class ReportPhases:
         """The items of a fan-out: a search for them, and the outliner's list of those the passages
         name (at most ``max_items``, each once; a name no passage holds is dropped)."""
         max_items = self._p._settings.max_items
-        found = await self._search(node, f"{part.items}\n{part.title}", max(max_items, RETRIEVED_SOURCES))
+        # What is asked of each item too: a table that lists the items has those facts as columns.
+        query = "\n".join(dict.fromkeys([part.items, part.title, *part.find]))
+        found = await self._search(node, query, max(max_items, RETRIEVED_SOURCES))
         if not found:
             node.warnings.append(f"no passage names the items ({part.items}): the part is one section")
             return []

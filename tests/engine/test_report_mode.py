@@ -251,6 +251,29 @@ async def test_an_items_facts_are_cited_only_to_passages_that_name_the_item(sett
     assert [r.ref.rsplit("/", 1)[-1] for r in report.references] == ["outage_harbour.md", "outage_island.md"]
 
 
+async def test_items_are_looked_for_with_what_is_asked_of_each(settings, tmp_path: Path) -> None:
+    # The table listing the routes says "route" once; six news items say it often. What is asked
+    # of each route (its crossing time and fare) are the table's columns.
+    for n in range(6):
+        (tmp_path / f"news_{n}.md").write_text(
+            f"# Harbour news {n}\n\nThe route past the harbour was busy; a new route is planned and the old route stays.\n"
+        )
+    (tmp_path / "timetable.md").write_text(
+        "# Timetable\n\n| Route | Crossing time | Fare |\n|---|---|---|\n| Gull Rock | 40 minutes | 8 euros |\n"
+        "| Seal Point | 25 minutes | 6 euros |\n"
+    )
+    outline = Outline(for_each="route", each=["crossing time", "fare"])
+    model = model_for(
+        planner=outliner(outline, ("Gull Rock", "Seal Point")),
+        executor=lambda request: section_writer(request, "euros"),
+    )
+    goal = "Write a briefing on the ferry routes: for each route, its crossing time and fare"
+    result = await agent(settings, DocsIndex.from_folder(tmp_path), model, max_items=2).arun(goal, write_files=False)
+
+    (part,) = result.graph.children("root")
+    assert [s.goal.splitlines()[0] for s in result.graph.children(part.task_id)] == ["Gull Rock", "Seal Point"]
+
+
 async def test_items_the_goal_does_not_name_are_not_fanned_out_over(settings, docs) -> None:
     # The kinds the outliner's instructions give as examples, copied: the goal asks for no such items.
     copied = Outline(
