@@ -320,7 +320,7 @@ class ReportPhases:
         text = "\n\n".join(answers)
         supported = await self._supported(node, text, sources.sources)
         if item := self._item(node):  # another item's passage does not state this item's facts
-            supported = {n: ok and _names(sources.sources[n - 1], item) for n, ok in supported.items()}
+            supported |= {n: False for n in cited_numbers(text) if not _names(sources.sources[n - 1], item)}
         grounded = judged_each(text, sources.sources, supported)
         node.warnings.extend(grounded.notes)
         self._p._finish(node, grounded.text, grounded.sources)

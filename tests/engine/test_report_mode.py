@@ -233,19 +233,20 @@ async def test_a_goal_asking_the_same_of_each_item_fans_out_over_the_items_found
     assert "east quay" not in text.split("### island pier")[0]
 
 
-async def test_an_items_facts_are_cited_only_to_passages_that_name_the_item(settings, docs) -> None:
+@pytest.mark.parametrize("verifier_fails", [False, True])
+async def test_an_items_facts_are_cited_only_to_passages_that_name_the_item(settings, docs, verifier_fails) -> None:
     fan_out = Outline(for_each="outage", each=["what failed"])
-    model = model_for(planner=outliner(fan_out, ("harbour gate", "island pier")))
+    verifier = (lambda request: RuntimeError("the model crashed")) if verifier_fails else default_response
+    model = model_for(planner=outliner(fan_out, ("harbour gate", "island pier")), verifier=verifier)
     result = await agent(settings, docs, model).arun(FAN_OUT_GOAL, write_files=False)
 
     assert result.status == "completed"
     for section in result.graph.children("root.0"):
         search, write = result.graph.children(section.task_id)
         assert len(search.sources) > 1  # the writer named every passage it was shown: each mentions an outage
-        # The verifier accepted them all, but only the item's own report names the item.
-        assert [s.ref.rsplit("/", 1)[-1] for s in write.sources if s.verified] == [
-            f"outage_{section.goal.split()[0]}.md"
-        ]
+        # Whatever the verifier found, only the item's own report names the item.
+        own = f"outage_{section.goal.split()[0]}.md"
+        assert [s.ref.rsplit("/", 1)[-1] for s in write.sources if s.verified] == ([] if verifier_fails else [own])
     report = result.report
     assert report is not None
     assert [r.ref.rsplit("/", 1)[-1] for r in report.references] == ["outage_harbour.md", "outage_island.md"]
