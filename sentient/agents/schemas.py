@@ -114,7 +114,7 @@ _FOR_EACH = (
     "items, in the goal's words. Empty otherwise."
 )
 _EACH = "The facts the goal asks for about each of those items, one short phrase each. Empty without items."
-_SECTIONS = "The sections for the rest of what the goal asks, in order (none when the items cover it all)."
+_SECTIONS = "The report's sections in order: for what the goal asks beyond those items, or for all of it."
 
 
 class Outline(BaseModel):
@@ -132,8 +132,9 @@ MAX_FACTS_EACH = 12  # facts asked about each item of a fan-out, at most
 
 
 def outline_schema(sections: int, searches: int) -> type[Outline]:
-    """``Outline`` of at most ``sections`` sections that each find at most ``searches`` things (a
-    model decoded under a grammar cannot write more)."""
+    """``Outline`` of one to ``sections`` sections that each find at most ``searches`` things (a
+    model decoded under a grammar cannot write more, nor an outline of nothing: a fan-out's
+    sections are not used, but a goal that is not one is written as one search without them)."""
     section = create_model(
         "OutlineSection",
         __base__=OutlineSection,
@@ -146,7 +147,7 @@ def outline_schema(sections: int, searches: int) -> type[Outline]:
         "Outline",
         __base__=Outline,
         each=(list[str], Field(max_length=MAX_FACTS_EACH, description=_EACH)),
-        sections=(list[section], Field(max_length=sections, description=_SECTIONS)),
+        sections=(list[section], Field(min_length=1, max_length=sections, description=_SECTIONS)),
     )
 
 

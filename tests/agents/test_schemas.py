@@ -9,8 +9,10 @@ from sentient.agents.schemas import (
     AggregationOutput,
     CitedAnswers,
     ExecutionOutput,
+    Outline,
     SourcedAnswer,
     cited_schema,
+    outline_schema,
     sourced_schema,
 )
 
@@ -45,3 +47,13 @@ def test_a_report_question_gets_one_answer_per_part_each_naming_only_passages_sh
         schema.model_validate({"answers": [one]})
     with pytest.raises(ValidationError):
         schema.model_validate({"answers": [one, {"answer": "In 2016.", "sources": [4]}]})
+
+
+def test_an_outline_under_a_grammar_has_one_to_the_sizes_sections_each_finding_at_most_its_searches() -> None:
+    schema = outline_schema(sections=2, searches=1)
+    section = {"title": "Sites", "find": ["Where are the depots?"]}
+    assert isinstance(schema.model_validate({"for_each": "", "each": [], "sections": [section]}), Outline)
+    # A fan-out's outline has sections too (they are not used): an outline of nothing is not one.
+    for sections in ([], [section] * 3, [{"title": "Sites", "find": ["Where?", "Since when?"]}]):
+        with pytest.raises(ValidationError):
+            schema.model_validate({"for_each": "depot", "each": ["where"], "sections": sections})
