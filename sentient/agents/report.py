@@ -56,6 +56,7 @@ from sentient.exceptions import AgentError
 from sentient.graph.node import NodeType, Source, TaskNode, TaskType
 from sentient.graph.plan import PlanOutput, SubTask
 from sentient.graph.status import TaskStatus
+from sentient.tools.docs_search import title_headings
 
 if TYPE_CHECKING:
     from sentient.agents.processor import AgentProcessor
@@ -414,9 +415,7 @@ def _brief(found: Sequence[Source]) -> list[Source]:
 def _names(source: Source, item: str) -> bool:
     """Whether ``source``'s passage or its headings name ``item`` (its file name, which begins
     its title, names nothing: "system_lockbox.md" is a file, not an item)."""
-    file = source.ref.rsplit("/", 1)[-1]
-    headings = source.title.removeprefix(file).removeprefix(" - ")
-    return holds(f"{headings}\n{source.snippet}", item)
+    return holds(f"{title_headings(source.ref, source.title)}\n{source.snippet}", item)
 
 
 def _planned_write(node: TaskNode) -> bool:

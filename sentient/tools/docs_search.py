@@ -457,9 +457,17 @@ def _shown_title(source: str, title: str, document: str | None) -> str:
     headings ("policy.md - Key policy (current) / Expiry"). Only shown, never indexed."""
     if not document or document in title:
         return title
-    name = Path(source).name  # titles are "<file name>" or "<file name> - <headings>" (from_folder)
-    headings = title.removeprefix(f"{name} - ") if title != name else ""
+    name = Path(source).name
+    headings = title_headings(source, title)
     return f"{name} - {document} / {headings}" if headings else f"{name} - {document}"
+
+
+def title_headings(source: str, title: str) -> str:
+    """A passage's title without the file name it begins with: its headings ("" for none).
+    Titles are "<file name>" or "<file name> - <headings>" (from_folder); a title of any other
+    form is all headings."""
+    name = Path(source).name
+    return "" if title == name else title.removeprefix(f"{name} - ")
 
 
 def _query_tokens(query: str) -> list[str]:
