@@ -7,8 +7,9 @@ from collections.abc import Iterable, Sequence
 
 from sentient.graph.node import Source
 
-_CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
-_SPACED_CITATION = re.compile(r"([ \t]*)\[(\d+(?:\s*,\s*\d+)*)\]")
+# A citation marker: "[2]", "[1, 3]" (the number list is group 1).
+CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+_SPACED_CITATION = re.compile(rf"([ \t]*){CITATION.pattern}")
 # Code (fenced blocks, inline spans) is left alone: ``xs[0]`` is an index, not a citation.
 _CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.DOTALL)
 
@@ -68,7 +69,7 @@ def _joined(kept: str, other: str) -> str:
 
 def renumber(text: str, mapping: dict[int, int]) -> str:
     """Replace every citation number by ``mapping[n]``; drop numbers that have no mapping."""
-    if _CITATION.search(text) is None:  # no marker, as in most texts renumbered: 10x cheaper than the sub
+    if CITATION.search(text) is None:  # no marker, as in most texts renumbered: 10x cheaper than the sub
         return text
 
     def replace(match: re.Match[str]) -> str:
@@ -86,7 +87,7 @@ def cited_numbers(text: str) -> list[int]:
     for part, is_code in _split_code(text):
         if is_code:
             continue
-        for match in _CITATION.finditer(part):
+        for match in CITATION.finditer(part):
             for n in match.group(1).split(","):
                 seen.setdefault(int(n), None)
     return list(seen)

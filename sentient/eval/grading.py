@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from sentient.context.citations import CITATION
 from sentient.context.wording import holds, normalize
 
 _REFERENCES = re.compile(
@@ -48,7 +49,6 @@ _DECLINES = re.compile(
     r"|not enough information|unable to (find|answer|determine)|cannot be determined)\b"
 )
 _CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.DOTALL)
-_CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 
 
 def looks_not_attempted(answer: str) -> bool:
@@ -67,4 +67,4 @@ def citation_markers(text: str) -> list[int]:
     Code spans are skipped (``xs[0]`` is an index, not a citation); cut References off first.
     """
     prose = _CODE.sub(" ", text)
-    return [int(n) for match in _CITATION.finditer(prose) for n in match.group(1).split(",")]
+    return [int(n) for match in CITATION.finditer(prose) for n in match.group(1).split(",")]

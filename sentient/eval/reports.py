@@ -39,7 +39,7 @@ from sentient.agents.models.factory import ModelFactory
 from sentient.agents.models.gates import ProviderGates
 from sentient.api import ProfiledSentientAgent, open_docs_index
 from sentient.context import wording
-from sentient.context.citations import cited_numbers
+from sentient.context.citations import CITATION, cited_numbers
 from sentient.context.grounding import strip_markers
 from sentient.eval.chat import chat
 from sentient.eval.dataset import SPLITS, Split
@@ -487,7 +487,7 @@ class _ReportJudge:
             self._factory.close()
 
 
-_LEADING_MARKERS = re.compile(r"^(?:\[\d+\]\s*)+")
+_LEADING_MARKERS = re.compile(rf"^(?:{CITATION.pattern}\s*)+")
 
 
 def _citing(report: str, count: int) -> dict[int, str]:

@@ -24,6 +24,7 @@ from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
+from sentient.context.citations import CITATION
 from sentient.context.grounding import VERIFIED_MEANS
 from sentient.report.markdown import Block, report_blocks
 from sentient.report.model import Consulted, Reference, Report
@@ -39,7 +40,6 @@ _ATTRIBUTES = {"a": {"href", "title"}, "ol": {"start"}, "li": {"id"}, "th": {"st
 _URL_SCHEMES = frozenset({"http", "https", "mailto"})
 _LINK_PREFIXES = ("http://", "https://", "mailto:", "#")
 _WEB_PREFIXES = ("http://", "https://")
-_CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")  # "[2]", "[1, 3]"
 _REFERENCE_ID = re.compile(r"(?:[\w.]+-)?ref-\d+")  # the only ids a page has: its references'
 
 _CSS = """
@@ -119,7 +119,7 @@ def _link_citations(state: StateCore) -> None:
 def _cited_tokens(text: str, scope: str, numbers: frozenset[int]) -> list[Token]:
     tokens: list[Token] = []
     last = 0
-    for match in _CITATION.finditer(text):
+    for match in CITATION.finditer(text):
         cited = [int(n) for n in match[1].split(",")]
         if not all(n in numbers for n in cited):
             continue

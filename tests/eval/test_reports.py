@@ -14,7 +14,7 @@ import pytest
 
 from sentient.agents.models.fake import FakeRequest, ScriptedModel, executor_answer, listed_sources
 from sentient.agents.schemas import AggregationOutput
-from sentient.eval.reports import ReportEvalOptions, load_report_goals, run_report_eval
+from sentient.eval.reports import ReportEvalOptions, _citing, load_report_goals, run_report_eval
 from sentient.exceptions import EvalError
 from sentient.settings import Settings
 
@@ -247,3 +247,10 @@ def test_sentient_eval_on_report_goals_prints_the_report_table(dataset: Path, tm
         timeout=60,
     )
     assert bad.returncode == 2 and "--report-length" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("markers", ["[1][2]", "[1, 2]"])
+def test_markers_after_a_full_stop_cite_the_sentence_before_them(markers: str) -> None:
+    report = f"## Ferries\nAlpha sails at 07:15. {markers} Beta sails at 09:40. [3]"
+    alpha, beta = "Ferries: Alpha sails at 07:15.", "Ferries: Beta sails at 09:40."
+    assert _citing(report, 3) == {1: alpha, 2: alpha, 3: beta}
