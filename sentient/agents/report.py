@@ -11,7 +11,7 @@ not answered but written. Its tree::
                                                 citations read by the verifier (one call)
       part ({item} = ...)     WRITE, PLAN   a fan-out: its items are found when it is planned
         part                  WRITE, PLAN   one section per item, asked what the fan-out asks
-          search, write
+          search, write                     (its searches also read the passages that named it)
 
 A goal that asks the same facts of every item of a kind is one fan-out; any other goal is
 sections. The small model answers one question from a few passages far better than it writes a
@@ -246,6 +246,7 @@ class ReportPhases:
         except AgentError as exc:
             node.warnings.append(f"the items could not be listed, the part is one section: {exc}")
             return []
+        node.sources = found  # each item's searches read those that name it (:meth:`_item`)
         named = [item for item in listed.items if any(_names(s, item) for s in found)]
         return _distinct(named, max_items)
 
@@ -280,7 +281,11 @@ class ReportPhases:
         than of many, asked to write a whole section)."""
         parent = self._graph.parent(node.task_id)
         title = Part.parse(parent.goal).title if parent is not None else ""
-        found = await self._search(node, f"{node.goal}\n{title}", self._p._tasks.size.passages)
+        passages = self._p._tasks.size.passages
+        # An item's search reads the passages its item was found in too: a table that lists the
+        # items holds their facts, and a search for one item's facts often ranks it low.
+        _, found_in = self._item(node)
+        found = _once([*found_in[:passages], *await self._search(node, f"{node.goal}\n{title}", passages)])
         if not found:
             self._p._finish(node, "", [])
             return
@@ -320,20 +325,23 @@ class ReportPhases:
             return
         text = "\n\n".join(answers)
         supported = await self._supported(node, text, sources.sources)
-        if item := self._item(node):  # another item's passage does not state this item's facts
+        item, _ = self._item(node)
+        if item:  # another item's passage does not state this item's facts
             supported |= {n: False for n in cited_numbers(text) if not _names(sources.sources[n - 1], item)}
         grounded = judged_each(text, sources.sources, supported)
         node.warnings.extend(grounded.notes)
         self._p._finish(node, grounded.text, grounded.sources)
 
-    def _item(self, write: TaskNode) -> str:
-        """The item whose section ``write`` writes, if its section is one item's of a fan-out
-        (the section's title is the item); else ''."""
-        section = self._graph.parent(write.task_id)
+    def _item(self, step: TaskNode) -> tuple[str, list[Source]]:
+        """The item of the section ``step`` (a search or the writing step) is in, if that section
+        is one item's of a fan-out (the section's title is the item), and the passages the
+        fan-out found it in (those of its search for the items that name it); else ('', [])."""
+        section = self._graph.parent(step.task_id)
         fanout = self._graph.parent(section.task_id) if section is not None else None
         if section is None or fanout is None or not Part.parse(fanout.goal).items:
-            return ""
-        return Part.parse(section.goal).title
+            return "", []
+        item = Part.parse(section.goal).title
+        return item, [s for s in fanout.sources if _names(s, item)]
 
     async def _supported(self, node: TaskNode, text: str, sources: Sequence[Source]) -> dict[int, bool]:
         """Which of the sources ``text`` cites the verifier finds state what cites them, read in
@@ -416,6 +424,11 @@ def _names(source: Source, item: str) -> bool:
     """Whether ``source``'s passage or its headings name ``item`` (its file name, which begins
     its title, names nothing: "system_lockbox.md" is a file, not an item)."""
     return holds(f"{title_headings(source.ref, source.title)}\n{source.snippet}", item)
+
+
+def _once(sources: Sequence[Source]) -> list[Source]:
+    """``sources`` in order, each passage once."""
+    return list({(s.ref, s.snippet): s for s in sources}.values())
 
 
 def _planned_write(node: TaskNode) -> bool:

@@ -275,6 +275,39 @@ async def test_items_are_looked_for_with_what_is_asked_of_each(settings, tmp_pat
     assert [s.goal.splitlines()[0] for s in result.graph.children(part.task_id)] == ["Gull Rock", "Seal Point"]
 
 
+async def test_an_items_searches_read_the_passage_the_item_was_found_in(settings, tmp_path: Path) -> None:
+    # The timetable lists the routes with their facts; for one route's facts, a search ranks the
+    # news pages about that route above it. The route was found in the timetable, so its
+    # searches read that passage too, and no other route's news.
+    for route in ("Gull Rock", "Seal Point"):
+        for n in range(6):
+            (tmp_path / f"{route.split()[0].lower()}_{n}.md").write_text(
+                f"# {route} news {n}\n\nThe {route} crossing time and the {route} fare were discussed again.\n"
+            )
+    (tmp_path / "timetable.md").write_text(
+        "# Timetable\n\n| Route | Crossing time | Fare |\n|---|---|---|\n| Gull Rock | 40 minutes | 8 euros |\n"
+        "| Seal Point | 25 minutes | 6 euros |\n"
+    )
+    index = DocsIndex.from_folder(tmp_path)
+    goal = "Write a briefing on the ferry routes: for each route, its crossing time and fare"
+    assert "timetable.md" not in {hit.source for hit in index.search("Seal Point: crossing time; fare\nSeal Point", 4)}
+    outline = Outline(for_each="route", each=["crossing time", "fare"])
+    model = model_for(
+        planner=outliner(outline, ("Gull Rock", "Seal Point")),
+        executor=lambda request: section_writer(request, "fare"),
+    )
+    result = await agent(settings, index, model, max_items=2).arun(goal, write_files=False)
+
+    assert result.status == "completed"
+    (part,) = result.graph.children("root")
+    for section in result.graph.children(part.task_id):
+        searches = [c for c in result.graph.children(section.task_id) if c.task_type is TaskType.SEARCH]
+        for search in searches:
+            read = [s.ref.rsplit("/", 1)[-1] for s in search.sources]
+            assert read[0] == "timetable.md" and len(read) == len(set(read))
+            assert all(name.startswith(section.goal.split()[0].lower()) for name in read[1:])
+
+
 async def test_items_the_goal_does_not_name_are_not_fanned_out_over(settings, docs) -> None:
     # The kinds the outliner's instructions give as examples, copied: the goal asks for no such items.
     copied = Outline(
