@@ -252,6 +252,14 @@ async def test_an_items_facts_are_cited_only_to_passages_that_name_the_item(sett
     assert [r.ref.rsplit("/", 1)[-1] for r in report.references] == ["outage_harbour.md", "outage_island.md"]
 
 
+ROUTES_GOAL = "Write a briefing on the ferry routes: for each route, its crossing time and fare"
+ROUTES = Outline(for_each="route", each=["crossing time", "fare"])
+TIMETABLE = (
+    "# Timetable\n\n| Route | Crossing time | Fare |\n|---|---|---|\n| Gull Rock | 40 minutes | 8 euros |\n"
+    "| Seal Point | 25 minutes | 6 euros |\n"
+)
+
+
 async def test_items_are_looked_for_with_what_is_asked_of_each(settings, tmp_path: Path) -> None:
     # The table listing the routes says "route" once; six news items say it often. What is asked
     # of each route (its crossing time and fare) are the table's columns.
@@ -259,17 +267,13 @@ async def test_items_are_looked_for_with_what_is_asked_of_each(settings, tmp_pat
         (tmp_path / f"news_{n}.md").write_text(
             f"# Harbour news {n}\n\nThe route past the harbour was busy; a new route is planned and the old route stays.\n"
         )
-    (tmp_path / "timetable.md").write_text(
-        "# Timetable\n\n| Route | Crossing time | Fare |\n|---|---|---|\n| Gull Rock | 40 minutes | 8 euros |\n"
-        "| Seal Point | 25 minutes | 6 euros |\n"
-    )
-    outline = Outline(for_each="route", each=["crossing time", "fare"])
+    (tmp_path / "timetable.md").write_text(TIMETABLE)
     model = model_for(
-        planner=outliner(outline, ("Gull Rock", "Seal Point")),
+        planner=outliner(ROUTES, ("Gull Rock", "Seal Point")),
         executor=lambda request: section_writer(request, "euros"),
     )
-    goal = "Write a briefing on the ferry routes: for each route, its crossing time and fare"
-    result = await agent(settings, DocsIndex.from_folder(tmp_path), model, max_items=2).arun(goal, write_files=False)
+    index = DocsIndex.from_folder(tmp_path)
+    result = await agent(settings, index, model, max_items=2).arun(ROUTES_GOAL, write_files=False)
 
     (part,) = result.graph.children("root")
     assert [s.goal.splitlines()[0] for s in result.graph.children(part.task_id)] == ["Gull Rock", "Seal Point"]
@@ -284,19 +288,14 @@ async def test_an_items_searches_read_the_passage_the_item_was_found_in(settings
             (tmp_path / f"{route.split()[0].lower()}_{n}.md").write_text(
                 f"# {route} news {n}\n\nThe {route} crossing time and the {route} fare were discussed again.\n"
             )
-    (tmp_path / "timetable.md").write_text(
-        "# Timetable\n\n| Route | Crossing time | Fare |\n|---|---|---|\n| Gull Rock | 40 minutes | 8 euros |\n"
-        "| Seal Point | 25 minutes | 6 euros |\n"
-    )
+    (tmp_path / "timetable.md").write_text(TIMETABLE)
     index = DocsIndex.from_folder(tmp_path)
-    goal = "Write a briefing on the ferry routes: for each route, its crossing time and fare"
     assert "timetable.md" not in {hit.source for hit in index.search("Seal Point: crossing time; fare\nSeal Point", 4)}
-    outline = Outline(for_each="route", each=["crossing time", "fare"])
     model = model_for(
-        planner=outliner(outline, ("Gull Rock", "Seal Point")),
+        planner=outliner(ROUTES, ("Gull Rock", "Seal Point")),
         executor=lambda request: section_writer(request, "fare"),
     )
-    result = await agent(settings, index, model, max_items=2).arun(goal, write_files=False)
+    result = await agent(settings, index, model, max_items=2).arun(ROUTES_GOAL, write_files=False)
 
     assert result.status == "completed"
     (part,) = result.graph.children("root")
