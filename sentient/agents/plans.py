@@ -54,8 +54,7 @@ def splits_nothing(goal: str, subtasks: Sequence[SubTask]) -> str | None:
     (bench/README.md, "plans that repeat the goal"). A plan of one distinct subtask is the goal
     in other words.
     """
-    asked = normalize(goal)
-    if any(normalize(subtask.goal) == asked for subtask in subtasks):
+    if any(is_goal(goal, subtask.goal) for subtask in subtasks):
         return "the plan's subtasks include the task itself"
     if len(subtasks) < 2:
         return "the plan's subtasks all ask one thing"
@@ -74,9 +73,9 @@ def lists_goal(goal: str, reply: str) -> bool:
         plan = PlanReply.model_validate_json(extract_json(reply)[0])
     except ValidationError:
         return False
-    return any(is_goal(goal, subtask) for subtask in plan.subtasks)
+    return any(is_goal(goal, subtask.goal) for subtask in plan.subtasks)
 
 
-def is_goal(goal: str, subtask: SubTask) -> bool:
-    """Whether ``subtask`` asks ``goal`` itself (case, punctuation and spacing aside)."""
-    return normalize(subtask.goal) == normalize(goal)
+def is_goal(goal: str, asked: str) -> bool:
+    """Whether ``asked`` is ``goal`` itself (case, punctuation and spacing aside)."""
+    return normalize(asked) == normalize(goal)

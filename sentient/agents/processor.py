@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from sentient.agents.config import AgentConfig, Role
 from sentient.agents.passages import Passages
-from sentient.agents.plans import distinct_subtasks, lists_goal, splits_nothing
+from sentient.agents.plans import distinct_subtasks, is_goal, lists_goal, splits_nothing
 from sentient.agents.registry import Profile
 from sentient.agents.report import ReportPhases
 from sentient.agents.runner import AgentCall, AgentRunner
@@ -27,12 +27,13 @@ from sentient.agents.schemas import (
     AtomizerOutput,
     ExecutionOutput,
     PlanReply,
+    QuestionPlan,
     SourcedAnswer,
     sourced_schema,
 )
 from sentient.agents.structured import cited_value, structured_schema
 from sentient.context.builder import AgentContext, ContextBuilder, Section
-from sentient.context.citations import renumber
+from sentient.context.citations import SourceList, renumber
 from sentient.context.grounding import (
     Choice,
     Grounded,
@@ -159,6 +160,9 @@ class AgentProcessor:
         if self._report.plans(node):
             await self._report.plan(node)
             return
+        if node.unconfirmed_answer is not None:
+            await self._plan_question(node)
+            return
         self.move(node, _S.PLANNING)
         try:
             agent = self._profile.planner_for(node.parent_id is None)
@@ -189,6 +193,30 @@ class AgentProcessor:
             # The root has no parent to replan it: an answer without a plan beats a failed run (a
             # weak model that cannot write a valid plan can often still answer).
             await self._execute_instead(node, f"planning failed ({exc})")
+
+    async def _plan_question(self, node: TaskNode) -> None:
+        """PLANNING -> (review) -> ATOMIZATION -> PLAN_DONE: a question answered first whose answer
+        no passage supports, planned as two lookups: what it refers to without naming it, then
+        the question itself, searched with what the first found. If the planner finds nothing to
+        look up first, or fails, the unconfirmed direct answer stands."""
+        self.move(node, _S.PLANNING)
+        agent = self._profile.planner_for(node.parent_id is None)
+        task = self._tasks.plan_question_task(node.goal)
+        try:
+            reply = await self._ask(node, Role.PLANNER, agent, task, self._context.for_planning(node), QuestionPlan)
+        except AgentError as exc:
+            self._stand(node, f"planning failed ({exc})")
+            return
+        first = SubTask(goal=" ".join(reply.first.split()), task_type=TaskType.SEARCH)
+        then = SubTask(goal=node.goal, task_type=TaskType.SEARCH, depends_on_indices=[0])
+        plan = PlanOutput(subtasks=[first, then])
+        self._bus.publish(PlanProposed(node.task_id, plan, by="planner"))
+        if is_goal(node.goal, first.goal):
+            self._stand(node, "the planner found nothing to look up first")
+            return
+        approved = await self._review(node, plan)
+        if approved is not None:
+            await self._adopt_plan(node, approved.subtasks)
 
     async def _execute_instead(self, node: TaskNode, why: str) -> None:
         """Execute ``node`` instead of planning it (``why`` noted), or, when it was answered
@@ -275,9 +303,10 @@ class AgentProcessor:
     async def aggregate(self, node: TaskNode) -> None:
         """PLAN_DONE -> AGGREGATING -> DONE; fails without a call if no child succeeded.
 
-        The aggregate of a question that was planned because its direct answer was unconfirmed
-        is read by the verifier: unsupported, the model's own answer stands instead. A report and
-        its parts are assembled (:mod:`sentient.agents.report`).
+        A question planned because its direct answer was unconfirmed is answered by its subtask
+        that asks the question itself (after the lookups before it), else by the aggregate, read
+        by the verifier; if no source supports that answer, the model's own answer stands. A
+        report and its parts are assembled (:mod:`sentient.agents.report`).
         """
         if self._report.assembles(node):
             await self._report.aggregate(node)
@@ -295,6 +324,9 @@ class AgentProcessor:
             return
         fallback = node.unconfirmed_answer
         self.move(node, _S.AGGREGATING)
+        if fallback is not None and (asked := next((c for c in done if is_goal(node.goal, c.goal)), None)):
+            self._answered_by_lookups(node, asked)
+            return
         is_root = node.parent_id is None
         agent = self._profile.aggregator_for(is_root)
         try:
@@ -314,6 +346,20 @@ class AgentProcessor:
             self._stand(node, "no source supports the research's answer")
             return
         self._finish(node, grounded.text, grounded.sources)
+
+    def _answered_by_lookups(self, node: TaskNode, asked: TaskNode) -> None:
+        """Finish a question planned as lookups (:meth:`_plan_question`) with the answer of the one
+        that asks the question itself, after what it rests on: each lookup before it, with its
+        citations (an aggregator asked to restate them drops the citations). It stands only if
+        every one of them cites a verified source; else the unconfirmed direct answer stands."""
+        sources = SourceList()
+        chain = [*self.graph.dependencies(asked.task_id), asked]
+        if not all(Grounded(step.result or "", step.sources).confirmed for step in chain):
+            self._stand(node, "no source supports the research's answer or what it rests on")
+            return
+        steps = [f"- {step.goal} {sources.adopt(step.result or '', step.sources)}" for step in chain[:-1]]
+        answer = sources.adopt(asked.result or "", asked.sources)
+        self._finish(node, "\n\n".join([answer, "\n".join(steps)]), sources.sources)
 
     async def structure(self, schema: dict[str, Any]) -> CitedValue:
         """The finished root's answer as a JSON value of the run's output ``schema``, with the
@@ -393,7 +439,7 @@ class AgentProcessor:
         """Whether the verifier finds that ``passages`` support ``answer`` to the node's goal
         (False, noted, when it cannot be asked: a citation that cannot be shown to support the
         answer is not verified)."""
-        context = AgentContext([], sources=list(passages))
+        context = self._context.for_verifying(node, passages)
         try:
             verdict = await self._ask(
                 node,
@@ -416,7 +462,7 @@ class AgentProcessor:
         task = self._tasks.support_choice_task(node.goal, answer)
         try:
             choice = await self._ask(
-                node, Role.VERIFIER, self._profile.verifier, task, AgentContext([], sources=list(passages)), schema
+                node, Role.VERIFIER, self._profile.verifier, task, self._context.for_verifying(node, passages), schema
             )
         except AgentError as exc:
             node.warnings.append(f"the verifier could not be asked, the citation is not verified: {exc}")

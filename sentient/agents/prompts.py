@@ -27,6 +27,7 @@ from sentient.settings import ReportLength
 # What each template is given besides the lengths (``lengths:`` and the report size).
 TEMPLATE_PARAMETERS: dict[str, frozenset[str]] = {
     "plan": frozenset({"goal", "max_subtasks"}),
+    "plan_question": frozenset({"goal"}),
     "atomize": frozenset({"goal", "task_type"}),
     "execute_sourced": frozenset({"goal"}),
     "execute": frozenset({"goal"}),
@@ -76,6 +77,7 @@ class TaskTemplates(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     plan: str
+    plan_question: str
     atomize: str
     execute_sourced: str
     execute: str
@@ -181,6 +183,11 @@ class TaskPrompts:
 
     def plan_task(self, node: TaskNode, max_subtasks: int) -> str:
         return self._render("plan", goal=node.goal, max_subtasks=max_subtasks)
+
+    def plan_question_task(self, goal: str) -> str:
+        """The planner's task for a question no passage answered as asked
+        (:class:`~sentient.agents.schemas.QuestionPlan`)."""
+        return self._render("plan_question", goal=goal)
 
     def atomize_task(self, goal: str, task_type: str) -> str:
         # What makes a task atomic is the atomizer's instructions (agents.yaml): in the system

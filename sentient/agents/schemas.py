@@ -84,6 +84,19 @@ class PlanReply(PlanOutput):
     subtasks: list[SubTask] = Field(min_length=1, max_length=12, json_schema_extra={"minItems": 2})
 
 
+class QuestionPlan(BaseModel):
+    """A question that no passage answered as asked, planned as two lookups: what must be looked
+    up first (what the question refers to without naming it), then the question itself.
+
+    The small planner, asked for a list of subtasks, lists the question itself first; asked to
+    repeat it and then name the lookup it needs, it writes that lookup."""
+
+    model_config = ConfigDict(json_schema_extra=_every_field_required)
+
+    question: str = Field(description="The question, as asked.")
+    first: str = Field(min_length=1, description="The question to look up first: the one that finds what it refers to.")
+
+
 # -- reports -------------------------------------------------------------------------------
 
 

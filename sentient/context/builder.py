@@ -115,6 +115,18 @@ class ContextBuilder:
         sections += self._prior_sections(node)
         return self._fit(AgentContext(sections, sources=sources.sources))
 
+    def for_verifying(self, node: TaskNode, passages: Sequence[Source]) -> AgentContext:
+        """The passages the verifier judges an answer of ``node`` against, after what the results
+        it depends on found (a second hop's passage states its answer about what the first
+        found: "Dispatch is led by X" answers "who leads the team that owns S" once the first
+        found that Dispatch owns S)."""
+        found = [
+            Section(f"Found before: {dep.goal}", renumber(dep.result, {}).strip())
+            for dep in self._graph.dependencies(node.task_id)
+            if dep.status is TaskStatus.DONE and dep.result
+        ]
+        return AgentContext(found, sources=list(passages))
+
     def for_aggregation(self, node: TaskNode) -> AgentContext:
         """The subtasks' results, in plan order, with the sources they cite."""
         sources = SourceList()

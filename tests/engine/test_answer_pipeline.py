@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from sentient.agents.models.fake import FakeRequest, Output, ScriptedModel, asks_for, executor_answer
-from sentient.agents.schemas import AggregationOutput, AtomizerOutput, ExecutionOutput
+from sentient.agents.schemas import AtomizerOutput, ExecutionOutput, QuestionPlan
 from sentient.api import ProfiledSentientAgent
 from sentient.context.grounding import Verdict
 from sentient.graph.node import NodeType, TaskType
@@ -23,6 +23,9 @@ GOAL = "How does the asyncio event loop run coroutines?"
 COMPOUND = "Which component runs coroutines, and what does it share with threads?"
 REPORT = "Explain which component runs coroutines and what it shares with threads."  # asked for, not a question
 MEMORY = "Question: "  # how the task of an answer from the model's own knowledge starts
+# A question answered first whose answer no passage supports is planned as two lookups: what it
+# refers to, then the question itself with what that found.
+BRIDGE = QuestionPlan(question=COMPOUND, first="Which component runs coroutines?")
 TWO_SEARCHES = PlanOutput(
     subtasks=[
         SubTask(goal="Which component runs coroutines?", task_type=TaskType.SEARCH),
@@ -87,10 +90,9 @@ async def test_a_passage_the_verifier_rejects_is_not_verified_and_the_question_i
     model = ScriptedModel(
         script={
             "executor": from_first_source,
-            # The direct answer's passage, then no passage shown states it; two subtasks; the aggregate.
-            "verifier": verdicts(False, 0, True, True, True),
-            "planner": TWO_SEARCHES,
-            "aggregator": AggregationOutput(answer="The event loop runs them [1]."),
+            # The direct answer's passage, then no passage shown states it; the two lookups.
+            "verifier": verdicts(False, 0, True, True),
+            "planner": BRIDGE,
         }
     )
     result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
@@ -99,13 +101,20 @@ async def test_a_passage_the_verifier_rejects_is_not_verified_and_the_question_i
     assert roles[:5] == ["executor", "verifier", "verifier", "executor", "planner"]
     assert "Which source above states this answer" in model.calls[2].request.prompt
     assert MEMORY in model.calls[3].request.prompt and "Sources you may cite" not in model.calls[3].request.prompt
-    assert roles[-2:] == ["aggregator", "verifier"]
+    assert "aggregator" not in roles  # the last lookup asks the question: its answer is the answer
     root = result.graph.root
     assert root.node_type is NodeType.PLAN and len(result.graph) == 3
+    # Two lookups: what the question refers to, then the question itself with what that found.
+    first, then = result.graph.children("root")
+    assert (first.goal, then.goal) == ("Which component runs coroutines?", COMPOUND)
+    assert then.depends_on == [first.task_id]
     statuses = [s.status for s in root.history]
     assert statuses[statuses.index(TaskStatus.EXECUTING) + 1] is TaskStatus.PLANNING
     assert "no source supports the direct answer: the question is planned" in root.warnings
-    assert root.result == "The event loop runs them [1]." and root.sources[0].verified is True
+    # The answer is the second lookup's, after what it rests on, each with its verified citation.
+    # (Both rest on the same passage here: the second lookup was shown the first one's.)
+    assert root.result == "It runs them as tasks. [1]\n\n- Which component runs coroutines? It runs them as tasks. [1]"
+    assert [s.verified for s in root.sources] == [True]
 
 
 async def test_when_the_named_passage_does_not_state_the_answer_the_verifier_names_one_that_does(
@@ -143,11 +152,10 @@ async def test_the_models_own_answer_stands_when_the_research_is_not_supported(m
     model = ScriptedModel(
         script={
             "executor": from_memory,
-            # No passage named for the direct answer, none found by the second reading; the two
-            # subtasks' passages; not the aggregate.
-            "verifier": verdicts(0, True, True, False),
-            "planner": TWO_SEARCHES,
-            "aggregator": AggregationOutput(answer="Threads run them [1]."),
+            # No passage named for the direct answer, nor for either lookup's, and none found by
+            # the second readings.
+            "verifier": verdicts(0, 0, 0),
+            "planner": BRIDGE,
         }
     )
     result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
@@ -160,20 +168,37 @@ async def test_the_models_own_answer_stands_when_the_research_is_not_supported(m
     assert "Not confirmed by the sources" in result.report_markdown
 
 
-async def test_the_models_own_answer_stands_when_the_plan_comes_to_nothing(make_agent) -> None:
-    # A plan that splits nothing (it lists the question itself): the question is not answered again.
-    splits_nothing = PlanOutput(
-        subtasks=[
-            SubTask(goal=COMPOUND, task_type=TaskType.SEARCH),
-            SubTask(goal="What do threads share?", task_type=TaskType.SEARCH),
-        ]
+async def test_the_models_own_answer_stands_when_what_the_research_rests_on_is_not_supported(make_agent) -> None:
+    # The second lookup's passage supports its answer, but no passage supports what the first
+    # lookup found, on which that answer rests.
+    model = ScriptedModel(
+        script={
+            "executor": lambda request: (
+                from_memory(request) if request.task_id != "root.1" else from_first_source(request)
+            ),
+            # The direct answer: no passage named, none found; the first lookup: the same; the second: supported.
+            "verifier": verdicts(0, 0, True),
+            "planner": BRIDGE,
+        }
     )
-    model = ScriptedModel(script={"executor": from_memory, "planner": splits_nothing, "verifier": verdicts(0)})
+    result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
+    root = result.graph.root
+    assert result.graph.get("root.1").result == "It runs them as tasks. [1]"
+    assert root.result == "The event loop runs them." and not any(s.verified for s in root.sources)
+    assert any("what it rests on; the unconfirmed direct answer stands" in w for w in root.warnings)
+
+
+async def test_the_models_own_answer_stands_when_the_plan_comes_to_nothing(make_agent) -> None:
+    # The planner finds nothing to look up first (it gives the question itself): the question is
+    # not answered again.
+    nothing_first = QuestionPlan(question=COMPOUND, first=f" {COMPOUND.lower()} ")
+    model = ScriptedModel(script={"executor": from_memory, "planner": nothing_first, "verifier": verdicts(0)})
     result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
     root = result.graph.root
     assert [c.request.role for c in model.calls] == ["executor", "verifier", "executor", "planner"]
     assert result.status == "completed" and len(result.graph) == 1
     assert root.result == "The event loop runs them."
+    assert "the planner found nothing to look up first; the unconfirmed direct answer stands" in root.warnings
 
     # Every subtask failed: the model's own answer, not a failed run.
     def subtasks_fail(request: FakeRequest) -> dict | ExecutionOutput:
@@ -181,7 +206,7 @@ async def test_the_models_own_answer_stands_when_the_plan_comes_to_nothing(make_
             raise RuntimeError("disk on fire")
         return from_memory(request)
 
-    model = ScriptedModel(script={"planner": TWO_SEARCHES, "executor": subtasks_fail, "verifier": verdicts(0)})
+    model = ScriptedModel(script={"planner": BRIDGE, "executor": subtasks_fail, "verifier": verdicts(0)})
     result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
     root = result.graph.root
     assert result.status == "completed_with_failures" and root.result == "The event loop runs them."
@@ -330,6 +355,11 @@ async def test_a_second_hop_searches_with_the_first_hops_result_and_skips_its_pa
     assert limits == [5, 6]
     hop2 = result.graph.get("root.1")
     assert [s.ref for s in hop2.sources].count(result.graph.get("root.0").sources[0].ref) == 1
+    # The verifier judges the second hop's passage after what the first found (its passage states
+    # the answer about that), and the first hop's without anything found before.
+    first_check, second_check = (c.request.prompt for c in model.calls_for(role="verifier"))
+    assert "Found before" not in first_check
+    assert "Found before: Which component runs coroutines?\nIt runs them as tasks." in second_check
 
 
 async def test_a_reasoning_step_without_dependencies_waits_for_the_searches_before_it(make_agent) -> None:

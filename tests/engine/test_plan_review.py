@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from sentient.agents.models.fake import ScriptedModel, executor_answer
-from sentient.agents.schemas import AtomizerOutput
+from sentient.agents.schemas import AtomizerOutput, QuestionPlan
 from sentient.events import ReviewAnswered
 from sentient.graph.node import NodeType, TaskType
 from sentient.graph.plan import PlanOutput, SubTask
@@ -159,7 +159,7 @@ async def test_a_rejected_plan_for_a_question_answered_first_keeps_its_direct_an
         model = ScriptedModel(
             script={
                 "atomizer": AtomizerOutput(is_atomic=False),
-                "planner": PLANNED,
+                "planner": QuestionPlan(question=question, first="What is the GIL?"),
                 "plan_modifier": PLANNED,
                 "executor": lambda request: executor_answer(request, "It protects reference counts.", sourced=False),
             }
