@@ -211,14 +211,14 @@ def test_a_run_with_a_failed_subtask_exits_3_lists_it_and_resume_completes_it(
 ) -> None:
     def first_executor(body: dict[str, Any]) -> bool:
         task = body["messages"][-1]["content"].split("## Your task", 1)[-1]
-        return schema(body) == "ExecutionOutput" and "Synthetic goal 1 (" in task
+        return schema(body) == "SourcedAnswer" and "Synthetic first " in task  # the question's first lookup
 
     server.fail_when(first_executor, Fault.SCHEMA)  # all three of its answers break the schema
     proc = sandbox.run("run", GOAL, "--docs", str(sandbox.docs), "--model", server.model())
     assert proc.returncode == 3, proc.stderr
     assert "completed with failures" in proc.stderr and "Traceback" not in proc.stderr
     not_covered = proc.stdout.split("## Not covered", 1)[1]
-    assert "- root.0: Synthetic goal 1 (" in not_covered
+    assert "- root.0: Synthetic first " in not_covered
     [project] = stored(sandbox)
     assert project.status is ProjectStatus.COMPLETED and project.failed_nodes == 1
     listed = sandbox.run("projects", "list", COLUMNS="200")
@@ -229,8 +229,9 @@ def test_a_run_with_a_failed_subtask_exits_3_lists_it_and_resume_completes_it(
     resumed = sandbox.run("resume", project.project_id, "--json")  # no --model: the project's own
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout)["status"] == "completed"
-    # The failed step and the report; the model's own answer, asked before the plan, is not asked again.
-    assert [schema(b) for b in server.requests[before:]] == ["ExecutionOutput", "AggregationOutput"]
+    # The failed step and the verifier's reading of its passages, nothing else: the model's own
+    # answer, asked before the plan, is not asked again, and the second lookup, done, is the answer.
+    assert [schema(b) for b in server.requests[before:]] == ["SourcedAnswer", "Choice"]
 
 
 def test_resume_uses_the_stored_model_unless_overridden_and_records_the_override(

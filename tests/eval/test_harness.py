@@ -10,7 +10,6 @@ import pytest
 from fakes.openai_server import Reply, fake_openai_server, text
 
 from sentient.agents.models.fake import FakeRequest, ScriptedModel, asks_for, executor_answer
-from sentient.agents.schemas import AggregationOutput
 from sentient.context.grounding import Verdict
 from sentient.eval.dataset import EvalQuestion
 from sentient.eval.harness import EvalOptions, default_docs, run_eval
@@ -46,19 +45,20 @@ def team_executor(request: FakeRequest) -> Any:
 
 
 def no_passage_states_the_direct_answer(request: FakeRequest) -> Any:
-    """A verifier that finds the subtasks' passages support them, and no passage for the root's answer."""
-    return {"source": 0} if asks_for(request, "source") else Verdict(supports=True)
+    """A verifier that finds no passage for the root's answer, nor for the planned question's
+    second lookup (the question itself); the first lookup's passage supports it."""
+    return {"source": 0} if asks_for(request, "source") else Verdict(supports=request.task_id == "root.0")
 
 
 def losing_team() -> ScriptedModel:
-    """Executors find the answer; the root aggregator loses it; closed-book declines."""
+    """The first lookup finds the answer; no passage supports the second (the question itself), so
+    the model's own answer stands and the colour is lost; closed-book declines."""
     return ScriptedModel(
         script={
             "closed-book": "I do not know.",
             "rag": rag_answer,
             "executor": team_executor,
             "verifier": no_passage_states_the_direct_answer,
-            "aggregator": AggregationOutput(answer="The beacon stands on a pier [1]."),
         }
     )
 
@@ -86,13 +86,13 @@ async def test_each_system_records_grade_cost_and_where_the_answer_was_lost(
     assert rag["input_tokens"] > closed["input_tokens"]  # the passages were in the prompt
 
     profile = records_of(report.run_dir, "profile-general_agent")["colour"]
-    assert profile["answer"] == "The beacon stands on a pier [1]."
+    assert profile["answer"] == "The beacon is a lighthouse."
     assert (profile["in_sources"], profile["in_leaf"], profile["in_final"]) == (True, True, False)
     assert profile["lost_in_aggregation"] is True and profile["correct"] is False
-    # The root's direct answer, the verifier's reading of every passage, its answer from memory, its plan, two
-    # steps (the search's passage read by the verifier), the aggregation and the verifier's reading of it.
+    # The root's direct answer, the verifier's reading of every passage, its answer from memory, its plan,
+    # and two lookups (each passage read by the verifier; the second's, rejected, then every passage).
     assert profile["agent_calls"] == profile["model_calls"] == 9
-    assert (profile["citations"], profile["verified_citations"]) == (1, 1)
+    assert (profile["citations"], profile["verified_citations"]) == (0, 0)
     assert profile["error"] is None and profile["system"] == "profile:general_agent"
     # The profile's run files go under the eval folder, not project_results/<id>.
     assert (report.run_dir / "profile-general_agent" / "runs" / "eval-colour" / "report.md").is_file()
@@ -112,9 +112,9 @@ async def test_summary_shows_the_profile_beside_both_baselines(
     assert rows["rag"].accuracy_1hop == 50.0 and rows["rag"].accuracy_2hop == 0.0
     assert rows["closed-book"].not_attempted == 3
     assert rows["profile:general_agent"].lost_in_aggregation == 1  # the executors only ever know the colour
-    # Without --judge no citation is judged; the scripted verifier badged every wrong answer's citation.
+    # Without --judge no citation is judged; the model's own answers stand, badged nothing.
     assert rows["profile:general_agent"].citation_precision is None
-    assert rows["profile:general_agent"].wrong_verified == 3
+    assert rows["profile:general_agent"].wrong_verified == 0
 
     table = (report.run_dir / "summary.md").read_text()
     assert table == report.table
@@ -210,8 +210,8 @@ async def test_the_judge_grades_every_answer_three_ways(dataset: Path, settings:
     assert [row.judge_accuracy for row in report.summary.systems] == [0.0, 100.0, 0.0]
     # Each cited passage is read by the judge too, with its own prompt, not the pipeline's verifier.
     cited = {r.system: (r.judged_citations, r.supported_citations) for r in report.new_records}
-    assert cited == {"closed-book": (0, 0), "rag": (1, 1), "profile:general_agent": (1, 0)}
-    assert [row.citation_precision for row in report.summary.systems] == [None, 1.0, 0.0]
+    assert cited == {"closed-book": (0, 0), "rag": (1, 1), "profile:general_agent": (0, 0)}
+    assert [row.citation_precision for row in report.summary.systems] == [None, 1.0, None]
 
 
 class VerifiableSource(Source):

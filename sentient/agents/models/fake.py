@@ -31,6 +31,7 @@ from sentient.agents.schemas import (
     Items,
     Outline,
     OutlineSection,
+    QuestionPlan,
     ReportFrame,
     Supported,
 )
@@ -129,7 +130,8 @@ def _stopped(text: str, enough: Enough) -> str:
 
 
 def default_response(request: FakeRequest) -> Output:
-    """A valid answer for any role: two-step plans for the root, atomic subtasks, echoing executors;
+    """A valid answer for any role: two-step plans for the root (a first lookup for a question planned
+    after its direct answer), atomic subtasks, echoing executors;
     a report's outline of two sections, two items for a fan-out, and a title and summary."""
     if request.role == "planner" and asks_for(request, "sections"):
         return Outline(sections=[OutlineSection(title=f"Part {i} of {request.goal}", find=["What?"]) for i in (1, 2)])
@@ -137,6 +139,8 @@ def default_response(request: FakeRequest) -> Output:
         return Items(items=["First item", "Second item"])
     if request.role == "aggregator" and asks_for(request, "summary"):
         return ReportFrame(title=f"Report: {request.goal}", summary=f"Summary of {request.goal}")
+    if request.role == "planner" and asks_for(request, "first"):  # a question no passage answered as asked
+        return QuestionPlan(question=request.goal, first=f"Find facts about: {request.goal}")
     if request.role in ("planner", "plan_modifier"):
         return PlanOutput(
             subtasks=[
