@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sentient.context.citations import SourceList, renumber
+from sentient.context.grounding import strip_markers
 from sentient.context.knowledge import KnowledgeStore
 from sentient.context.prior import PriorKnowledge
 from sentient.graph.node import Source, TaskNode
@@ -120,11 +121,7 @@ class ContextBuilder:
         it depends on found (a second hop's passage states its answer about what the first
         found: "Dispatch is led by X" answers "who leads the team that owns S" once the first
         found that Dispatch owns S)."""
-        found = [
-            Section(f"Found before: {dep.goal}", renumber(dep.result, {}).strip())
-            for dep in self._graph.dependencies(node.task_id)
-            if dep.status is TaskStatus.DONE and dep.result
-        ]
+        found = [Section(f"Found before: {dep.goal}", strip_markers(dep.result or "")) for dep in self._found(node)]
         return AgentContext(found, sources=list(passages))
 
     def for_aggregation(self, node: TaskNode) -> AgentContext:
@@ -155,10 +152,12 @@ class ContextBuilder:
         and the results it depends on, so that a second hop searches with what the first found.
         """
         parts = [node.goal, *(a.goal for a in reversed(self._graph.ancestors(node.task_id)))]
-        for dep in self._graph.dependencies(node.task_id):
-            if dep.status is TaskStatus.DONE and dep.result:
-                parts.append(renumber(dep.result, {})[:_QUERY_RESULT_CHARS])
+        parts += [renumber(dep.result or "", {})[:_QUERY_RESULT_CHARS] for dep in self._found(node)]
         return "\n".join(parts)[:_QUERY_CHARS]
+
+    def _found(self, node: TaskNode) -> list[TaskNode]:
+        """The results ``node`` depends on that finished with a text."""
+        return [d for d in self._graph.dependencies(node.task_id) if d.status is TaskStatus.DONE and d.result]
 
     # -- building blocks ---------------------------------------------------------------------
 
