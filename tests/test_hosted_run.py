@@ -44,6 +44,8 @@ def research_team(body: dict[str, Any]) -> Reply:
         )
     if kind == "Verdict":
         return json_reply({"supports": True})
+    if kind == "Reading":  # the named passage read again, without the answer
+        return json_reply({"answer": "an immutable sequence"})
     offered = {t["function"]["name"] for t in body.get("tools", [])}
     if kind == "SourcedAnswer" and "docs_search" in offered and messages[-1]["role"] == "user":
         return tool_call("docs_search", {"query": "tuple immutable dict key"})

@@ -37,11 +37,13 @@ from sentient.context.citations import SourceList, renumber
 from sentient.context.grounding import (
     Choice,
     Grounded,
+    Reading,
     Verdict,
     accepted,
     choice_schema,
     judged,
     rejudged,
+    stating,
     to_judge,
 )
 from sentient.context.wording import questions
@@ -426,12 +428,12 @@ class AgentProcessor:
         )
         named = output.source if 1 <= output.source <= len(sink.sources) else 0
         if named and await self._judged(node, output.answer, [sink.sources[named - 1]]):
-            return accepted(output.answer, output.short, sink.sources, named)
+            return await self._accepted(node, output, sink.sources, named)
         # The passage it named does not state its answer, or it named none: the verifier reads
         # every passage shown and names the one that states the answer, if one does.
         chosen = await self._chosen(node, output.answer, sink.sources)
         if chosen:
-            return accepted(output.answer, output.short, sink.sources, chosen)
+            return await self._accepted(node, output, sink.sources, chosen)
         grounded = judged(output.answer, sink.sources, [named] if named else [], False)
         return Grounded(grounded.text, grounded.sources, [*grounded.notes, "no source shown states the answer"])
 
@@ -468,6 +470,26 @@ class AgentProcessor:
             node.warnings.append(f"the verifier could not be asked, the citation is not verified: {exc}")
             return 0
         return choice.source if 1 <= choice.source <= len(passages) else 0
+
+    async def _accepted(self, node: TaskNode, output: SourcedAnswer, sources: Sequence[Source], cited: int) -> Grounded:
+        """``output``, whose ``cited`` passage the verifier accepted, cited and verified only if
+        that passage holds its words and, asked what answer the passage states without being shown
+        ``output``, the verifier reads the same one (:func:`accepted`): a verifier shown an answer
+        accepts nearly any passage on its topic."""
+        held = stating(output.answer, [output.short], sources, [cited])
+        reading = await self._read(node, sources[cited - 1]) if held else ""
+        return accepted(node.goal, output.answer, output.short, sources, cited, reading)
+
+    async def _read(self, node: TaskNode, passage: Source) -> str:
+        """The answer to ``node``'s goal that the verifier reads in ``passage``, asked without
+        being shown any answer (:class:`Reading`); "" (noted) when it cannot be asked."""
+        task = self._tasks.read_task(node.goal)
+        context = self._context.for_verifying(node, [passage])
+        try:
+            return (await self._ask(node, Role.VERIFIER, self._profile.verifier, task, context, Reading)).answer
+        except AgentError as exc:
+            node.warnings.append(f"the verifier could not read the passage again: {exc}")
+            return ""
 
     async def _rejudged(self, node: TaskNode, answer: Grounded) -> Grounded:
         """``answer`` (an aggregate) after the verifier read the passages it cites, as a whole."""

@@ -34,7 +34,7 @@ TEMPLATE_PARAMETERS: dict[str, frozenset[str]] = {
     "memory": frozenset({"goal"}),
     "support": frozenset({"question", "answer"}),
     "support_choice": frozenset({"question", "answer"}),
-    "support_each": frozenset({"question", "answer"}),
+    "read": frozenset({"question"}),
     "aggregate": frozenset({"goal"}),
     "aggregate_root": frozenset({"goal"}),
     "structure": frozenset({"goal", "schema"}),
@@ -84,6 +84,7 @@ class TaskTemplates(BaseModel):
     memory: str
     support: str
     support_choice: str
+    read: str
     aggregate: str
     aggregate_root: str
     structure: str
@@ -93,7 +94,6 @@ class TaskTemplates(BaseModel):
     discover: str
     answer_find: str
     assemble: str
-    support_each: str
     language: str
     use_tools: str
     tool_result: str
@@ -221,6 +221,11 @@ class TaskPrompts:
         """The verifier's second reading: which of the sources listed above states ``answer``?"""
         return self._render("support_choice", question=question, answer=answer)
 
+    def read_task(self, question: str) -> str:
+        """The verifier's reading of the source above, without being shown the answer it checks:
+        what answer to ``question`` does it state? (:class:`~sentient.context.grounding.Reading`)"""
+        return self._render("read", question=question)
+
     def aggregate_task(self, node: TaskNode, is_root: bool) -> str:
         """An aggregator's task: combine the children's results, keeping their citations."""
         return self._render("aggregate_root" if is_root else "aggregate", goal=node.goal)
@@ -253,11 +258,6 @@ class TaskPrompts:
         passages of its search above, in its share of the section's words."""
         words = max(10, round(self.size.section_words / self.size.searches))
         return self._render("answer_find", goal=find, section=section, find_words=words)
-
-    def support_each_task(self, question: str, text: str) -> str:
-        """The verifier's task for a section: which of the sources listed above (those ``text``
-        cites) state what the sentences citing them say?"""
-        return self._render("support_each", question=question, answer=text)
 
     def assemble_task(self, goal: str, count: int) -> str:
         """The report aggregator's task: the title and summary of ``count`` sections."""

@@ -5,10 +5,11 @@ not answered but written. Its tree::
 
     root                      PLAN   the goal; its plan is the outline, drafted from a quick search
       part                    WRITE, PLAN   a section: its goal is its title and what it must find
-        search                SEARCH, EXECUTE   one per thing to find: its passages, and the
-                                                question answered from them alone (one call)
-        write                 WRITE, EXECUTE    the section: those answers in order, their
-                                                citations read by the verifier (one call)
+        search                SEARCH, EXECUTE   one per thing to find: its passages, the
+                                                question answered from them alone (one call),
+                                                and each passage the answer names read again
+                                                for the question alone (one call each)
+        write                 WRITE, EXECUTE    the section: those answers in order (no call)
       part ({item} = ...)     WRITE, PLAN   a fan-out: its items are found when it is planned
         part                  WRITE, PLAN   one section per item, asked what the fan-out asks
           search, write                     (its searches also read the passages that named it)
@@ -41,15 +42,13 @@ from sentient.agents.schemas import (
     Outline,
     ReportFrame,
     RootAtomizerOutput,
-    Supported,
     cited_schema,
     items_schema,
     outline_schema,
-    supported_schema,
 )
 from sentient.context.builder import AgentContext, Section
-from sentient.context.citations import SourceList, cited_numbers, renumber
-from sentient.context.grounding import cite, judged_each, stating, strip_markers
+from sentient.context.citations import SourceList, cited_numbers
+from sentient.context.grounding import agrees, cite, judged_each, stating, strip_markers
 from sentient.context.wording import holds, normalize
 from sentient.events import PlanProposed
 from sentient.exceptions import AgentError
@@ -307,15 +306,36 @@ class ReportPhases:
             text = strip_markers(answer.answer)
             cited = stating(text, answer.keys, found, list(dict.fromkeys(answer.sources)))
             if cited and text:  # an answer no passage can be shown to state is left out
-                said.append(cite(text, cited))
+                said.append((text, answer.keys, cited))
         if not said:
             node.warnings.append("no passage found answers the question")
-        self._p._finish(node, " ".join(said), found)
+        written, read_same = await self._read(node, said, found)
+        found = [s.model_copy(update={"verified": True}) if n in read_same else s for n, s in enumerate(found, 1)]
+        self._p._finish(node, " ".join(written), found)
+
+    async def _read(
+        self, node: TaskNode, said: Sequence[tuple[str, Sequence[str], list[int]]], found: Sequence[Source]
+    ) -> tuple[list[str], set[int]]:
+        """The answers ``said`` (each with its key words and the passages of ``found`` that hold
+        them), each citing only the passages the verifier reads the same answer in, asked the
+        question without being shown it (:func:`agrees`); and the numbers of those passages. An
+        answer no passage is read to state stays, citing nothing (noted)."""
+        cited = dict.fromkeys(n for *_, numbers in said for n in numbers)
+        readings = {n: await self._p._read(node, found[n - 1]) for n in cited}
+        written: list[str] = []
+        read_same: set[int] = set()
+        for text, keys, numbers in said:
+            same = [n for n in numbers if any(agrees(readings[n], node.goal, text, key) for key in keys or [""])]
+            read_same.update(same)
+            written.append(cite(text, same) if same else text)
+        if other := sorted(set(cited) - read_same):
+            node.warnings.append(f"read for the question alone, source(s) {other} gave another answer: not cited")
+        return written, read_same
 
     async def _write(self, node: TaskNode) -> None:
-        """The section: its searches' answers in order (no model call), each citation then read
-        by the verifier against the sentences that cite it (:meth:`_supported`). In one item's
-        section, a passage that does not name the item is not cited."""
+        """The section: its searches' answers in order, citing the passages the verifier read the
+        same answers in (:meth:`_read`); no model call. In one item's section, a passage that does
+        not name the item is not cited."""
         sources = SourceList()
         answers = [
             sources.adopt(dep.result, dep.sources) for dep in self._graph.dependencies(node.task_id) if dep.result
@@ -324,11 +344,10 @@ class ReportPhases:
             self._p.fail(node, "none of its questions was answered from the passages found")
             return
         text = "\n\n".join(answers)
-        supported = await self._supported(node, text, sources.sources)
         item, _ = self._item(node)
-        if item:  # another item's passage does not state this item's facts
-            supported |= {n: False for n in cited_numbers(text) if not _names(sources.sources[n - 1], item)}
-        grounded = judged_each(text, sources.sources, supported)
+        # Another item's passage does not state this item's facts.
+        other_items = {n: False for n in cited_numbers(text) if item and not _names(sources.sources[n - 1], item)}
+        grounded = judged_each(text, sources.sources, other_items)
         node.warnings.extend(grounded.notes)
         self._p._finish(node, grounded.text, grounded.sources)
 
@@ -342,24 +361,6 @@ class ReportPhases:
             return "", []
         item = Part.parse(section.goal).title
         return item, [s for s in fanout.sources if _names(s, item)]
-
-    async def _supported(self, node: TaskNode, text: str, sources: Sequence[Source]) -> dict[int, bool]:
-        """Which of the sources ``text`` cites the verifier finds state what cites them, read in
-        one call (by source number; empty, noted, when it cannot be asked: nothing is verified)."""
-        cited = cited_numbers(text)
-        if not cited:
-            return {}
-        shown = {n: i for i, n in enumerate(cited, start=1)}  # the verifier sees the cited sources only
-        agent = self._p._profile.verifier
-        schema = supported_schema(len(cited)) if self._p._runner.decodes_under_grammar(agent) else Supported
-        task = self._p._tasks.support_each_task(node.goal, renumber(text, shown))
-        context = AgentContext([], sources=[sources[n - 1] for n in cited])
-        try:
-            verdict = await self._p._ask(node, Role.VERIFIER, agent, task, context, schema)
-        except AgentError as exc:
-            node.warnings.append(f"the verifier could not be asked, the section's citations are not verified: {exc}")
-            return {}
-        return {n: shown[n] in verdict.supported for n in cited}
 
     # -- assembling ----------------------------------------------------------------------
 

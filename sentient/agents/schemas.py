@@ -188,23 +188,6 @@ class ReportFrame(BaseModel):
     summary: Answer = Field(description="A short, direct summary of what the sections found.")
 
 
-class Supported(BaseModel):
-    """The verifier's reading of the sources a section cites: those that state what cites them."""
-
-    supported: list[int] = Field(
-        description="The numbers of the sources that state what the sentences citing them say."
-    )
-
-
-def supported_schema(count: int) -> type[Supported]:
-    """``Supported`` naming only sources 1..``count`` (the ones shown)."""
-    return create_model(
-        "Supported",
-        __base__=Supported,
-        supported=(_numbers(count), Field(description=Supported.model_fields["supported"].description)),
-    )
-
-
 class CitedAnswer(BaseModel):
     """The answer to one part of a report section's question from the numbered passages shown,
     its key words (``keys``), and the passages that state it: none when they do not answer it

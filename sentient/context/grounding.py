@@ -10,7 +10,10 @@ This module owns both notions; the processor, the report and the eval use them a
   A direct answer's source (and a report's answer's) must also hold the answer or its key words
   (:func:`stating`):
   a 1.5B verifier accepts passages that only share the topic, and a passage that does not
-  contain the answer cannot be shown to state it.
+  contain the answer cannot be shown to state it. A direct answer's source is then read once
+  more, for the question alone, without the answer (:class:`Reading`): shown an answer, a small
+  verifier accepts it from nearly any passage on its topic; asked what the passage answers, it
+  must find the same answer there (:func:`agrees`).
 - An answer is **confirmed** when it cites at least one verified source. An unconfirmed answer
   is the model's own, and every surface says so.
 - An answer is **supported** when the verifier accepted a passage for it, even one that does not
@@ -37,7 +40,7 @@ from sentient.graph.node import Source
 # Said under every report's references, in the HTML and by the dashboard.
 VERIFIED_MEANS = (
     "Verified: a model read the passage and judged that it supports the answer it is cited for; "
-    "a direct answer's passage also contains the answer's words."
+    "a direct answer's passage also contains the answer's words and, read again without the answer, gives the same one."
 )
 MAX_JUDGED = 3  # cited passages shown to one verifier call
 
@@ -62,6 +65,15 @@ def choice_schema(count: int) -> type[Choice]:
     allowed: Any = Literal[tuple(range(count + 1))]
     return create_model(
         "Choice", __base__=Choice, source=(allowed, Field(description=Choice.model_fields["source"].description))
+    )
+
+
+class Reading(BaseModel):
+    """The verifier's reading of the passage an answer cites, made without being shown that answer."""
+
+    answer: str = Field(
+        description="The answer to the question that the passage states, in a few words as it writes them; "
+        "empty if it does not state the answer to this very question."
     )
 
 
@@ -129,13 +141,28 @@ def stating(answer: str, keys: Sequence[str], sources: Sequence[Source], cited: 
     ]
 
 
-def accepted(answer: str, short: str, sources: Sequence[Source], cited: int) -> Grounded:
-    """``answer`` whose ``cited`` source the verifier accepted: cited and verified if the passage
-    holds the answer or its ``short`` words, else supported but citing nothing (noted)."""
-    if stating(answer, [short], sources, [cited]):
+def agrees(reading: str, question: str, answer: str, short: str) -> bool:
+    """Whether the verifier's ``reading`` of a passage (the answer to ``question`` it finds there,
+    asked without being shown the executor's) is the executor's ``answer`` or its ``short``
+    words: one holds the other (:func:`holds`). Words that the question itself holds restate
+    it, and answer nothing."""
+    if not reading.strip() or holds(question, reading):
+        return False
+    return holds(f"{answer} {short}", reading) or (not holds(question, short) and holds(reading, short))
+
+
+def accepted(question: str, answer: str, short: str, sources: Sequence[Source], cited: int, reading: str) -> Grounded:
+    """``answer`` to ``question`` whose ``cited`` source the verifier accepted. It cites that
+    source, verified, only if the passage holds the answer or its ``short`` words and the
+    verifier's own ``reading`` of the passage gives the same answer (:func:`agrees`); else it
+    stands, supported, citing nothing (noted)."""
+    if not stating(answer, [short], sources, [cited]):
+        note = f"source {cited} was accepted by the verifier but does not contain the answer ({short!r})"
+    elif not agrees(reading, question, answer, short):
+        note = f"source {cited} was accepted by the verifier, but read for the question alone it gives {reading!r}"
+    else:
         return judged(answer, sources, [cited], True)
-    note = f"source {cited} was accepted by the verifier but does not contain the answer ({short!r}): not cited"
-    return Grounded(strip_markers(answer), list(sources), [note], supported=True)
+    return Grounded(strip_markers(answer), list(sources), [f"{note}: not cited"], supported=True)
 
 
 def rejudged(answer: Grounded, supports: bool) -> Grounded:

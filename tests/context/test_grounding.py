@@ -8,6 +8,7 @@ import pytest
 from sentient.context.grounding import (
     Grounded,
     accepted,
+    agrees,
     confirmed,
     judged,
     rejudged,
@@ -51,18 +52,44 @@ def test_a_passage_holds_an_answers_words_in_any_script(passage: str, words: str
     assert holds(passage, "not in it", words) is held  # any of several
 
 
-def test_an_accepted_passage_is_cited_only_if_it_holds_the_answers_words() -> None:
+def test_an_accepted_passage_is_cited_only_if_it_holds_the_answers_words_and_reads_the_same() -> None:
+    question = "Who gets paged first?"
     sources = [Source(ref="a.md", title="Paging", snippet="Pages go to the primary on call.")]
-    cited = accepted("The primary on call is paged.", "primary on call", sources, 1)
+    cited = accepted(question, "The primary on call is paged.", "primary on call", sources, 1, "the primary on call")
     assert cited.text == "The primary on call is paged. [1]" and cited.confirmed and cited.settled
 
-    copied = accepted("Pages go to the primary on call.", "pager duty", sources, 1)  # the answer itself is held
+    # The answer itself is held; read alone, the passage gives words its short form holds.
+    copied = accepted(question, "Pages go to the primary on call.", "the primary on call", sources, 1, "primary")
     assert copied.confirmed
 
-    uncited = accepted("The secondary is paged [1].", "the secondary", sources, 1)
+    uncited = accepted(question, "The secondary is paged [1].", "the secondary", sources, 1, "the secondary")
     assert uncited.text == "The secondary is paged." and not uncited.confirmed
     assert uncited.settled  # supported by the verifier: no more research, but nothing shown as evidence
     assert uncited.sources[0].verified is None
+
+    # Read alone, the passage gives another answer, or words of the question, which answer nothing.
+    for reading in ("the secondary", "paged", ""):
+        read_otherwise = accepted(question, "The primary on call is paged.", "primary on call", sources, 1, reading)
+        assert not read_otherwise.confirmed and read_otherwise.settled
+        assert read_otherwise.notes == [
+            f"source 1 was accepted by the verifier, but read for the question alone it gives {reading!r}: not cited"
+        ]
+
+
+@pytest.mark.parametrize(
+    ("reading", "answer", "short", "same"),
+    [
+        ("Tannery Yard", "She is based at Tannery Yard.", "Tannery Yard", True),
+        ("object.__getitem__", "It is __getitem__.", "__getitem__", True),  # one holds the other
+        ("Dagny Holloway", "Gideon Farrow", "Finance manager", False),
+        ("九十天", "保留期限为九十天", "九十天", True),
+        ("Tallyman", "The team behind Tallyman is Finance.", "Finance", False),  # in the question
+    ],
+)
+def test_a_reading_agrees_with_an_answer_when_one_holds_the_other(
+    reading: str, answer: str, short: str, same: bool
+) -> None:
+    assert agrees(reading, "Who is behind Tallyman?", answer, short) is same
 
 
 def test_an_answer_is_confirmed_only_by_a_verified_source_it_cites() -> None:

@@ -10,10 +10,17 @@ from __future__ import annotations
 
 import pytest
 
-from sentient.agents.models.fake import FakeRequest, Output, ScriptedModel, asks_for, executor_answer
+from sentient.agents.models.fake import (
+    FakeRequest,
+    Output,
+    ScriptedModel,
+    asks_for,
+    default_response,
+    executor_answer,
+)
 from sentient.agents.schemas import AtomizerOutput, ExecutionOutput, QuestionPlan
 from sentient.api import ProfiledSentientAgent
-from sentient.context.grounding import Verdict
+from sentient.context.grounding import Reading, Verdict
 from sentient.graph.node import NodeType, TaskType
 from sentient.graph.plan import PlanOutput, SubTask
 from sentient.graph.status import TaskStatus
@@ -49,16 +56,23 @@ def from_memory(request: FakeRequest) -> dict | ExecutionOutput:
     return ExecutionOutput(answer="The event loop runs them.")
 
 
-def verdicts(*answers: bool | int):
-    """A verifier that gives ``answers`` in turn: a verdict on the passage named, or (an int) the
-    passage its second reading over every passage shown names (0: none)."""
+SAME = "the same"  # read alone, the passage gives the executor's few words (its first words)
+
+
+def verdicts(*answers: bool | int | str):
+    """A verifier that gives ``answers`` in turn: a verdict on the passage named, (an int) the
+    passage its second reading over every passage shown names (0: none), or (a str, or ``SAME``)
+    the answer it reads in an accepted passage without being shown the executor's."""
     given = iter(answers)
 
-    def verifier(request: FakeRequest) -> Verdict | dict:
+    def verifier(request: FakeRequest) -> Verdict | Reading | dict:
         answer = next(given)
         if asks_for(request, "source"):
             assert isinstance(answer, int) and not isinstance(answer, bool), "a second reading was not expected"
             return {"source": answer}
+        if asks_for(request, "answer"):
+            assert isinstance(answer, str), "a reading of the passage alone was not expected"
+            return default_response(request) if answer == SAME else Reading(answer=answer)
         assert isinstance(answer, bool), "a verdict was expected"
         return Verdict(supports=answer)
 
@@ -66,21 +80,37 @@ def verdicts(*answers: bool | int):
 
 
 async def test_a_question_is_answered_from_one_search_and_its_passage_read_by_the_verifier(make_agent) -> None:
-    model = ScriptedModel(script={"executor": from_first_source, "verifier": Verdict(supports=True)})
+    model = ScriptedModel(script={"executor": from_first_source, "verifier": verdicts(True, SAME)})
     result = await make_agent(model, profile="general_agent").arun(GOAL, write_files=False)
 
     assert result.status == "completed" and len(result.graph) == 1
-    assert [c.request.role for c in model.calls] == ["executor", "verifier"]  # no atomizer for a question
+    assert [c.request.role for c in model.calls] == ["executor", "verifier", "verifier"]  # no atomizer for a question
     root = result.graph.root
     assert root.node_type is NodeType.EXECUTE
     assert root.result == "It runs them as tasks. [1]"
     assert root.sources[0].verified is True and root.sources[0].ref.endswith("asyncio.md")
-    (verifier,) = model.calls_for(role="verifier")
-    # The verifier reads the question, the answer and only the passage the answer names.
-    assert GOAL in verifier.request.prompt and "It runs them as tasks." in verifier.request.prompt
-    assert "The event loop runs coroutines and tasks." in verifier.request.prompt
-    assert "Threads share memory" not in verifier.request.prompt
+    judging, reading = (c.request.prompt for c in model.calls_for(role="verifier"))
+    # The verifier reads the question, the answer and only the passage the answer names; then
+    # that passage again, asked what it answers, without being shown the answer.
+    assert GOAL in judging and "It runs them as tasks." in judging
+    assert GOAL in reading and "It runs them as tasks." not in reading
+    for prompt in (judging, reading):
+        assert "The event loop runs coroutines and tasks." in prompt and "Threads share memory" not in prompt
     assert "Not confirmed" not in result.report_markdown
+
+
+async def test_an_accepted_passage_that_read_alone_gives_another_answer_is_not_cited(make_agent) -> None:
+    # The verifier, shown the answer, accepted its passage; asked what the passage answers without
+    # being shown it, it reads another answer (or words of the question, which answer nothing).
+    # The answer stands without more research, but cites nothing.
+    for reading in ("Threads", "asyncio event loop"):
+        model = ScriptedModel(script={"executor": from_first_source, "verifier": verdicts(True, reading)})
+        result = await make_agent(model, profile="general_agent").arun(GOAL, write_files=False)
+        root = result.graph.root
+        assert [c.request.role for c in model.calls] == ["executor", "verifier", "verifier"]
+        assert root.result == "It runs them as tasks." and not any(s.verified for s in root.sources)
+        assert any(f"read for the question alone it gives {reading!r}: not cited" in w for w in root.warnings)
+        assert "Not confirmed by the sources" in result.report_markdown
 
 
 async def test_a_passage_the_verifier_rejects_is_not_verified_and_the_question_is_planned(make_agent) -> None:
@@ -90,8 +120,9 @@ async def test_a_passage_the_verifier_rejects_is_not_verified_and_the_question_i
     model = ScriptedModel(
         script={
             "executor": from_first_source,
-            # The direct answer's passage, then no passage shown states it; the two lookups.
-            "verifier": verdicts(False, 0, True, True),
+            # The direct answer's passage, then no passage shown states it; the two lookups, each
+            # accepted and read the same without the answer.
+            "verifier": verdicts(False, 0, True, SAME, True, SAME),
             "planner": BRIDGE,
         }
     )
@@ -123,10 +154,10 @@ async def test_when_the_named_passage_does_not_state_the_answer_the_verifier_nam
     # The executor answered right but named a passage that only mentions the words; the verifier's
     # second reading, over every passage shown, names the one that states the answer.
     answer = {"answer": "It runs them as tasks.", "short": "coroutines and tasks", "source": 1}
-    model = ScriptedModel(script={"executor": answer, "verifier": verdicts(False, 2)})
+    model = ScriptedModel(script={"executor": answer, "verifier": verdicts(False, 2, "coroutines and tasks")})
     result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
     root = result.graph.root
-    assert [c.request.role for c in model.calls] == ["executor", "verifier", "verifier"]
+    assert [c.request.role for c in model.calls] == ["executor", "verifier", "verifier", "verifier"]
     assert root.result == "It runs them as tasks. [2]" and len(result.graph) == 1
     assert [s.verified for s in root.sources[:2]] == [None, True]  # only the cited passage carries a badge
     second = model.calls[2].request.prompt
@@ -139,9 +170,10 @@ async def test_an_accepted_passage_that_does_not_contain_the_answer_is_not_cited
     # The verifier accepted the passage, but the answer's own words are not in it: the citation is
     # not shown as evidence, and the answer stands without more research (not planned).
     answer = {"answer": "A scheduler thread runs them.", "short": "a scheduler thread", "source": 1}
-    model = ScriptedModel(script={"executor": answer, "verifier": Verdict(supports=True)})
+    model = ScriptedModel(script={"executor": answer, "verifier": verdicts(True)})
     result = await make_agent(model, profile="general_agent").arun(GOAL, write_files=False)
     root = result.graph.root
+    # Not read again: a passage without the answer's words cannot be shown to state it.
     assert [c.request.role for c in model.calls] == ["executor", "verifier"] and len(result.graph) == 1
     assert root.result == "A scheduler thread runs them." and not any(s.verified for s in root.sources)
     assert any("does not contain the answer ('a scheduler thread')" in w for w in root.warnings)
@@ -177,7 +209,7 @@ async def test_the_models_own_answer_stands_when_what_the_research_rests_on_is_n
                 from_memory(request) if request.task_id != "root.1" else from_first_source(request)
             ),
             # The direct answer: no passage named, none found; the first lookup: the same; the second: supported.
-            "verifier": verdicts(0, 0, True),
+            "verifier": verdicts(0, 0, True, SAME),
             "planner": BRIDGE,
         }
     )
@@ -231,9 +263,10 @@ async def test_an_answer_that_is_only_a_citation_number_is_refused_by_its_schema
     answers = iter(["[2]", "It runs them as tasks."])
 
     def executor(request: FakeRequest) -> dict:
-        return {"answer": next(answers), "short": "event loop", "source": 1}
+        return {"answer": next(answers), "short": "coroutines and tasks", "source": 1}
 
-    model = ScriptedModel(grammar=grammar, script={"executor": executor, "verifier": Verdict(supports=True)})
+    reads_the_same = verdicts(True, "coroutines and tasks")
+    model = ScriptedModel(grammar=grammar, script={"executor": executor, "verifier": reads_the_same})
     result = await make_agent(model, profile="general_agent").arun(GOAL, write_files=False)
     _, second = model.calls_for(role="executor")
     assert "only a citation number" in second.request.prompt  # the validation error is fed back
@@ -243,7 +276,7 @@ async def test_an_answer_that_is_only_a_citation_number_is_refused_by_its_schema
 async def test_a_goal_that_is_not_a_question_goes_to_the_atomizer(make_agent) -> None:
     model = ScriptedModel(script={"atomizer": AtomizerOutput(is_atomic=True), "executor": from_first_source})
     result = await make_agent(model, profile="general_agent").arun(REPORT, write_files=False)
-    assert [c.request.role for c in model.calls] == ["atomizer", "executor", "verifier"]
+    assert [c.request.role for c in model.calls] == ["atomizer", "executor", "verifier", "verifier"]
     assert result.graph.root.node_type is NodeType.EXECUTE
 
     # Not answered first when turned off: the atomizer decides for a question too.
@@ -269,7 +302,7 @@ async def test_a_plan_that_repeats_its_goal_is_dropped_and_the_goal_executed(mak
     assert len(result.graph) == 1
     root = result.graph.root
     assert root.node_type is NodeType.EXECUTE
-    assert [c.request.role for c in model.calls] == ["atomizer", "planner", "executor", "verifier"]
+    assert [c.request.role for c in model.calls] == ["atomizer", "planner", "executor", "verifier", "verifier"]
     assert [s.status for s in root.history][-3:] == [TaskStatus.PLANNING, TaskStatus.EXECUTING, TaskStatus.DONE]
     assert root.result == result.final_answer == "It runs them as tasks. [1]"
     assert any("include the task itself" in w for w in root.warnings)
@@ -299,7 +332,7 @@ async def test_the_embedded_planner_stops_writing_once_its_plan_lists_the_goal(m
 
     assert result.status == "completed" and len(result.graph) == 1
     root = result.graph.root
-    assert [c.request.role for c in model.calls] == ["atomizer", "planner", "executor", "verifier"]
+    assert [c.request.role for c in model.calls] == ["atomizer", "planner", "executor", "verifier", "verifier"]
     (planner,) = model.calls_for(role="planner")
     assert planner.output == repeating.model_dump_json().split("},{")[0] + "}"  # the first subtask, no more
     assert any("include the task itself" in w for w in root.warnings)
@@ -357,7 +390,7 @@ async def test_a_second_hop_searches_with_the_first_hops_result_and_skips_its_pa
     assert [s.ref for s in hop2.sources].count(result.graph.get("root.0").sources[0].ref) == 1
     # The verifier judges the second hop's passage after what the first found (its passage states
     # the answer about that), and the first hop's without anything found before.
-    first_check, second_check = (c.request.prompt for c in model.calls_for(role="verifier"))
+    first_check, _, second_check, _ = (c.request.prompt for c in model.calls_for(role="verifier"))
     assert "Found before" not in first_check
     assert "Found before: Which component runs coroutines?\nIt runs them as tasks." in second_check
 
@@ -402,14 +435,14 @@ async def test_a_question_in_another_language_is_answered_and_cited_from_its_doc
 ) -> None:
     for name, text in files.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
-    model = ScriptedModel(script={"executor": from_first_source, "verifier": Verdict(supports=True)})
+    model = ScriptedModel(script={"executor": from_first_source})  # its verifier accepts, and reads the same answer
     agent = ProfiledSentientAgent.create_with_profile(
         "general_agent", settings=settings, model=model, docs=DocsIndex.from_folder(tmp_path)
     )
     result = await agent.arun(question, write_files=False)
 
     root = result.graph.root
-    assert [c.request.role for c in model.calls] == ["executor", "verifier"]  # recognised as a question
+    assert [c.request.role for c in model.calls] == ["executor", "verifier", "verifier"]  # recognised as a question
     assert root.sources[0].verified is True and root.sources[0].ref.endswith(next(iter(files)))
     assert stated in model.calls_for(role="verifier")[0].request.prompt
     assert root.result.endswith("[1]") and "Not confirmed" not in result.report_markdown

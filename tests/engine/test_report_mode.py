@@ -27,10 +27,10 @@ from sentient.agents.schemas import (
     Outline,
     OutlineSection,
     ReportFrame,
-    Supported,
 )
 from sentient.agents.schemas import RootAtomizerOutput as Root
 from sentient.api import ProfiledSentientAgent
+from sentient.context.grounding import Reading
 from sentient.graph.node import NodeType, TaskType
 from sentient.graph.plan import PlanOutput, SubTask
 from sentient.graph.status import TaskStatus
@@ -43,7 +43,9 @@ GOAL = "Write a briefing on the outages of the ferry booking service and how the
 OUTLINE = Outline(
     sections=[
         OutlineSection(title="Outages", find=["Which outages did the booking service have?"]),
-        OutlineSection(title="Handling", find=["Who is paged for an outage?", "How fast must a page be answered?"]),
+        OutlineSection(
+            title="Handling", find=["Who is paged when the service fails?", "How fast must a page be answered?"]
+        ),
     ]
 )
 FRAME = ReportFrame(
@@ -96,6 +98,22 @@ def section_writer(request: FakeRequest, key: str = "outage") -> Any:
     return {"answers": [answer]}
 
 
+def reader(*words: str, only: str = ""):
+    """A verifier that, asked what a passage answers (without the answer), reads the first of
+    ``words`` the passage holds; with ``only``, in that document's passage alone. Asked anything
+    else, it accepts."""
+
+    def read(request: FakeRequest) -> Any:
+        if not asks_for(request, "answer"):
+            return default_response(request)
+        passage = request.prompt.split("## Sources you may cite as [n]")[-1].split("## Your task")[0].lower()
+        if only and only not in passage:
+            return Reading(answer="something else")
+        return Reading(answer=next((w for w in words if w in passage), ""))
+
+    return read
+
+
 def outliner(outline: Outline = OUTLINE, items: tuple[str, ...] = ()):
     def answer(request: FakeRequest) -> Outline | Items:
         return outline if asks_for(request, "sections") else Items(items=list(items))
@@ -108,7 +126,7 @@ def model_for(**script: Any) -> ScriptedModel:
         "atomizer": atomizer(),
         "planner": outliner(),
         "executor": section_writer,
-        "verifier": default_response,  # every passage a section cites states what cites it
+        "verifier": reader("outage"),  # read alone, every passage gives the answer's key word
         "aggregator": FRAME,
     }
     return ScriptedModel(script={**base, **script})
@@ -136,9 +154,11 @@ async def test_a_report_goal_is_outlined_researched_per_section_and_assembled_in
     assert "Sources you may cite" in outline_call.request.prompt
     assert "Draft the outline of a report" in outline_call.request.prompt
     # Each search answers its question in one call that sees only its own passages; the writing
-    # step joins the answers in order without a call, and the verifier reads them once per section.
+    # step joins the answers in order without a call. The verifier reads each passage an answer
+    # names, for its question alone.
     roles = [c.request.role for c in model.calls]
-    assert roles.count("executor") == 3 and roles.count("verifier") == 2
+    searches = [n for n in graph if n.task_type is TaskType.SEARCH and n.parent_id is not None]
+    assert roles.count("executor") == 3 and roles.count("verifier") == sum(len(n.sources) for n in searches)
     assert roles.count("aggregator") == 1 and roles.count("planner") == 1
     (answer,) = model.calls_for(role="executor", task_id=handling[1].task_id)
     assert answer.request.agent == "section_writer"
@@ -147,10 +167,10 @@ async def test_a_report_goal_is_outlined_researched_per_section_and_assembled_in
     assert "Answer to: Who is paged" not in answer.request.prompt  # no other search's answer
     assert not model.calls_for(role="executor", task_id=handling[2].task_id)
     section = handling[2].result or ""
-    assert section.index("Answer to: Who is paged for an outage? [") < section.index("Answer to: How fast")
+    assert section.index("Answer to: Who is paged when the service fails? [") < section.index("Answer to: How fast")
     # The root writes only the title and summary; the sections follow as written.
     (assembly,) = model.calls_for(role="aggregator")
-    assert "Answer to: Who is paged for an outage?" in assembly.request.prompt
+    assert "Answer to: Who is paged when the service fails?" in assembly.request.prompt
     text = root.result or ""
     assert text.startswith("# Ferry booking outages\n\nThe service failed twice")
     assert text.index("## Outages\n\nAnswer to: Which outages") < text.index("## Handling\n\nAnswer to: Who is paged")
@@ -183,6 +203,7 @@ async def test_a_goal_the_atomizer_does_not_find_a_report_is_not_outlined(settin
         atomizer=atomizer(is_report=False),
         planner=plan,
         executor=lambda request: executor_answer(request, "An answer."),
+        verifier=default_response,
         aggregator=AggregationOutput(answer="An answer [1]."),
     )
     result = await agent(settings, docs, model, max_depth=1).arun(GOAL, write_files=False)
@@ -236,7 +257,7 @@ async def test_a_goal_asking_the_same_of_each_item_fans_out_over_the_items_found
 @pytest.mark.parametrize("verifier_fails", [False, True])
 async def test_an_items_facts_are_cited_only_to_passages_that_name_the_item(settings, docs, verifier_fails) -> None:
     fan_out = Outline(for_each="outage", each=["what failed"])
-    verifier = (lambda request: RuntimeError("the model crashed")) if verifier_fails else default_response
+    verifier = (lambda request: RuntimeError("the model crashed")) if verifier_fails else reader("outage")
     model = model_for(planner=outliner(fan_out, ("harbour gate", "island pier")), verifier=verifier)
     result = await agent(settings, docs, model).arun(FAN_OUT_GOAL, write_files=False)
 
@@ -244,12 +265,14 @@ async def test_an_items_facts_are_cited_only_to_passages_that_name_the_item(sett
     for section in result.graph.children("root.0"):
         search, write = result.graph.children(section.task_id)
         assert len(search.sources) > 1  # the writer named every passage it was shown: each mentions an outage
-        # Whatever the verifier found, only the item's own report names the item.
+        # Whatever the verifier read, only the item's own report names the item; a passage the
+        # verifier could not read is not cited.
         own = f"outage_{section.goal.split()[0]}.md"
         assert [s.ref.rsplit("/", 1)[-1] for s in write.sources if s.verified] == ([] if verifier_fails else [own])
     report = result.report
     assert report is not None
-    assert [r.ref.rsplit("/", 1)[-1] for r in report.references] == ["outage_harbour.md", "outage_island.md"]
+    cited = [r.ref.rsplit("/", 1)[-1] for r in report.references]
+    assert cited == ([] if verifier_fails else ["outage_harbour.md", "outage_island.md"])
 
 
 ROUTES_GOAL = "Write a briefing on the ferry routes: for each route, its crossing time and fare"
@@ -333,7 +356,7 @@ async def test_a_section_states_each_answer_with_the_passages_it_names_and_leave
             ]
         }
 
-    model = model_for(planner=outliner(outline), executor=writer)
+    model = model_for(planner=outliner(outline), executor=writer, verifier=reader("duty engineer"))
     result = await agent(settings, docs, model).arun(GOAL, write_files=False)
 
     (search, write) = result.graph.children(result.graph.children("root")[0].task_id)
@@ -388,22 +411,21 @@ async def test_the_outline_and_the_discovered_items_are_reviewed_like_a_plan(set
     assert "island pier" not in text and "## Paging" not in text
 
 
-async def test_a_citation_the_verifier_rejects_is_not_verified_and_not_shown(settings, docs) -> None:
-    outline = Outline(sections=[OutlineSection(title="Paging", find=["Who is paged for an outage?"])])
-
-    def reads(request: FakeRequest) -> Supported:
-        """Finds that only the paging policy states what cites it."""
-        listed = request.prompt.split("## Sources you may cite as [n]")[-1].split("## Your task")[0]
-        return Supported(supported=[n for n in listed_sources(request.prompt) if f"[{n}] paging.md" in listed])
-
-    model = model_for(planner=outliner(outline), verifier=reads)
+async def test_a_citation_whose_passage_reads_otherwise_is_not_verified_and_not_shown(settings, docs) -> None:
+    outline = Outline(sections=[OutlineSection(title="Paging", find=["Who is paged when the service fails?"])])
+    # Every passage holds the answer's key word; read alone, only the paging policy gives it.
+    model = model_for(planner=outliner(outline), verifier=reader("outage", only="paging.md"))
     result = await agent(settings, docs, model).arun(GOAL, write_files=False)
 
-    write = next(n for n in result.graph if n.task_type is TaskType.WRITE and n.node_type is NodeType.EXECUTE)
-    (verifier,) = model.calls_for(role="verifier")  # the section's cited passages, read in one call
-    assert len(listed_sources(verifier.request.prompt)) == len(write.sources) > 1
-    verified = [s for s in write.sources if s.verified]
-    assert [s.ref.rsplit("/", 1)[-1] for s in verified] == ["paging.md"]
+    search = result.graph.get("root.0.0")
+    readings = model.calls_for(role="verifier")  # each passage the answer names, read on its own
+    assert len(readings) == len(search.sources) > 1
+    for call in readings:
+        assert len(listed_sources(call.request.prompt)) == 1
+        assert "Who is paged when the service fails?" in call.request.prompt and "Answer to:" not in call.request.prompt
+    assert any("gave another answer: not cited" in w for w in search.warnings)
+    write = result.graph.get("root.0.1")
+    assert [s.ref.rsplit("/", 1)[-1] for s in write.sources if s.verified] == ["paging.md"]
     report = result.report
     assert report is not None
     assert [r.ref.rsplit("/", 1)[-1] for r in report.references] == ["paging.md"]
@@ -411,8 +433,12 @@ async def test_a_citation_the_verifier_rejects_is_not_verified_and_not_shown(set
 
 
 async def test_only_passages_that_hold_an_answers_words_stay_cited(settings, docs) -> None:
-    outline = Outline(sections=[OutlineSection(title="Paging", find=["Who is paged for an outage?"])])
-    model = model_for(planner=outliner(outline), executor=lambda request: section_writer(request, "duty engineer"))
+    outline = Outline(sections=[OutlineSection(title="Paging", find=["Who is paged when the service fails?"])])
+    model = model_for(
+        planner=outliner(outline),
+        executor=lambda request: section_writer(request, "duty engineer"),
+        verifier=reader("duty engineer"),
+    )
     result = await agent(settings, docs, model).arun(GOAL, write_files=False)
 
     search = result.graph.get("root.0.0")  # the section's one search
@@ -425,7 +451,7 @@ async def test_only_passages_that_hold_an_answers_words_stay_cited(settings, doc
 
 
 async def test_an_answer_no_passage_holds_is_left_out(settings, docs) -> None:
-    outline = Outline(sections=[OutlineSection(title="Paging", find=["Who is paged for an outage?"])])
+    outline = Outline(sections=[OutlineSection(title="Paging", find=["Who is paged when the service fails?"])])
     model = model_for(planner=outliner(outline), executor=lambda request: section_writer(request, "the night nurse"))
     result = await agent(settings, docs, model, failure_policy="continue").arun(GOAL, write_files=False)
 

@@ -87,7 +87,9 @@ async def test_one_concurrent_call_means_calls_never_overlap(make_agent) -> None
 
     assert result.status == "completed"
     calls = sorted(model.calls, key=lambda c: c.started_at)
-    assert len(calls) == 10  # root atomizer, planner, four executors, three verifiers (searches), aggregator
+    # The root's atomizer, the planner, four executors, two verifier calls for each of the three
+    # searches (a verdict, then a reading without the answer), the aggregator.
+    assert len(calls) == 13
     for earlier, later in itertools.pairwise(calls):
         assert later.started_at >= earlier.finished_at
 

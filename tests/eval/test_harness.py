@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from fakes.openai_server import Reply, fake_openai_server, text
 
-from sentient.agents.models.fake import FakeRequest, ScriptedModel, asks_for, executor_answer
+from sentient.agents.models.fake import FakeRequest, ScriptedModel, asks_for, default_response, executor_answer
 from sentient.context.grounding import Verdict
 from sentient.eval.dataset import EvalQuestion
 from sentient.eval.harness import EvalOptions, default_docs, run_eval
@@ -46,8 +46,13 @@ def team_executor(request: FakeRequest) -> Any:
 
 def no_passage_states_the_direct_answer(request: FakeRequest) -> Any:
     """A verifier that finds no passage for the root's answer, nor for the planned question's
-    second lookup (the question itself); the first lookup's passage supports it."""
-    return {"source": 0} if asks_for(request, "source") else Verdict(supports=request.task_id == "root.0")
+    second lookup (the question itself); the first lookup's passage supports it, and read again
+    without its answer gives the same one."""
+    if asks_for(request, "source"):
+        return {"source": 0}
+    if asks_for(request, "answer"):
+        return default_response(request)
+    return Verdict(supports=request.task_id == "root.0")
 
 
 def losing_team() -> ScriptedModel:
@@ -90,8 +95,9 @@ async def test_each_system_records_grade_cost_and_where_the_answer_was_lost(
     assert (profile["in_sources"], profile["in_leaf"], profile["in_final"]) == (True, True, False)
     assert profile["lost_in_aggregation"] is True and profile["correct"] is False
     # The root's direct answer, the verifier's reading of every passage, its answer from memory, its plan,
-    # and two lookups (each passage read by the verifier; the second's, rejected, then every passage).
-    assert profile["agent_calls"] == profile["model_calls"] == 9
+    # and two lookups (each passage read by the verifier: the first's, accepted, again without its
+    # answer; the second's, rejected, then every passage).
+    assert profile["agent_calls"] == profile["model_calls"] == 10
     assert (profile["citations"], profile["verified_citations"]) == (0, 0)
     assert profile["error"] is None and profile["system"] == "profile:general_agent"
     # The profile's run files go under the eval folder, not project_results/<id>.

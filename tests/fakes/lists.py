@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sentient.agents.models.fake import FakeRequest, ScriptedModel, listed_passages
+from sentient.agents.models.fake import FakeRequest, ScriptedModel, asks_for, default_response, listed_passages
 from sentient.agents.schemas import AggregationOutput
+from sentient.context.grounding import Reading
 from sentient.graph.node import TaskType
 from sentient.graph.plan import PlanOutput, SubTask
 
@@ -24,7 +25,8 @@ def lists_docs(folder: Path) -> Path:
 
 def citing_model(aggregator: Any = CITED) -> ScriptedModel:
     """A plan of one search per sequence type; each executor names the passage about its subject
-    and copies its words ("mutable sequence"); the aggregator answers ``aggregator`` (by default
+    and copies its words ("mutable sequence"), which the verifier accepts and, reading the passage
+    without the answer, reads the same; the aggregator answers ``aggregator`` (by default
     :data:`CITED`, which cites both)."""
 
     def execute(request: FakeRequest) -> Any:
@@ -33,6 +35,12 @@ def citing_model(aggregator: Any = CITED) -> ScriptedModel:
         source = next((n for n, text in passages.items() if subject in text.lower()), 0)
         short = "immutable sequence" if subject == "tuple" else "mutable sequence"
         return {"answer": f"{request.goal}: sequences differ in mutability.", "short": short, "source": source}
+
+    def verify(request: FakeRequest) -> Any:
+        if not asks_for(request, "answer"):
+            return default_response(request)
+        passage = " ".join(listed_passages(request.prompt).values())
+        return Reading(answer="immutable sequence" if "immutable" in passage else "mutable sequence")
 
     return ScriptedModel(
         script={
@@ -43,6 +51,7 @@ def citing_model(aggregator: Any = CITED) -> ScriptedModel:
                 ]
             ),
             "executor": execute,
+            "verifier": verify,
             "aggregator": aggregator,
         }
     )

@@ -33,9 +33,8 @@ from sentient.agents.schemas import (
     OutlineSection,
     QuestionPlan,
     ReportFrame,
-    Supported,
 )
-from sentient.context.grounding import Verdict
+from sentient.context.grounding import Reading, Verdict
 from sentient.graph.node import TaskType
 from sentient.graph.plan import PlanOutput, SubTask
 
@@ -153,10 +152,10 @@ def default_response(request: FakeRequest) -> Output:
     if request.role == "aggregator":
         return AggregationOutput(answer=f"Summary of {request.task_id}: {request.goal}")
     if request.role == "verifier":
-        if asks_for(request, "supported"):  # a report section's sources: all of them state what cites them
-            return Supported(supported=listed_sources(request.prompt))
         if asks_for(request, "source"):  # its second reading finds no passage the executor missed
             return {"source": 0}
+        if asks_for(request, "answer"):  # reading the passage alone, it finds what the executor found
+            return Reading(answer=_first_words(listed_passages(request.prompt), [1]))
         return Verdict(supports=True)
     return executor_answer(request, f"Result of {request.task_id}: {request.goal}")
 
