@@ -30,6 +30,7 @@ facts no section holds).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -320,8 +321,11 @@ class ReportPhases:
         them), each citing only the passages the verifier reads the same answer in, asked the
         question without being shown it (:func:`agrees`); and the numbers of those passages. An
         answer no passage is read to state stays, citing nothing (noted)."""
-        cited = dict.fromkeys(n for *_, numbers in said for n in numbers)
-        readings = {n: await self._p._read(node, found[n - 1]) for n in cited}
+        cited = list(dict.fromkeys(n for *_, numbers in said for n in numbers))
+        # At once: a hosted model reads them in parallel (the engine caps concurrent calls).
+        readings = dict(
+            zip(cited, await asyncio.gather(*(self._p._read(node, found[n - 1]) for n in cited)), strict=True)
+        )
         written: list[str] = []
         read_same: set[int] = set()
         for text, keys, numbers in said:
