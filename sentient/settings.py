@@ -169,6 +169,12 @@ class Settings(BaseSettings):
             " slower when other work shares the cores."
         ),
     )
+    model_temperature: float = Field(
+        0.2,
+        ge=0.0,
+        le=2.0,
+        description="Sampling temperature of the embedded model; 0 always takes the most likely token.",
+    )
     cache_dir: Path = Field(Path.home() / ".cache" / "sentient", description="Assembled weights, docs indexes.")
     results_dir: Path = Field(Path("project_results"), description="Where each project's files are written.")
     database_url: str | None = Field(

@@ -213,8 +213,9 @@ def test_truncated_explicit_gguf_fails_to_load_with_a_weights_error(assembled: P
         ("Is 'what is 2 + 2' one step? Answer with JSON.", AtomizerOutput.model_json_schema()),
     ],
 )
+@pytest.mark.parametrize("temperature", [0.2, 0.0])  # sampled, and greedy
 def test_checking_the_grammar_on_likely_tokens_first_gives_the_same_reply(
-    assembled: Path, prompt: str, schema: dict[str, object]
+    assembled: Path, prompt: str, schema: dict[str, object], temperature: float
 ) -> None:
     fast_class = llama_class(repack_weights=False)
 
@@ -229,7 +230,7 @@ def test_checking_the_grammar_on_likely_tokens_first_gives_the_same_reply(
             messages=[{"role": "user", "content": prompt}],
             response_format={"type": "json_object", "schema": schema},
             max_tokens=96,
-            temperature=0.2,
+            temperature=temperature,
             repeat_penalty=REPEAT_PENALTY,
             seed=7,
         )
@@ -276,35 +277,43 @@ model.runtime.complete([{{"role": "user", "content": "Say hi"}}], None, max_toke
     assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
 
 
-def test_one_embedded_model_is_shared_by_the_whole_process(tmp_path: Path) -> None:
-    """Every agent and every run (a server runs several projects) gets the same model and
-    runtime, so the weights are loaded once; other settings get their own."""
+def test_one_embedded_runtime_is_shared_by_the_whole_process(tmp_path: Path) -> None:
+    """Every agent and every run (a server runs several projects) gets the same runtime, so the
+    weights are loaded once, whatever its sampling settings; another thread count gets its own."""
     gguf = tmp_path / "tiny.gguf"
     gguf.write_bytes(GGUF_MAGIC + b"\0" * 64)  # never loaded: loading happens on the first call
     first = load_embedded_model(gguf, tmp_path)
     again = load_embedded_model(tmp_path / "." / "tiny.gguf", tmp_path / "other-cache")
-    assert again is first
     assert again.runtime is first.runtime
-    assert load_embedded_model(gguf, tmp_path, max_tokens=128) is not first
+    greedy = load_embedded_model(gguf, tmp_path, max_tokens=128, temperature=0.0)
+    assert greedy.runtime is first.runtime
+    assert (greedy.max_tokens, greedy.temperature) == (128, 0.0)
     threaded = load_embedded_model(gguf, tmp_path, n_threads=3)
-    assert threaded is not first and threaded.runtime.n_threads == 3
+    assert threaded.runtime is not first.runtime and threaded.runtime.n_threads == 3
 
 
-def test_sentient_model_threads_sets_the_embedded_models_threads(
+def test_sentient_model_threads_and_temperature_set_the_embedded_model(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     gguf = tmp_path / "threads.gguf"
     gguf.write_bytes(GGUF_MAGIC + b"\0" * 64)
     monkeypatch.setenv("SENTIENT_MODEL_PATH", str(gguf))
     monkeypatch.setenv("SENTIENT_MODEL_THREADS", "2")
+    monkeypatch.setenv("SENTIENT_MODEL_TEMPERATURE", "0.7")
     settings = Settings(cache_dir=tmp_path / "cache", results_dir=tmp_path / "results")
     profile = AgentRegistry.load(settings.config_dir).profile("general_agent")
 
     handle = ModelFactory(settings, profile, model="local").for_agent(profile.aggregator_for(True))
 
     assert handle.model.runtime.n_threads == 2
+    assert handle.model.temperature == 0.7
+    assert handle.name == "local:threads.gguf@t0.7"  # cached replies of another temperature are not reused
     monkeypatch.setenv("SENTIENT_MODEL_THREADS", "0")
     with pytest.raises(ValidationError, match="model_threads"):
+        Settings()
+    monkeypatch.setenv("SENTIENT_MODEL_THREADS", "2")
+    monkeypatch.setenv("SENTIENT_MODEL_TEMPERATURE", "-1")
+    with pytest.raises(ValidationError, match="model_temperature"):
         Settings()
 
 

@@ -42,6 +42,7 @@ DEFAULT_N_CTX = 4096
 REPEAT_PENALTY = 1.15
 DEFAULT_MAX_TOKENS = 512
 DEFAULT_SEED = 1234
+DEFAULT_TEMPERATURE = 0.2
 TRUNCATION_NOTE = "\n[... truncated ...]\n"
 # Chat-template tokens per message (role header, end marker) plus slack for re-tokenisation.
 _PER_MESSAGE_OVERHEAD = 8
@@ -162,7 +163,7 @@ class LlamaRuntime:
         messages: list[ChatMessage],
         json_schema: dict[str, Any] | None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
-        temperature: float = 0.2,
+        temperature: float = DEFAULT_TEMPERATURE,
         enough: Enough | None = None,
     ) -> Completion:
         """Generate one chat completion, constrained to ``json_schema`` when given.
@@ -340,7 +341,7 @@ class EmbeddedModel(Model):
     supports_json_schema_outputs: bool = True
     runtime: LlamaRuntime | None = field(default=None, repr=False)
     max_tokens: int = DEFAULT_MAX_TOKENS
-    temperature: float = 0.2
+    temperature: float = DEFAULT_TEMPERATURE
 
     def invoke(
         self,
@@ -399,28 +400,28 @@ def load_embedded_model(
     n_ctx: int = DEFAULT_N_CTX,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     n_threads: int | None = None,
+    temperature: float = DEFAULT_TEMPERATURE,
 ) -> EmbeddedModel:
     """Resolve the weights (assembling the default ones if needed) and wrap them as a model.
 
-    The weights are verified now but loaded into memory only on the first call. One model per
-    weights file and settings is shared by the whole process: every agent, every run, and every
-    project a server runs at once (its runtime lock queues their calls), so the weights are in
-    memory once.
+    The weights are verified now but loaded into memory only on the first call. One runtime per
+    weights file, context size and thread count is shared by the whole process: every agent, every
+    run, and every project a server runs at once (its lock queues their calls), so the weights are
+    in memory once. ``max_tokens`` and ``temperature`` belong to the returned model, not the runtime.
 
     Raises:
         ModelWeightsError: the weights are missing or corrupt.
     """
     path = resolve_model_path(model_path, cache_dir, weights)
-    key = (path.resolve(), n_ctx, max_tokens, n_threads)
+    key = (path.resolve(), n_ctx, n_threads)
     with _LOADED_LOCK:
-        model = _LOADED.get(key)
-        if model is None:
-            runtime = LlamaRuntime(path, n_ctx=n_ctx, n_threads=n_threads)
-            model = _LOADED[key] = EmbeddedModel(runtime=runtime, max_tokens=max_tokens)
-    return model
+        runtime = _LOADED.get(key)
+        if runtime is None:
+            runtime = _LOADED[key] = LlamaRuntime(path, n_ctx=n_ctx, n_threads=n_threads)
+    return EmbeddedModel(runtime=runtime, max_tokens=max_tokens, temperature=temperature)
 
 
-_LOADED: dict[tuple[Path, int, int, int | None], EmbeddedModel] = {}
+_LOADED: dict[tuple[Path, int, int | None], LlamaRuntime] = {}
 _LOADED_LOCK = threading.Lock()
 
 
@@ -519,7 +520,7 @@ def llama_class(repack_weights: bool) -> type[Llama]:
         def _init_sampler(self, **params: Any) -> Any:  # type: ignore[override]  # called with keywords only
             grammar = params.get("grammar")
             plain_chain = params.get("mirostat_mode") or params.get("logits_processor") is not None
-            if grammar is None or plain_chain or params.get("temp", 0.0) <= 0.0:
+            if grammar is None or plain_chain or params.get("temp", 0.0) < 0.0:
                 return super()._init_sampler(**params)
             return LikelyFirstSampler(
                 self,

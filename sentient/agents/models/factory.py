@@ -132,16 +132,27 @@ class ModelFactory:
             )
         spec = parse_model_string(text)
         if spec.provider is Provider.LOCAL:
-            from sentient.agents.models.embedded import load_embedded_model  # llama.cpp loads only when used
+            from sentient.agents.models.embedded import (  # llama.cpp only when used
+                DEFAULT_TEMPERATURE,
+                load_embedded_model,
+            )
 
             # Plain 'local' is the default weights, or SENTIENT_MODEL_PATH; 'local:NAME' names the weights.
             weights = EMBEDDED_WEIGHTS.get(spec.model_id, DEFAULT_WEIGHTS)
             path = self._settings.model_path if spec.model_id == "local" else None
+            temperature = self._settings.model_temperature
             embedded = load_embedded_model(
-                path, self._settings.cache_dir, weights=weights, n_threads=self._settings.model_threads
+                path,
+                self._settings.cache_dir,
+                weights=weights,
+                n_threads=self._settings.model_threads,
+                temperature=temperature,
             )
-            # The name keys the response cache, so it says which weights answered.
+            # The name keys the response cache, so it says which weights answered, and at which
+            # temperature when it is not the default one.
             name = f"local:{path.name}" if path is not None else f"local:{weights.name}"
+            if temperature != DEFAULT_TEMPERATURE:
+                name += f"@t{temperature:g}"
             return ModelHandle(name, embedded, FREE, None, self._response_cache(True), native_tools=False, grammar=True)
         if spec.provider is Provider.SCRIPTED:
             # A dry run of the whole pipeline with canned answers: no weights, no network.

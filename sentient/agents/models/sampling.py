@@ -10,7 +10,8 @@ per generated token on a 2-core VM, a third of the time each token takes (bench/
 highest-scoring tokens whenever at least ``top_k`` of these are allowed, so the grammar is
 checked on those first, and the rest of the chain runs on them. Where fewer are allowed (the
 JSON punctuation between values, where few tokens fit), it checks the whole vocabulary, as the
-chain does. Same candidates, same order, same seeded draw: the same reply.
+chain does. Same candidates, same order, same seeded draw: the same reply. At temperature 0 the
+chain ends in a greedy pick instead, the best allowed token, so one allowed candidate is enough.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ LIKELY_FIRST_PARAMETERS = (
 
 
 class LikelyFirstSampler:
-    """The sampler ``Llama._init_sampler`` builds for a grammar and a temperature above zero,
+    """The sampler ``Llama._init_sampler`` builds for a grammar and a temperature of zero or more,
     checking the grammar on the likely tokens first (see the module docstring).
 
     It has the interface ``Llama`` uses: ``sample(ctx, idx)`` returns the token and accepts it.
@@ -76,12 +77,16 @@ class LikelyFirstSampler:
         self._grammar = LlamaSampler()
         self._grammar.add_grammar(llama._model, grammar)
         self._rest = LlamaSampler()
-        self._rest.add_top_k(top_k)
-        self._rest.add_typical(typical_p, 1)
-        self._rest.add_top_p(top_p, 1)
-        self._rest.add_min_p(min_p, 1)
-        self._rest.add_temp(temp)
-        self._rest.add_dist(llama._seed)
+        if temp <= 0.0:  # greedy, as llama-cpp-python samples at temperature 0: the best allowed token
+            self._top_k = 1
+            self._rest.add_greedy()
+        else:
+            self._rest.add_top_k(top_k)
+            self._rest.add_typical(typical_p, 1)
+            self._rest.add_top_p(top_p, 1)
+            self._rest.add_min_p(min_p, 1)
+            self._rest.add_temp(temp)
+            self._rest.add_dist(llama._seed)
         self._all = LlamaTokenDataArray(n_vocab=self._n_vocab)
         self._likely = LlamaTokenDataArray(n_vocab=min(CANDIDATES, self._n_vocab))
 
