@@ -305,7 +305,7 @@ class ReportPhases:
         said = []
         for answer in output.answers:
             text = strip_markers(answer.answer)
-            cited = stating(text, answer.keys, found, list(dict.fromkeys(answer.sources)))
+            cited = _holding(node.goal, text, answer.keys, found, answer.sources)
             if cited and text:  # an answer no passage can be shown to state is left out
                 said.append((text, answer.keys, cited))
         if not said:
@@ -429,6 +429,19 @@ def _names(source: Source, item: str) -> bool:
     """Whether ``source``'s passage or its headings name ``item`` (its file name, which begins
     its title, names nothing: "system_lockbox.md" is a file, not an item)."""
     return holds(f"{title_headings(source.ref, source.title)}\n{source.snippet}", item)
+
+
+def _holding(
+    question: str, answer: str, keys: Sequence[str], found: Sequence[Source], named: Sequence[int]
+) -> list[int]:
+    """The passages of ``found`` that can be shown to state ``answer``: those it ``named`` that
+    hold it or one of its ``keys``; if none does, the other passages that hold it or one of its
+    keys that ``question`` does not (a small model often names the wrong number; the question's
+    own words, such as the item's name, show nothing)."""
+    if cited := stating(answer, keys, found, list(dict.fromkeys(named))):
+        return cited
+    own = [key for key in keys if not holds(question, key)]
+    return stating(answer, own, found, [n for n in range(1, len(found) + 1) if n not in named])
 
 
 def _once(sources: Sequence[Source]) -> list[Source]:

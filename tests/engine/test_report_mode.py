@@ -17,6 +17,7 @@ from sentient.agents.models.fake import (
     asks_for,
     default_response,
     executor_answer,
+    listed_passages,
     listed_sources,
 )
 from sentient.agents.schemas import (
@@ -30,6 +31,7 @@ from sentient.agents.schemas import (
 )
 from sentient.agents.schemas import RootAtomizerOutput as Root
 from sentient.api import ProfiledSentientAgent
+from sentient.context.citations import cited_numbers
 from sentient.context.grounding import Reading
 from sentient.graph.node import NodeType, TaskType
 from sentient.graph.plan import PlanOutput, SubTask
@@ -448,6 +450,31 @@ async def test_only_passages_that_hold_an_answers_words_stay_cited(settings, doc
     report = result.report
     assert report is not None
     assert [r.ref.rsplit("/", 1)[-1] for r in report.references] == ["paging.md"]
+
+
+async def test_an_answer_whose_named_passage_does_not_hold_it_cites_a_shown_passage_that_does(settings, docs) -> None:
+    outline = Outline(sections=[OutlineSection(title="Paging", find=["How fast must an outage page be answered?"])])
+
+    def writer(request: FakeRequest) -> dict[str, Any]:
+        passages = listed_passages(request.prompt)
+        wrong = next(n for n, text in passages.items() if "ten minutes" not in text)
+        return {
+            "answers": [
+                # The small model names the wrong passage; another passage shown holds its words.
+                {"answer": "Within ten minutes.", "keys": ["ten minutes"], "sources": [wrong]},
+                # Its only key is a word of the question, which every passage holds: it shows nothing.
+                {"answer": "The outage page.", "keys": ["outage"], "sources": []},
+            ]
+        }
+
+    model = model_for(planner=outliner(outline), executor=writer, verifier=reader("ten minutes"))
+    result = await agent(settings, docs, model).arun(GOAL, write_files=False)
+
+    search = result.graph.get("root.0.0")
+    assert (search.result or "").startswith("Within ten minutes. [")
+    (cited,) = cited_numbers(search.result or "")
+    assert search.sources[cited - 1].ref.endswith("paging.md") and search.sources[cited - 1].verified
+    assert "outage page" not in (result.graph.root.result or "")
 
 
 async def test_an_answer_no_passage_holds_is_left_out(settings, docs) -> None:
