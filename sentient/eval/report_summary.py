@@ -21,6 +21,7 @@ class ReportSystemSummary(BaseModel):
     n: int
     recall: float  # points stated / points, over every goal
     stated: int
+    under_another_item: int  # stated points of an item, only away from it (points that give one)
     points: int
     retrieved: float  # points in some passage shown (stated ones included)
     distractors: int  # distractors stated, over every goal
@@ -86,6 +87,7 @@ def _summarise(system: str, records: Sequence[ReportRecord]) -> ReportSystemSumm
         n=len(records),
         recall=_percent(stated, points),
         stated=stated,
+        under_another_item=sum(len(r.under_another_item) for r in records),
         points=points,
         retrieved=_percent(stated + missed_in_sources, points),
         distractors=sum(len(r.distractors) for r in records),
@@ -124,6 +126,7 @@ _COLUMNS: tuple[tuple[str, str], ...] = (
     ("system", "system"),
     ("n", "goals"),
     ("recall", "key-point recall %"),
+    ("under_another_item", "stated under another item"),
     ("retrieved", "in passages %"),
     ("distractors", "distractors stated"),
     ("current_distractors", "of those as current (judged)"),

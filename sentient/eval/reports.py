@@ -69,6 +69,9 @@ class Point(BaseModel):
     id: str = Field(min_length=1)
     any: list[str] = Field(min_length=1)
     doc: str | None = None  # where it is written (for the dataset checks)
+    # The item of a "for each" goal the point is about: stated elsewhere than under a heading or
+    # in a sentence that names the item, it is counted as stated under another item.
+    item: str | None = Field(None, min_length=1)
 
     @field_validator("any")
     @classmethod
@@ -152,6 +155,7 @@ class ReportRecord(BaseModel):
     report: str
     points: int
     stated: list[str]  # ids of the points the body states
+    under_another_item: list[str] = Field(default_factory=list)  # of those, stated only away from their item
     distractors: list[str]  # distractors the body states
     current_distractors: list[str] | None = None  # of those, the ones the judge read as given as current
     not_retrieved: list[str]  # missed points in no passage shown
@@ -200,6 +204,9 @@ def grade_report(
         report=outcome.answer,
         points=len(goal.points),
         stated=stated,
+        under_another_item=[
+            p.id for p in goal.points if p.id in stated and p.item and not _under_item(body, p.any, p.item)
+        ],
         distractors=[d for d in goal.distractors if contains_answer(body, [d])],
         **lost,
         words=len(body.split()),
@@ -513,6 +520,21 @@ def _citing(report: str, count: int) -> dict[int, str]:
             if 1 <= n <= count:
                 cited.setdefault(n, []).append(sentence)
     return {n: " ".join(lines) for n, lines in cited.items()}
+
+
+def _under_item(body: str, accepted: list[str], item: str) -> bool:
+    """Whether ``body`` states one of the ``accepted`` strings of a point in a sentence that names
+    its ``item``, or under a heading that does (a sentence under an item's heading is about that
+    item)."""
+    heading = ""
+    for line in body.splitlines():
+        if line.startswith("#"):
+            heading = line.lstrip("#").strip()
+            continue
+        for sentence in wording.sentences(line):
+            if contains_answer(sentence, accepted) and contains_answer(f"{heading}\n{sentence}", [item]):
+                return True
+    return False
 
 
 def _passages_prompt(goal: str, sources: list[Source]) -> str:

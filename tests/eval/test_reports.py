@@ -14,7 +14,15 @@ import pytest
 
 from sentient.agents.models.fake import FakeRequest, ScriptedModel, executor_answer, listed_sources
 from sentient.agents.schemas import AggregationOutput
-from sentient.eval.reports import ReportEvalOptions, _citing, load_report_goals, run_report_eval
+from sentient.eval.reports import (
+    ReportEvalOptions,
+    ReportGoal,
+    _citing,
+    grade_report,
+    load_report_goals,
+    run_report_eval,
+)
+from sentient.eval.systems import Outcome
 from sentient.exceptions import EvalError
 from sentient.settings import Settings
 
@@ -22,9 +30,9 @@ GOAL = {
     "id": "ferries",
     "goal": "Write an overview of the ferries: when each sails and who captains it",
     "points": [
-        {"id": "alpha-time", "any": ["07:15", "7.15 am"]},
-        {"id": "alpha-captain", "any": ["Ines Moreau"]},
-        {"id": "beta-time", "any": ["09:40"]},
+        {"id": "alpha-time", "any": ["07:15", "7.15 am"], "item": "Alpha"},
+        {"id": "alpha-captain", "any": ["Ines Moreau"], "item": "Alpha"},
+        {"id": "beta-time", "any": ["09:40"], "item": "Beta"},
         {"id": "gamma", "any": ["Zeta pier"]},  # in no document: never retrieved
     ],
     "distractors": ["08:30"],  # Beta's old time
@@ -86,6 +94,7 @@ async def test_each_report_is_graded_by_its_points_and_every_missed_point_locate
 
     rag = records(result.run_dir, "rag")["ferries"]
     assert rag["stated"] == ["alpha-time"] and rag["points"] == 4
+    assert rag["under_another_item"] == []  # "Ferry Alpha sails at 07:15"
     assert rag["distractors"] == ["08:30"]
     # The captain and Beta's new time were in the passages the one call was shown, not in its report.
     assert rag["not_written"] == ["alpha-captain", "beta-time"] and rag["not_retrieved"] == ["gamma"]
@@ -104,6 +113,26 @@ async def test_each_report_is_graded_by_its_points_and_every_missed_point_locate
     assert (comparison.system, comparison.baseline) == ("profile:general_agent", "rag")
     assert "key-point recall %" in result.table and "missed: dropped in assembly" in result.table
     assert (result.run_dir / "summary.md").read_text() == result.table
+
+
+@pytest.mark.parametrize(
+    ("report", "elsewhere"),
+    [
+        ("## Alpha\n\nIt sails at 07:15; Ines Moreau captains it.\n\n## Beta\n\nIt sails at 09:40.", []),
+        ("Ferry Beta sails at 09:40. Ferry Alpha sails at 07:15.", []),
+        # Beta's time under Alpha's heading, and a sentence about Beta giving Alpha's captain.
+        (
+            "## Alpha\n\nIt sails at 09:40.\n\n## Beta\n\nFerry Beta is captained by Ines Moreau.",
+            ["alpha-captain", "beta-time"],
+        ),
+        # Beta's time is stated under both headings: once in place is enough.
+        ("## Alpha\n\n09:40 and 07:15.\n\n## Beta\n\nAt 09:40.", []),
+    ],
+)
+def test_a_point_stated_away_from_its_item_is_counted_as_under_another_item(report: str, elsewhere: list[str]) -> None:
+    record = grade_report(ReportGoal.model_validate(GOAL), "rag", "scripted", Outcome(answer=report))
+
+    assert record.under_another_item == elsewhere
 
 
 async def test_report_mode_with_the_judge_reads_each_cited_passage(
