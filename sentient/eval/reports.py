@@ -26,7 +26,7 @@ import asyncio
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -502,18 +502,13 @@ def _citing(report: str, count: int) -> dict[int, str]:
     without markers, each after the heading it stands under: what the judge reads that source
     against ("IR-7: SEV-2"; a sentence under an item's heading is about that item)."""
     said: list[tuple[str, list[int]]] = []  # each sentence, and the numbers that cite it
-    heading = ""
-    for line in report.splitlines():
-        if line.startswith("#"):
-            heading = line.lstrip("#").strip()
-            continue
-        for sentence in wording.sentences(line):
-            lead = _LEADING_MARKERS.match(sentence)
-            if lead and said:  # "… pays €95. [3] Next …": [3] cites the sentence before it
-                said[-1][1].extend(cited_numbers(lead.group()))
-                sentence = sentence[lead.end() :]
-            if body := strip_markers(sentence):
-                said.append((f"{heading}: {body}" if heading else body, list(cited_numbers(sentence))))
+    for heading, sentence in _headed_sentences(report):
+        lead = _LEADING_MARKERS.match(sentence)
+        if lead and said:  # "… pays €95. [3] Next …": [3] cites the sentence before it
+            said[-1][1].extend(cited_numbers(lead.group()))
+            sentence = sentence[lead.end() :]
+        if body := strip_markers(sentence):
+            said.append((f"{heading}: {body}" if heading else body, list(cited_numbers(sentence))))
     cited: dict[int, list[str]] = {}
     for sentence, numbers in said:
         for n in dict.fromkeys(numbers):
@@ -526,15 +521,21 @@ def _under_item(body: str, accepted: list[str], item: str) -> bool:
     """Whether ``body`` states one of the ``accepted`` strings of a point in a sentence that names
     its ``item``, or under a heading that does (a sentence under an item's heading is about that
     item)."""
+    return any(
+        contains_answer(sentence, accepted) and contains_answer(f"{heading}\n{sentence}", [item])
+        for heading, sentence in _headed_sentences(body)
+    )
+
+
+def _headed_sentences(text: str) -> Iterator[tuple[str, str]]:
+    """Each sentence of ``text``'s paragraphs, with the heading it stands under ("" above the first)."""
     heading = ""
-    for line in body.splitlines():
+    for line in text.splitlines():
         if line.startswith("#"):
             heading = line.lstrip("#").strip()
             continue
         for sentence in wording.sentences(line):
-            if contains_answer(sentence, accepted) and contains_answer(f"{heading}\n{sentence}", [item]):
-                return True
-    return False
+            yield heading, sentence
 
 
 def _passages_prompt(goal: str, sources: list[Source]) -> str:
