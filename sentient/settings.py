@@ -16,6 +16,7 @@ from sentient.structured import schema_problem
 
 MAX_CALL_TIMEOUT_S = 3600.0  # the longest a model call attempt may be given: an hour
 REPORT_WORDS = (100, 20_000)  # the report_length a number of words may ask for
+MODEL_TEMPERATURE = 0.2  # the embedded model's sampling temperature unless SENTIENT_MODEL_TEMPERATURE says
 
 
 class FailurePolicy(StrEnum):
@@ -170,7 +171,7 @@ class Settings(BaseSettings):
         ),
     )
     model_temperature: float = Field(
-        0.2,
+        MODEL_TEMPERATURE,
         ge=0.0,
         le=2.0,
         description="Sampling temperature of the embedded model; 0 always takes the most likely token.",

@@ -33,6 +33,7 @@ from sentient.agents.models import prompt_states
 from sentient.agents.models.sampling import LIKELY_FIRST_PARAMETERS, LikelyFirstSampler
 from sentient.agents.models.weights import DEFAULT_WEIGHTS, EmbeddedWeights, resolve_model_path
 from sentient.exceptions import ModelError, ModelWeightsError
+from sentient.settings import MODEL_TEMPERATURE
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -42,7 +43,6 @@ DEFAULT_N_CTX = 4096
 REPEAT_PENALTY = 1.15
 DEFAULT_MAX_TOKENS = 512
 DEFAULT_SEED = 1234
-DEFAULT_TEMPERATURE = 0.2
 TRUNCATION_NOTE = "\n[... truncated ...]\n"
 # Chat-template tokens per message (role header, end marker) plus slack for re-tokenisation.
 _PER_MESSAGE_OVERHEAD = 8
@@ -163,7 +163,7 @@ class LlamaRuntime:
         messages: list[ChatMessage],
         json_schema: dict[str, Any] | None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
-        temperature: float = DEFAULT_TEMPERATURE,
+        temperature: float = MODEL_TEMPERATURE,
         enough: Enough | None = None,
     ) -> Completion:
         """Generate one chat completion, constrained to ``json_schema`` when given.
@@ -341,7 +341,7 @@ class EmbeddedModel(Model):
     supports_json_schema_outputs: bool = True
     runtime: LlamaRuntime | None = field(default=None, repr=False)
     max_tokens: int = DEFAULT_MAX_TOKENS
-    temperature: float = DEFAULT_TEMPERATURE
+    temperature: float = MODEL_TEMPERATURE
 
     def invoke(
         self,
@@ -400,7 +400,7 @@ def load_embedded_model(
     n_ctx: int = DEFAULT_N_CTX,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     n_threads: int | None = None,
-    temperature: float = DEFAULT_TEMPERATURE,
+    temperature: float = MODEL_TEMPERATURE,
 ) -> EmbeddedModel:
     """Resolve the weights (assembling the default ones if needed) and wrap them as a model.
 

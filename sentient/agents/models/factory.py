@@ -21,7 +21,7 @@ from sentient.agents.models.resilience import ProviderGate
 from sentient.agents.models.weights import DEFAULT_WEIGHTS, EMBEDDED_WEIGHTS
 from sentient.agents.registry import Profile
 from sentient.exceptions import ConfigError
-from sentient.settings import Settings
+from sentient.settings import MODEL_TEMPERATURE, Settings
 
 
 @dataclass(frozen=True)
@@ -132,10 +132,7 @@ class ModelFactory:
             )
         spec = parse_model_string(text)
         if spec.provider is Provider.LOCAL:
-            from sentient.agents.models.embedded import (  # llama.cpp only when used
-                DEFAULT_TEMPERATURE,
-                load_embedded_model,
-            )
+            from sentient.agents.models.embedded import load_embedded_model  # llama.cpp loads only when used
 
             # Plain 'local' is the default weights, or SENTIENT_MODEL_PATH; 'local:NAME' names the weights.
             weights = EMBEDDED_WEIGHTS.get(spec.model_id, DEFAULT_WEIGHTS)
@@ -151,7 +148,7 @@ class ModelFactory:
             # The name keys the response cache, so it says which weights answered, and at which
             # temperature when it is not the default one.
             name = f"local:{path.name}" if path is not None else f"local:{weights.name}"
-            if temperature != DEFAULT_TEMPERATURE:
+            if temperature != MODEL_TEMPERATURE:
                 name += f"@t{temperature:g}"
             return ModelHandle(name, embedded, FREE, None, self._response_cache(True), native_tools=False, grammar=True)
         if spec.provider is Provider.SCRIPTED:
