@@ -17,6 +17,7 @@ from sentient.structured import schema_problem
 MAX_CALL_TIMEOUT_S = 3600.0  # the longest a model call attempt may be given: an hour
 REPORT_WORDS = (100, 20_000)  # the report_length a number of words may ask for
 MODEL_TEMPERATURE = 0.2  # the embedded model's sampling temperature unless SENTIENT_MODEL_TEMPERATURE says
+MODEL_SEED = 1234  # the embedded model's sampling seed unless SENTIENT_MODEL_SEED says
 
 
 class FailurePolicy(StrEnum):
@@ -175,6 +176,14 @@ class Settings(BaseSettings):
         ge=0.0,
         le=2.0,
         description="Sampling temperature of the embedded model; 0 always takes the most likely token.",
+    )
+    model_seed: int = Field(
+        MODEL_SEED,
+        ge=0,
+        description=(
+            "Sampling seed of the embedded model: the same prompt gets the same reply. Another seed shows how much"
+            " a result owes to one draw of the samples."
+        ),
     )
     cache_dir: Path = Field(Path.home() / ".cache" / "sentient", description="Assembled weights, docs indexes.")
     results_dir: Path = Field(Path("project_results"), description="Where each project's files are written.")

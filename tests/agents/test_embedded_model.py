@@ -285,14 +285,14 @@ def test_one_embedded_runtime_is_shared_by_the_whole_process(tmp_path: Path) -> 
     first = load_embedded_model(gguf, tmp_path)
     again = load_embedded_model(tmp_path / "." / "tiny.gguf", tmp_path / "other-cache")
     assert again.runtime is first.runtime
-    greedy = load_embedded_model(gguf, tmp_path, max_tokens=128, temperature=0.0)
+    greedy = load_embedded_model(gguf, tmp_path, max_tokens=128, temperature=0.0, seed=5)
     assert greedy.runtime is first.runtime
-    assert (greedy.max_tokens, greedy.temperature) == (128, 0.0)
+    assert (greedy.max_tokens, greedy.temperature, greedy.seed) == (128, 0.0, 5)
     threaded = load_embedded_model(gguf, tmp_path, n_threads=3)
     assert threaded.runtime is not first.runtime and threaded.runtime.n_threads == 3
 
 
-def test_sentient_model_threads_and_temperature_set_the_embedded_model(
+def test_sentient_model_threads_temperature_and_seed_set_the_embedded_model(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     gguf = tmp_path / "threads.gguf"
@@ -300,14 +300,15 @@ def test_sentient_model_threads_and_temperature_set_the_embedded_model(
     monkeypatch.setenv("SENTIENT_MODEL_PATH", str(gguf))
     monkeypatch.setenv("SENTIENT_MODEL_THREADS", "2")
     monkeypatch.setenv("SENTIENT_MODEL_TEMPERATURE", "0.7")
+    monkeypatch.setenv("SENTIENT_MODEL_SEED", "7")
     settings = Settings(cache_dir=tmp_path / "cache", results_dir=tmp_path / "results")
     profile = AgentRegistry.load(settings.config_dir).profile("general_agent")
 
     handle = ModelFactory(settings, profile, model="local").for_agent(profile.aggregator_for(True))
 
     assert handle.model.runtime.n_threads == 2
-    assert handle.model.temperature == 0.7
-    assert handle.name == "local:threads.gguf@t0.7"  # cached replies of another temperature are not reused
+    assert (handle.model.temperature, handle.model.seed) == (0.7, 7)
+    assert handle.name == "local:threads.gguf@t0.7@s7"  # cached replies of another temperature or seed are not reused
     monkeypatch.setenv("SENTIENT_MODEL_THREADS", "0")
     with pytest.raises(ValidationError, match="model_threads"):
         Settings()
@@ -315,6 +316,26 @@ def test_sentient_model_threads_and_temperature_set_the_embedded_model(
     monkeypatch.setenv("SENTIENT_MODEL_TEMPERATURE", "-1")
     with pytest.raises(ValidationError, match="model_temperature"):
         Settings()
+    monkeypatch.setenv("SENTIENT_MODEL_TEMPERATURE", "0.7")
+    monkeypatch.setenv("SENTIENT_MODEL_SEED", "-1")
+    with pytest.raises(ValidationError, match="model_seed"):
+        Settings()
+
+
+@pytest.mark.embedded
+def test_a_calls_seed_decides_its_sampled_reply(assembled: Path) -> None:
+    """The same prompt and seed give the same reply, also when the call starts from the prompt
+    state the first one saved (a saved state carries the seed it was made with); other seeds
+    draw other samples."""
+    runtime = LlamaRuntime(assembled, n_ctx=1024, n_threads=1)
+    messages = [{"role": "user", "content": "Write one word."}]
+
+    def reply(seed: int) -> str:
+        return runtime.complete(messages, None, max_tokens=6, temperature=1.5, seed=seed).text
+
+    first = reply(3)
+    assert reply(3) == first
+    assert {reply(seed) for seed in range(4, 10)} - {first}
 
 
 @pytest.mark.embedded

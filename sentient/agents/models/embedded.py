@@ -33,7 +33,7 @@ from sentient.agents.models import prompt_states
 from sentient.agents.models.sampling import LIKELY_FIRST_PARAMETERS, LikelyFirstSampler
 from sentient.agents.models.weights import DEFAULT_WEIGHTS, EmbeddedWeights, resolve_model_path
 from sentient.exceptions import ModelError, ModelWeightsError
-from sentient.settings import MODEL_TEMPERATURE
+from sentient.settings import MODEL_SEED, MODEL_TEMPERATURE
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -42,7 +42,6 @@ EMBEDDED_MODEL_ID = "qwen2.5-coder-0.5b-instruct-q4"
 DEFAULT_N_CTX = 4096
 REPEAT_PENALTY = 1.15
 DEFAULT_MAX_TOKENS = 512
-DEFAULT_SEED = 1234
 TRUNCATION_NOTE = "\n[... truncated ...]\n"
 # Chat-template tokens per message (role header, end marker) plus slack for re-tokenisation.
 _PER_MESSAGE_OVERHEAD = 8
@@ -118,7 +117,6 @@ class LlamaRuntime:
         *,
         n_ctx: int = DEFAULT_N_CTX,
         n_threads: int | None = None,
-        seed: int = DEFAULT_SEED,
         repack_weights: bool = False,
     ):
         """Describe the model to load; nothing is read until the first call.
@@ -128,14 +126,12 @@ class LlamaRuntime:
             n_ctx: context window in tokens (prompt plus reply).
             n_threads: CPU threads; by default the CPUs other work leaves free when the model
                 loads (see :func:`default_threads`).
-            seed: sampling seed, fixed so that the same prompt gives the same reply.
             repack_weights: let llama.cpp repack weights for its AMX/AVX kernels. Off by default:
                 its AMX kernel dies with SIGILL on some VMs, which takes the whole process down.
         """
         self.model_path = model_path
         self.n_ctx = n_ctx
         self.n_threads = n_threads  # None until the model loads, when the default is measured
-        self.seed = seed
         self.repack_weights = repack_weights
         self.load_seconds: float | None = None
         self._llama: Llama | None = None
@@ -165,8 +161,10 @@ class LlamaRuntime:
         max_tokens: int = DEFAULT_MAX_TOKENS,
         temperature: float = MODEL_TEMPERATURE,
         enough: Enough | None = None,
+        seed: int = MODEL_SEED,
     ) -> Completion:
-        """Generate one chat completion, constrained to ``json_schema`` when given.
+        """Generate one chat completion, constrained to ``json_schema`` when given, sampled
+        with ``seed`` (the same prompt and seed give the same reply).
 
         ``enough``: generation stops (as at an end-of-text token) once it says the reply so far,
         just after a closing brace, holds all the caller needs; the reply is then cut there.
@@ -198,7 +196,7 @@ class LlamaRuntime:
                     temperature=temperature,
                     # Small models loop on the same sentence until max_tokens without a penalty.
                     repeat_penalty=REPEAT_PENALTY,
-                    seed=self.seed,
+                    seed=seed,
                 )
             except (ValueError, RuntimeError) as exc:
                 raise ModelError(f"embedded model failed: {exc}") from exc
@@ -233,7 +231,7 @@ class LlamaRuntime:
                 n_ctx=self.n_ctx,
                 n_threads=self.n_threads,
                 n_threads_batch=self.n_threads,
-                seed=self.seed,
+                seed=MODEL_SEED,  # each call sets its own
                 verbose=False,
             )
         except (ValueError, RuntimeError, OSError) as exc:
@@ -342,6 +340,7 @@ class EmbeddedModel(Model):
     runtime: LlamaRuntime | None = field(default=None, repr=False)
     max_tokens: int = DEFAULT_MAX_TOKENS
     temperature: float = MODEL_TEMPERATURE
+    seed: int = MODEL_SEED
 
     def invoke(
         self,
@@ -361,7 +360,7 @@ class EmbeddedModel(Model):
         if assistant_message is not None and assistant_message.metrics is not None:
             assistant_message.metrics.start_timer()
         completion = self.runtime.complete(
-            chat, schema, max_tokens=self.max_tokens, temperature=self.temperature, enough=enough
+            chat, schema, max_tokens=self.max_tokens, temperature=self.temperature, enough=enough, seed=self.seed
         )
         if assistant_message is not None and assistant_message.metrics is not None:
             assistant_message.metrics.stop_timer()
@@ -401,13 +400,14 @@ def load_embedded_model(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     n_threads: int | None = None,
     temperature: float = MODEL_TEMPERATURE,
+    seed: int = MODEL_SEED,
 ) -> EmbeddedModel:
     """Resolve the weights (assembling the default ones if needed) and wrap them as a model.
 
     The weights are verified now but loaded into memory only on the first call. One runtime per
     weights file, context size and thread count is shared by the whole process: every agent, every
     run, and every project a server runs at once (its lock queues their calls), so the weights are
-    in memory once. ``max_tokens`` and ``temperature`` belong to the returned model, not the runtime.
+    in memory once. ``max_tokens``, ``temperature`` and ``seed`` belong to the returned model, not the runtime.
 
     Raises:
         ModelWeightsError: the weights are missing or corrupt.
@@ -418,7 +418,7 @@ def load_embedded_model(
         runtime = _LOADED.get(key)
         if runtime is None:
             runtime = _LOADED[key] = LlamaRuntime(path, n_ctx=n_ctx, n_threads=n_threads)
-    return EmbeddedModel(runtime=runtime, max_tokens=max_tokens, temperature=temperature)
+    return EmbeddedModel(runtime=runtime, max_tokens=max_tokens, temperature=temperature, seed=seed)
 
 
 _LOADED: dict[tuple[Path, int, int | None], LlamaRuntime] = {}

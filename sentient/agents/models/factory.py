@@ -21,7 +21,7 @@ from sentient.agents.models.resilience import ProviderGate
 from sentient.agents.models.weights import DEFAULT_WEIGHTS, EMBEDDED_WEIGHTS
 from sentient.agents.registry import Profile
 from sentient.exceptions import ConfigError
-from sentient.settings import MODEL_TEMPERATURE, Settings
+from sentient.settings import MODEL_SEED, MODEL_TEMPERATURE, Settings
 
 
 @dataclass(frozen=True)
@@ -137,19 +137,22 @@ class ModelFactory:
             # Plain 'local' is the default weights, or SENTIENT_MODEL_PATH; 'local:NAME' names the weights.
             weights = EMBEDDED_WEIGHTS.get(spec.model_id, DEFAULT_WEIGHTS)
             path = self._settings.model_path if spec.model_id == "local" else None
-            temperature = self._settings.model_temperature
+            temperature, seed = self._settings.model_temperature, self._settings.model_seed
             embedded = load_embedded_model(
                 path,
                 self._settings.cache_dir,
                 weights=weights,
                 n_threads=self._settings.model_threads,
                 temperature=temperature,
+                seed=seed,
             )
             # The name keys the response cache, so it says which weights answered, and at which
-            # temperature when it is not the default one.
+            # temperature and seed when they are not the default ones.
             name = f"local:{path.name}" if path is not None else f"local:{weights.name}"
             if temperature != MODEL_TEMPERATURE:
                 name += f"@t{temperature:g}"
+            if seed != MODEL_SEED:
+                name += f"@s{seed}"
             return ModelHandle(name, embedded, FREE, None, self._response_cache(True), native_tools=False, grammar=True)
         if spec.provider is Provider.SCRIPTED:
             # A dry run of the whole pipeline with canned answers: no weights, no network.
