@@ -18,6 +18,9 @@ MAX_CALL_TIMEOUT_S = 3600.0  # the longest a model call attempt may be given: an
 REPORT_WORDS = (100, 20_000)  # the report_length a number of words may ask for
 MODEL_TEMPERATURE = 0.2  # the embedded model's sampling temperature unless SENTIENT_MODEL_TEMPERATURE says
 MODEL_SEED = 1234  # the embedded model's sampling seed unless SENTIENT_MODEL_SEED says
+# The largest seed that draws the same samples every time: llama.cpp keeps 32 bits of a seed and
+# takes 2**32 - 1 to mean a random one.
+MAX_MODEL_SEED = 2**32 - 2
 
 
 class FailurePolicy(StrEnum):
@@ -180,6 +183,7 @@ class Settings(BaseSettings):
     model_seed: int = Field(
         MODEL_SEED,
         ge=0,
+        le=MAX_MODEL_SEED,
         description=(
             "Sampling seed of the embedded model: the same prompt gets the same reply. Another seed shows how much"
             " a result owes to one draw of the samples."

@@ -317,9 +317,12 @@ def test_sentient_model_threads_temperature_and_seed_set_the_embedded_model(
     with pytest.raises(ValidationError, match="model_temperature"):
         Settings()
     monkeypatch.setenv("SENTIENT_MODEL_TEMPERATURE", "0.7")
-    monkeypatch.setenv("SENTIENT_MODEL_SEED", "-1")
-    with pytest.raises(ValidationError, match="model_seed"):
-        Settings()
+    for seed in ("-1", str(2**32 - 1)):  # 2**32 - 1 is a random seed to llama.cpp; larger ones wrap
+        monkeypatch.setenv("SENTIENT_MODEL_SEED", seed)
+        with pytest.raises(ValidationError, match="model_seed"):
+            Settings()
+    monkeypatch.setenv("SENTIENT_MODEL_SEED", str(2**32 - 2))
+    assert Settings().model_seed == 2**32 - 2
 
 
 @pytest.mark.embedded
