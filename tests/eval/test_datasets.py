@@ -32,6 +32,7 @@ MULTIPART_QA = DATASETS / "private_docs_multipart_qa.jsonl"
 COMPANY_DOCS = DATASETS / "company_docs"
 COMPANY_QA = DATASETS / "company_docs_qa.jsonl"
 COMPANY_HELDOUT_QA = DATASETS / "company_docs_heldout_qa.jsonl"
+COMPANY_BRIDGED_QA = DATASETS / "company_docs_bridged_qa.jsonl"
 FIELDS = {"id", "question", "answers", "split", "hops", "evidence"}
 
 
@@ -47,6 +48,7 @@ NATURAL_HELDOUT = _load(NATURAL_HELDOUT_QA)
 MULTIPART = _load(MULTIPART_QA)
 COMPANY = _load(COMPANY_QA)
 COMPANY_HELDOUT = _load(COMPANY_HELDOUT_QA)
+COMPANY_BRIDGED = _load(COMPANY_BRIDGED_QA)
 
 
 def _passages(db_file: Path) -> list[tuple[str, str, str]]:
@@ -109,8 +111,9 @@ def company_passages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list
         (NATURAL_HELDOUT, "ph-", 32),
         (COMPANY, "cd-", 45),
         (COMPANY_HELDOUT, "ch-", 22),
+        (COMPANY_BRIDGED, "cb-", 19),
     ],
-    ids=["private", "python", "python-natural", "python-natural-heldout", "company", "company-heldout"],
+    ids=["private", "python", "python-natural", "python-natural-heldout", "company", "company-heldout", "bridged"],
 )
 def test_dataset_is_well_formed(rows: list[dict[str, Any]], prefix: str, minimum: int) -> None:
     assert len(rows) >= minimum
@@ -231,7 +234,9 @@ def test_company_two_hop_share_is_about_forty_percent(rows: list[dict[str, Any]]
     assert 0.35 <= two_hop / len(rows) <= 0.45, f"{two_hop} of {len(rows)} two-hop"
 
 
-@pytest.mark.parametrize("rows", [COMPANY, COMPANY_HELDOUT], ids=["company", "company-heldout"])
+@pytest.mark.parametrize(
+    "rows", [COMPANY, COMPANY_HELDOUT, COMPANY_BRIDGED], ids=["company", "company-heldout", "bridged"]
+)
 def test_company_answers_occur_in_an_indexed_passage_of_their_evidence(
     rows: list[dict[str, Any]], company_passages: dict[str, list[str]]
 ) -> None:
@@ -243,3 +248,11 @@ def test_company_answers_occur_in_an_indexed_passage_of_their_evidence(
         sources = row["evidence"][1:] if row["hops"] == 2 else row["evidence"]
         passages = [body for name in sources for body in company_passages[name]]
         assert any(contains_answer(body, canonical) for body in passages), row["id"]
+
+
+def test_a_bridged_question_is_a_two_hop_dev_question_with_its_bridge_resolved() -> None:
+    two_hop = {row["id"][3:]: row for row in COMPANY if row["hops"] == 2}
+    for row in COMPANY_BRIDGED:
+        original = two_hop.get(row["id"][3:])
+        assert original is not None, f"{row['id']}: no two-hop company question cd-{row['id'][3:]}"
+        assert row["hops"] == 1 and row["answers"] == original["answers"], row["id"]
