@@ -136,9 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", default="all", help="dev, heldout or all (default)")
     parser.add_argument("--negatives", type=Path, help="questions this corpus does not answer")
     parser.add_argument(
-        "--min-relevance",
+        "--min-known",
         type=float,
-        help="override Fusion.min_relevance (-inf: dense and hybrid always return passages)",
+        help="override Fusion.min_known (0: every search returns passages)",
     )
     parser.add_argument("--tune", action="store_true", help="grid-search the fusion weights (use --split dev)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
@@ -161,8 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     build_s, build_cpu_s = time.perf_counter() - started, time.process_time() - cpu_started
     if index.default_retrieval is not Retrieval.HYBRID:
         raise BenchError("the embedding model did not load: only BM25 could be measured")
-    if args.min_relevance is not None:
-        index.fusion = replace(index.fusion, min_relevance=args.min_relevance)
+    if args.min_known is not None:
+        index.fusion = replace(index.fusion, min_known=args.min_known)
     modes: dict[str, dict[str, float | str]] = {}
     for mode in Retrieval:
         modes[mode.value] = score(lambda q, m=mode: index.search(q, LIMIT, m), questions, python_docs)

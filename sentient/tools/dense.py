@@ -36,14 +36,20 @@ class Fusion:
     bm25_weight: float = 2.0
     dense_weight: float = 1.0
     k: int = 5
-    # Nothing is relevant when the passage nearest the query is no more similar to it (cosine)
-    # than the corpus's median passage plus this: an unrelated question's nearest passage stands
-    # out of the corpus little. Measured with the default embedder (bench/retrieval_bench.py
-    # --negatives): every answer passage the dev questions find stands out by 0.14 or more, a
-    # paraphrase in a six-document corpus by 0.12; questions about another corpus, 0.08 to 0.27.
-    min_relevance: float = 0.12
-    # A median of a few passages does not describe a corpus (of one passage, it is that passage,
-    # so nothing would ever stand out): a folder of fewer passages than this is never cut.
+    # Nothing is relevant when neither the query's words nor its meaning are in the corpus:
+    # - words: those of the query that some passage holds carry less than `min_known` of its
+    #   weight (each word weighs its inverse document frequency, as in BM25; a word no passage
+    #   holds weighs most). Every dev question of three corpora has 0.44 or more of its weight in
+    #   its own corpus; questions about another corpus, 0 to 1, half of them under 0.4;
+    # - meaning (with vectors): the passage nearest the query stands less than `min_relevance`
+    #   (cosine) above the corpus's median passage. An English question's German answer stands
+    #   out by about 0.45; the nearest passage of a question about another corpus, 0.07 to 0.45
+    #   (medians 0.13 to 0.20), so meaning alone would cut little.
+    # Measured with bench/retrieval_bench.py --negatives. Without vectors, words alone decide.
+    min_known: float = 0.4
+    min_relevance: float = 0.2
+    # Document frequencies and a median over a few passages say little (the median of one
+    # passage is that passage): a smaller folder is never cut.
     min_passages: int = 20
 
 

@@ -10,8 +10,10 @@ Given an embedder (``embeddings=default_embedder``: the multilingual Universal S
 built, and stored in the same database; a search fuses the dense ranking with BM25 by weighted
 reciprocal rank (:mod:`sentient.tools.dense`), so a passage that says the same thing in other
 words, or in another language, is found too. "Nothing relevant" is a valid result: when the
-passage nearest the query stands no further above the corpus than an unrelated question's would
-(:attr:`~sentient.tools.dense.Fusion.min_relevance`), the search returns no passage at all
+words of the query that the corpus holds carry too little of its weight (a question about
+something the documents never name: :attr:`~sentient.tools.dense.Fusion.min_known`) and, with
+vectors, no passage stands out as near it in meaning (``min_relevance``: a question in another
+language than the documents shares no words with them), the search returns no passage at all
 rather than five weak ones.
 
 One passage per source is shown by default: its best-ranked one, whole, joined with the passages
@@ -31,6 +33,7 @@ never by a path of the machine that indexed it: sources are what reports cite.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import sqlite3
@@ -323,8 +326,8 @@ class DocsIndex:
 
         `retrieval` picks the ranking (default: `default_retrieval`; DENSE and HYBRID fall back to
         BM25 when the embedding model is unavailable). Any text is accepted. The list is empty when
-        the query has no searchable words, or when, with vectors, no passage is relevant to it
-        (:attr:`~sentient.tools.dense.Fusion.min_relevance`).
+        the query has no searchable words, or when the corpus holds neither its words nor, with
+        vectors, its meaning (:class:`~sentient.tools.dense.Fusion`).
         """
         tokens = _query_tokens(query)
         if not tokens or limit < 1:
@@ -340,10 +343,12 @@ class DocsIndex:
             if mode is not Retrieval.BM25 and embedder is not None:
                 self._update_vectors()
                 dense, relevance = self._vectors.nearest(embedder.embed([query])[0], _CANDIDATES)
-                if relevance < fusion.min_relevance and len(self._vectors) >= fusion.min_passages:
-                    return []
+                if relevance < fusion.min_relevance and self._unknown(tokens):
+                    return []  # neither its meaning nor its words are in the corpus
                 rankings.append(dense)
                 self._fetch([rowid for rowid, _ in dense if rowid not in rows], rows)
+            elif self._unknown(tokens):
+                return []  # its words are not in the corpus (BM25 alone cannot see its meaning)
         if len(rankings) == 1:
             ranked = rankings[0]
         else:
@@ -428,6 +433,14 @@ class DocsIndex:
             ranking.append((rowid, -bm25))
         return ranking
 
+    def _unknown(self, tokens: list[str]) -> bool:
+        """Whether the words of the corpus carry too little of the query's weight
+        (:attr:`~sentient.tools.dense.Fusion.min_known`; never in a folder too small to say)."""
+        (passages,) = self._conn.execute("SELECT count(*) FROM passages").fetchone()
+        return (
+            passages >= self.fusion.min_passages and _known_share(self._conn, tokens, passages) < self.fusion.min_known
+        )
+
     def _fetch(self, rowids: list[int], rows: dict[int, tuple[str, str, str]]) -> None:
         if rowids:
             marks = ",".join("?" * len(rowids))
@@ -468,6 +481,19 @@ def title_headings(source: str, title: str) -> str:
     form is all headings."""
     name = Path(source).name
     return "" if title == name else title.removeprefix(f"{name} - ")
+
+
+def _known_share(conn: sqlite3.Connection, tokens: list[str], passages: int) -> float:
+    """The share of the query's weight carried by the ``tokens`` that some of the ``passages``
+    hold. Each token weighs its inverse document frequency, as in BM25, so a token no passage
+    holds weighs most, and one that every passage holds next to nothing."""
+    known = total = 0.0
+    for token in tokens:
+        (holding,) = conn.execute("SELECT count(*) FROM passages WHERE passages MATCH ?", (f'"{token}"',)).fetchone()
+        weight = math.log((passages - holding + 0.5) / (holding + 0.5) + 1)
+        total += weight
+        known += weight if holding else 0.0
+    return known / total if total else 1.0
 
 
 def _query_tokens(query: str) -> list[str]:

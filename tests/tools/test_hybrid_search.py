@@ -146,6 +146,22 @@ def test_an_english_question_finds_a_german_passage(model: Embedder) -> None:
     assert [hit.source for hit in index.search("Where can I rent a bicycle?")][:1] == ["/kb/fahrrad.md"]
 
 
+def test_a_question_in_another_language_than_the_corpus_is_not_cut_as_irrelevant(model: Embedder) -> None:
+    # No word of an English question is in a German corpus, so words alone would find nothing
+    # relevant: the passage that means the same stands out, and the search returns it.
+    index = DocsIndex(embeddings=lambda: model)
+    places = ["Hafen", "Bäckerei", "Bibliothek", "Friedhof", "Schwimmbad", "Rathaus", "Marktplatz"]
+    for n in range(21):
+        index.add_document(f"/de/{n}.md", f"Bericht {n}", f"Öffnungszeiten für {places[n % 7]} in Woche {n}.")
+    index.add_document(
+        "/de/fahrrad.md", "Fahrradverleih", "Fahrräder werden am Bahnhof vermietet, täglich ab acht Uhr."
+    )
+
+    assert [hit.source for hit in index.search("Where can I rent a bicycle?")][:1] == ["/de/fahrrad.md"]
+    assert index.search("Where can I rent a bicycle?", retrieval=Retrieval.BM25) == []
+    assert index.search("Which heapq function pops the smallest item?") == []  # neither words nor meaning
+
+
 def test_hybrid_search_from_worker_threads_while_documents_arrive() -> None:
     from concurrent.futures import ThreadPoolExecutor
 
