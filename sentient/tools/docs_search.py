@@ -374,8 +374,7 @@ class DocsIndex:
 
     def __len__(self) -> int:
         with self._lock:
-            (count,) = self._conn.execute("SELECT count(*) FROM passages").fetchone()
-        return int(count)
+            return self._count()
 
     def close(self) -> None:
         """Close the database connection; closing twice is harmless."""
@@ -436,10 +435,15 @@ class DocsIndex:
     def _unknown(self, tokens: list[str]) -> bool:
         """Whether the words of the corpus carry too little of the query's weight
         (:attr:`~sentient.tools.dense.Fusion.min_known`; never in a folder too small to say)."""
-        (passages,) = self._conn.execute("SELECT count(*) FROM passages").fetchone()
+        passages = self._count()
         return (
             passages >= self.fusion.min_passages and _known_share(self._conn, tokens, passages) < self.fusion.min_known
         )
+
+    def _count(self) -> int:
+        """How many passages the index holds (the caller holds the lock)."""
+        (count,) = self._conn.execute("SELECT count(*) FROM passages").fetchone()
+        return int(count)
 
     def _fetch(self, rowids: list[int], rows: dict[int, tuple[str, str, str]]) -> None:
         if rowids:
