@@ -28,6 +28,7 @@ from sentient.agents.schemas import (
     ExecutionOutput,
     PlanReply,
     QuestionPlan,
+    Restated,
     SourcedAnswer,
     sourced_schema,
 )
@@ -270,6 +271,7 @@ class AgentProcessor:
         if self._report.executes(node):
             await self._report.execute(node)
             return
+        await self._restate(node)
         self.move(node, _S.EXECUTING)
         agent = self._profile.executor_for(node.task_type)
         tools = self._toolboxes.get(agent.name)
@@ -286,7 +288,10 @@ class AgentProcessor:
             return
         node.warnings.extend(grounded.notes)
         if node.task_id in self._answering_first and not grounded.settled:
-            await self._plan_instead(node, "no source supports the direct answer", await self._memory(node, grounded))
+            # What stands if the research finds nothing better: the answer the verifier accepted a
+            # passage for, else the model's own (asked without the passages that do not state it).
+            direct = grounded if grounded.supported else await self._memory(node, grounded)
+            await self._plan_instead(node, "no source supports the direct answer", direct)
             return
         self._answering_first.discard(node.task_id)
         self._finish(node, grounded.text, grounded.sources)
@@ -326,7 +331,9 @@ class AgentProcessor:
             return
         fallback = node.unconfirmed_answer
         self.move(node, _S.AGGREGATING)
-        if fallback is not None and (asked := next((c for c in done if is_goal(node.goal, c.goal)), None)):
+        if fallback is not None and (
+            asked := next((c for c in done if is_goal(node.goal, c.restates or c.goal)), None)
+        ):
             self._answered_by_lookups(node, asked)
             return
         is_root = node.parent_id is None
@@ -351,13 +358,14 @@ class AgentProcessor:
 
     def _answered_by_lookups(self, node: TaskNode, asked: TaskNode) -> None:
         """Finish a question planned as lookups (:meth:`_plan_question`) with the answer of the one
-        that asks the question itself, after what it rests on: each lookup before it, with its
-        citations (an aggregator asked to restate them drops the citations). It stands only if
-        every one of them cites a verified source; else the unconfirmed direct answer stands."""
+        that asks the question itself (restated with what they found), after what it rests on:
+        each lookup before it, with its citations, verified or not (an aggregator asked to
+        restate them drops the citations). It stands only if it cites a verified source; else the
+        unconfirmed direct answer stands."""
         sources = SourceList()
         chain = [*self.graph.dependencies(asked.task_id), asked]
-        if not all(Grounded(step.result or "", step.sources).confirmed for step in chain):
-            self._stand(node, "no source supports the research's answer or what it rests on")
+        if not Grounded(asked.result or "", asked.sources).confirmed:
+            self._stand(node, "no source supports the research's answer")
             return
         steps = [f"- {step.goal} {sources.adopt(step.result or '', step.sources)}" for step in chain[:-1]]
         answer = sources.adopt(asked.result or "", asked.sources)
@@ -498,6 +506,29 @@ class AgentProcessor:
             return answer
         supports = await self._judged(node, renumber(answer.text, {}), [answer.sources[n - 1] for n in cited])
         return rejudged(answer, supports)
+
+    async def _restate(self, node: TaskNode) -> None:
+        """Ask ``node`` as one lookup when it asks again the question of a parent planned as lookups
+        (:meth:`_plan_question`): the planner restates that question with what the lookup before
+        it found in place of what the question describes ("who leads the team that owns S" once
+        Dispatch was found to own S: "who leads Dispatch"), so it is searched, answered and
+        verified as that. It keeps its goal when the planner fails or restates nothing."""
+        parent = self.graph.get(node.parent_id) if node.parent_id is not None else None
+        found = [dep for dep in self.graph.dependencies(node.task_id) if dep.result]
+        if parent is None or parent.unconfirmed_answer is None or not found or not is_goal(parent.goal, node.goal):
+            return
+        lookup = found[-1]
+        task = self._tasks.restate_task(node.goal, lookup.goal, renumber(lookup.result or "", {}).strip())
+        agent = self._profile.planner_for(False)
+        try:
+            restated = await self._ask(node, Role.PLANNER, agent, task, AgentContext([]), Restated)
+        except AgentError as exc:
+            node.warnings.append(f"the question could not be restated with what {lookup.task_id} found: {exc}")
+            return
+        question = " ".join(restated.question.split())
+        if question and not is_goal(node.goal, question):
+            node.restates, node.goal = node.goal, question
+            node.warnings.append(f"asked as {question!r}, with what {lookup.task_id} found")
 
     async def _memory(self, node: TaskNode, sourced: Grounded) -> Grounded:
         """The model's own answer to ``node``'s goal, asked without sources: what stands when no

@@ -97,6 +97,13 @@ class QuestionPlan(BaseModel):
     first: str = Field(min_length=1, description="The question to look up first: the one that finds what it refers to.")
 
 
+class Restated(BaseModel):
+    """A question planned as lookups, asked again once the lookup before it found what it refers
+    to: with that in place of the description, it is one lookup (self-ask's follow-up question)."""
+
+    question: str = Field(min_length=1, description="The question, naming what was found.")
+
+
 # -- reports -------------------------------------------------------------------------------
 
 

@@ -17,9 +17,12 @@ This module owns both notions; the processor, the report and the eval use them a
 - An answer is **confirmed** when it cites at least one verified source. An unconfirmed answer
   is the model's own, and every surface says so.
 - An answer is **supported** when the verifier accepted a passage for it, even one that does not
-  hold its words: the answer stands without more research, but cites nothing. Deciding whether to
-  research further and deciding what to badge are separate, so a stricter badge does not change
-  answers.
+  hold its words: it cites nothing, but it stands when research finds nothing better. It is
+  **settled** (no more research) when it is confirmed, or supported and not **contradicted**: the
+  verifier's own reading of the passage did not give the same answer. Two readings of one passage
+  that disagree are a doubt worth a second look; a passage without the answer's words is not, since
+  the answer may be phrased otherwise. Deciding whether to research further and deciding what to
+  badge are separate, so a stricter badge does not change answers.
 
 Text code here only places and reads citation markers (``[n]``); whether a passage contains an
 answer's words is :func:`sentient.context.wording.holds`, which works in any script.
@@ -85,6 +88,7 @@ class Grounded:
     sources: list[Source]
     notes: list[str] = field(default_factory=list)
     supported: bool = False  # the verifier accepted a passage whose citation is not shown (see the module)
+    contradicted: bool = False  # ... but read for the question alone, that passage gave no answer or another
 
     @property
     def confirmed(self) -> bool:
@@ -92,8 +96,8 @@ class Grounded:
 
     @property
     def settled(self) -> bool:
-        """Whether the answer needs no more research: confirmed, or supported."""
-        return self.supported or self.confirmed
+        """Whether the answer needs no more research: confirmed, or supported and not contradicted."""
+        return self.confirmed or (self.supported and not self.contradicted)
 
 
 def verified_numbers(sources: Sequence[Source]) -> set[int]:
@@ -154,15 +158,18 @@ def agrees(reading: str, question: str, answer: str, short: str) -> bool:
 def accepted(question: str, answer: str, short: str, sources: Sequence[Source], cited: int, reading: str) -> Grounded:
     """``answer`` to ``question`` whose ``cited`` source the verifier accepted. It cites that
     source, verified, only if the passage holds the answer or its ``short`` words and the
-    verifier's own ``reading`` of the passage gives the same answer (:func:`agrees`); else it
-    stands, supported, citing nothing (noted)."""
+    verifier's own ``reading`` of the passage gives the same answer (:func:`agrees`); else it is
+    supported, citing nothing (noted), and contradicted if that reading did not give the same answer."""
+    contradicted = False
     if not stating(answer, [short], sources, [cited]):
         note = f"source {cited} was accepted by the verifier but does not contain the answer ({short!r})"
     elif not agrees(reading, question, answer, short):
         note = f"source {cited} was accepted by the verifier, but read for the question alone it gives {reading!r}"
+        contradicted = True
     else:
         return judged(answer, sources, [cited], True)
-    return Grounded(strip_markers(answer), list(sources), [f"{note}: not cited"], supported=True)
+    text = strip_markers(answer)
+    return Grounded(text, list(sources), [f"{note}: not cited"], supported=True, contradicted=contradicted)
 
 
 def rejudged(answer: Grounded, supports: bool) -> Grounded:

@@ -64,13 +64,17 @@ def test_an_accepted_passage_is_cited_only_if_it_holds_the_answers_words_and_rea
 
     uncited = accepted(question, "The secondary is paged [1].", "the secondary", sources, 1, "the secondary")
     assert uncited.text == "The secondary is paged." and not uncited.confirmed
-    assert uncited.settled  # supported by the verifier: no more research, but nothing shown as evidence
+    # Supported by the verifier: no more research (the answer may be worded otherwise in the
+    # passage), but nothing shown as evidence.
+    assert uncited.settled and not uncited.contradicted
     assert uncited.sources[0].verified is None
 
-    # Read alone, the passage gives another answer, or words of the question, which answer nothing.
+    # Read alone, the passage gives another answer, or words of the question, which answer nothing:
+    # supported (it stands if research finds nothing better), but that doubt is researched.
     for reading in ("the secondary", "paged", ""):
         read_otherwise = accepted(question, "The primary on call is paged.", "primary on call", sources, 1, reading)
-        assert not read_otherwise.confirmed and read_otherwise.settled
+        assert not read_otherwise.confirmed and read_otherwise.supported and read_otherwise.contradicted
+        assert not read_otherwise.settled
         assert read_otherwise.notes == [
             f"source 1 was accepted by the verifier, but read for the question alone it gives {reading!r}: not cited"
         ]

@@ -18,7 +18,7 @@ from sentient.agents.models.fake import (
     default_response,
     executor_answer,
 )
-from sentient.agents.schemas import AtomizerOutput, ExecutionOutput, QuestionPlan
+from sentient.agents.schemas import AtomizerOutput, ExecutionOutput, QuestionPlan, Restated
 from sentient.api import ProfiledSentientAgent
 from sentient.context.grounding import Reading, Verdict
 from sentient.graph.node import NodeType, TaskType
@@ -99,17 +99,23 @@ async def test_a_question_is_answered_from_one_search_and_its_passage_read_by_th
     assert "Not confirmed" not in result.report_markdown
 
 
-async def test_an_accepted_passage_that_read_alone_gives_another_answer_is_not_cited(make_agent) -> None:
+async def test_an_accepted_passage_that_read_alone_gives_another_answer_is_not_cited_and_researched(
+    make_agent,
+) -> None:
     # The verifier, shown the answer, accepted its passage; asked what the passage answers without
     # being shown it, it reads another answer (or words of the question, which answer nothing).
-    # The answer stands without more research, but cites nothing.
+    # The answer cites nothing, and that doubt is researched: the question is planned. When the
+    # research finds nothing better, the answer the verifier accepted stands, not the model's own.
+    nothing_first = QuestionPlan(question=GOAL, first=GOAL)
     for reading in ("Threads", "asyncio event loop"):
-        model = ScriptedModel(script={"executor": from_first_source, "verifier": verdicts(True, reading)})
+        script = {"executor": from_first_source, "verifier": verdicts(True, reading), "planner": nothing_first}
+        model = ScriptedModel(script=script)
         result = await make_agent(model, profile="general_agent").arun(GOAL, write_files=False)
         root = result.graph.root
-        assert [c.request.role for c in model.calls] == ["executor", "verifier", "verifier"]
+        assert [c.request.role for c in model.calls] == ["executor", "verifier", "verifier", "planner"]
         assert root.result == "It runs them as tasks." and not any(s.verified for s in root.sources)
         assert any(f"read for the question alone it gives {reading!r}: not cited" in w for w in root.warnings)
+        assert "no source supports the direct answer: the question is planned" in root.warnings
         assert "Not confirmed by the sources" in result.report_markdown
 
 
@@ -200,9 +206,18 @@ async def test_the_models_own_answer_stands_when_the_research_is_not_supported(m
     assert "Not confirmed by the sources" in result.report_markdown
 
 
-async def test_the_models_own_answer_stands_when_what_the_research_rests_on_is_not_supported(make_agent) -> None:
-    # The second lookup's passage supports its answer, but no passage supports what the first
-    # lookup found, on which that answer rests.
+async def test_the_last_lookup_asks_the_question_restated_with_what_the_first_found(make_agent) -> None:
+    # The first lookup finds what the question refers to (its passage not confirmed); the planner
+    # restates the question with that, and the second lookup is searched, answered and verified as
+    # the restated question. Its supported answer is the answer; the first lookup is shown uncited.
+    restated = "What does the event loop share with threads?"
+
+    def planner(request: FakeRequest) -> QuestionPlan | Restated:
+        if asks_for(request, "first"):
+            return BRIDGE
+        assert "A scheduler thread runs them." in request.prompt  # what the first lookup found
+        return Restated(question=restated)
+
     model = ScriptedModel(
         script={
             "executor": lambda request: (
@@ -210,14 +225,21 @@ async def test_the_models_own_answer_stands_when_what_the_research_rests_on_is_n
             ),
             # The direct answer: no passage named, none found; the first lookup: the same; the second: supported.
             "verifier": verdicts(0, 0, True, SAME),
-            "planner": BRIDGE,
+            "planner": planner,
         }
     )
     result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
-    root = result.graph.root
-    assert result.graph.get("root.1").result == "It runs them as tasks. [1]"
-    assert root.result == "The event loop runs them." and not any(s.verified for s in root.sources)
-    assert any("what it rests on; the unconfirmed direct answer stands" in w for w in root.warnings)
+    root, then = result.graph.root, result.graph.get("root.1")
+    assert (then.goal, then.restates) == (restated, COMPOUND)
+    assert any(w == f"asked as {restated!r}, with what root.0 found" for w in then.warnings)
+    for call in model.calls_for(task_id="root.1"):
+        if call.request.role != "planner":
+            assert f"Task: {restated}" in call.request.prompt or f"Question: {restated}" in call.request.prompt
+    assert then.result == "It runs them as tasks. [1]"
+    assert (
+        root.result == "It runs them as tasks. [1]\n\n- Which component runs coroutines? A scheduler thread runs them."
+    )
+    assert [s.verified for s in root.sources] == [True]
 
 
 async def test_the_models_own_answer_stands_when_the_plan_comes_to_nothing(make_agent) -> None:
