@@ -33,6 +33,7 @@ class NodeSnapshot(NamedTuple):
 
     task_id: str
     goal: str
+    restates: str | None
     task_type: TaskType
     node_type: NodeType
     layer: int
@@ -57,6 +58,7 @@ class NodeSnapshot(NamedTuple):
         return TaskNode.model_construct(
             task_id=self.task_id,
             goal=self.goal,
+            restates=self.restates,
             task_type=self.task_type,
             node_type=self.node_type,
             layer=self.layer,
@@ -83,6 +85,7 @@ def snapshot(node: TaskNode) -> NodeSnapshot:
     return NodeSnapshot(
         node.task_id,
         node.goal,
+        node.restates,
         node.task_type,
         node.node_type,
         node.layer,

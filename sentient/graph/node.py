@@ -49,6 +49,9 @@ class TaskNode(BaseModel):
 
     task_id: str
     goal: str
+    # The question this task asks again with what the lookups it depends on found, in place of
+    # what the question described: its goal is then the question as restated.
+    restates: str | None = None
     task_type: TaskType
     node_type: NodeType
     layer: int = 0
@@ -62,9 +65,6 @@ class TaskNode(BaseModel):
     sources: list[Source] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     replans: int = 0
-    # The question this task asks again with what the lookups it depends on found, in place of
-    # what the question described (its goal is then the question as restated).
-    restates: str | None = None
     agent_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0

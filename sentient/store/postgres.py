@@ -173,6 +173,10 @@ ALTER TABLE projects ADD COLUMN lease_expires_at DOUBLE PRECISION;
 ALTER TABLE reviews ADD COLUMN kind TEXT NOT NULL DEFAULT 'plan';
 ALTER TABLE reviews ADD COLUMN tool_call TEXT;
 """,
+    # v6: the question a node asks again, restated, as in SQLite.
+    6: """
+ALTER TABLE nodes ADD COLUMN restates TEXT;
+""",
 }
 
 

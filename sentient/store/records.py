@@ -187,6 +187,7 @@ def node_from_row(row: Row, history: list[StatusChange]) -> TaskNode:
     return TaskNode(
         task_id=row["task_id"],
         goal=row["goal"],
+        restates=row["restates"],
         task_type=TaskType(row["task_type"]),
         node_type=NodeType(row["node_type"]),
         layer=row["layer"],

@@ -14,7 +14,7 @@ import sqlite3
 import uuid
 from pathlib import Path
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 BUSY_TIMEOUT_MS = 5000  # another process (a CLI next to the server) holding the write lock
 
 _SCHEMA_V1 = """
@@ -151,7 +151,20 @@ ALTER TABLE reviews ADD COLUMN kind TEXT NOT NULL DEFAULT 'plan';
 ALTER TABLE reviews ADD COLUMN tool_call TEXT;
 """
 
-MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4, 5: _SCHEMA_V5}
+# v6: the question a node asks again, restated with what the lookups before it found (its goal
+# is then the restated question; sentient.agents.processor).
+_SCHEMA_V6 = """
+ALTER TABLE nodes ADD COLUMN restates TEXT;
+"""
+
+MIGRATIONS: dict[int, str] = {
+    1: _SCHEMA_V1,
+    2: _SCHEMA_V2,
+    3: _SCHEMA_V3,
+    4: _SCHEMA_V4,
+    5: _SCHEMA_V5,
+    6: _SCHEMA_V6,
+}
 
 
 class SchemaVersionError(sqlite3.DatabaseError):

@@ -454,7 +454,21 @@ def test_a_v4_file_keeps_its_reviews_as_plan_reviews(tmp_path: Path) -> None:
     with ProjectStore.open(tmp_path) as store:
         review = store.get_review("r1")
     assert (review["kind"], review["tool_call"], review["plan"]) == ("plan", None, {"subtasks": []})
-    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (5,)
+    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+
+
+def test_a_v5_files_nodes_restate_nothing(tmp_path: Path) -> None:
+    sqlite_store_at(
+        tmp_path / "sentient.db",
+        5,
+        "INSERT INTO projects (project_id, goal, profile, status, created_at, updated_at)"
+        " VALUES ('old', 'goal?', 'general_agent', 'stopped', 1, 1)",
+        "INSERT INTO nodes (project_id, task_id, seq, goal, task_type, node_type, layer, status, created_at)"
+        " VALUES ('old', 'root', 0, 'goal?', 'SEARCH', 'EXECUTE', 0, 'DONE', 1)",
+    )
+    with ProjectStore.open(tmp_path) as store:
+        root = store.node("old", "root")
+    assert (root.goal, root.restates) == ("goal?", None)
 
 
 def test_review_errors(store: ProjectStore) -> None:

@@ -187,6 +187,22 @@ def test_warnings_and_dependencies_round_trip(store: ProjectStore) -> None:
     assert store.node(PROJECT, "root").children == ["root.0", "root.1"]
 
 
+def test_a_question_restated_on_execution_is_stored_as_restated_with_the_question_it_restates(
+    store: ProjectStore,
+) -> None:
+    run = FakeRun(store)
+    root = run.root("Who leads the team that owns the router?")
+    run.move(root, S.PLANNING, S.ATOMIZATION)
+    _, then = run.plan(root, ("Which team owns the router?", []), (root.goal, [0]))
+    then.restates, then.goal = then.goal, "Who leads Dispatch?"
+    run.move(then, S.READY, S.EXECUTING)
+    run.writer.close()
+
+    stored = store.node(PROJECT, then.task_id)
+    assert (stored.goal, stored.restates) == ("Who leads Dispatch?", "Who leads the team that owns the router?")
+    assert store.node(PROJECT, "root.0").restates is None
+
+
 def test_removed_nodes_lose_their_rows_but_keep_their_calls(store: ProjectStore) -> None:
     run = _replanned_run(store)
     run.writer.close()
