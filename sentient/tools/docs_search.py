@@ -343,11 +343,11 @@ class DocsIndex:
             if mode is not Retrieval.BM25 and embedder is not None:
                 self._update_vectors()
                 dense, relevance = self._vectors.nearest(embedder.embed([query])[0], _CANDIDATES)
-                if relevance < fusion.min_relevance and self._unknown(tokens):
+                if relevance < fusion.min_relevance and self._unknown(tokens, fusion):
                     return []  # neither its meaning nor its words are in the corpus
                 rankings.append(dense)
                 self._fetch([rowid for rowid, _ in dense if rowid not in rows], rows)
-            elif self._unknown(tokens):
+            elif self._unknown(tokens, fusion):
                 return []  # its words are not in the corpus (BM25 alone cannot see its meaning)
         if len(rankings) == 1:
             ranked = rankings[0]
@@ -432,13 +432,11 @@ class DocsIndex:
             ranking.append((rowid, -bm25))
         return ranking
 
-    def _unknown(self, tokens: list[str]) -> bool:
+    def _unknown(self, tokens: list[str], fusion: Fusion) -> bool:
         """Whether the words of the corpus carry too little of the query's weight
         (:attr:`~sentient.tools.dense.Fusion.min_known`; never in a folder too small to say)."""
         passages = self._count()
-        return (
-            passages >= self.fusion.min_passages and _known_share(self._conn, tokens, passages) < self.fusion.min_known
-        )
+        return passages >= fusion.min_passages and _known_share(self._conn, tokens, passages) < fusion.min_known
 
     def _count(self) -> int:
         """How many passages the index holds (the caller holds the lock)."""
