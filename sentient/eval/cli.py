@@ -47,6 +47,14 @@ def add_eval_parser(commands: Any) -> None:
     command.add_argument("--model", help="model for every call, e.g. local, openai:gpt-4o-mini, scripted")
     command.add_argument("--judge", metavar="MODEL", help="also grade with an LLM judge (SimpleQA's three grades)")
     command.add_argument("--limit", type=int, metavar="N", help="only the first N questions of the split")
+    command.add_argument(
+        "--id",
+        action="append",
+        dest="ids",
+        default=[],
+        metavar="ID",
+        help="only the question or report goal with this id; repeatable",
+    )
     command.add_argument("--out", type=Path, help="output folder (default: project_results/eval/<dataset stem>)")
     command.add_argument("--concurrency", type=int, default=1, metavar="K", help="questions run at once (default 1)")
     command.add_argument("--split", choices=SPLITS, default="dev", help="which questions (default: dev)")
@@ -72,6 +80,7 @@ def run_eval_command(args: argparse.Namespace, settings: Settings) -> int:
         systems=tuple(args.systems) if args.systems else None,
         split=args.split,
         limit=args.limit,
+        ids=tuple(args.ids),
         out=args.out,
         concurrency=args.concurrency,
         docs=args.docs,
@@ -101,6 +110,7 @@ def _run_report_eval(args: argparse.Namespace, settings: Settings, err: Console)
         systems=tuple(args.systems) if args.systems else None,
         split=args.split,
         limit=args.limit,
+        ids=tuple(args.ids),
         out=args.out,
         concurrency=args.concurrency,
         docs=args.docs,

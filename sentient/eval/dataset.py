@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -97,9 +97,30 @@ def load_dataset(path: Path) -> list[EvalQuestion]:
     return questions
 
 
-def select(questions: list[EvalQuestion], split: str, limit: int | None = None) -> list[EvalQuestion]:
-    """The questions of ``split`` (``dev``, ``heldout`` or ``all``), the first ``limit`` of them."""
-    chosen = [q for q in questions if split == "all" or q.split == split]
+class _Row(Protocol):
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def split(self) -> str: ...
+
+
+Row = TypeVar("Row", bound=_Row)
+
+
+def select(rows: list[Row], split: str, limit: int | None = None, ids: Sequence[str] = ()) -> list[Row]:
+    """The questions (or report goals) of ``split`` (``dev``, ``heldout`` or ``all``), only those
+    whose id is one of ``ids`` if any are given, the first ``limit`` of them, in dataset order.
+
+    Raises:
+        EvalError: an id that names no row of the split.
+    """
+    chosen = [r for r in rows if split == "all" or r.split == split]
+    if ids:
+        known = {r.id for r in chosen}
+        if unknown := [i for i in dict.fromkeys(ids) if i not in known]:
+            raise EvalError(f"no {', '.join(map(repr, unknown))} in the {split} split")
+        chosen = [r for r in chosen if r.id in ids]
     return chosen[:limit] if limit is not None else chosen
 
 

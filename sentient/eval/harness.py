@@ -44,6 +44,7 @@ class EvalOptions:
         systems: systems to run; None runs closed-book, rag and profile:general_agent.
         split: ``dev``, ``heldout`` or ``all``.
         limit: only the first N questions of the split.
+        ids: only the questions with these ids (an id not in the split is an error).
         out: output folder; default ``<results dir>/eval/<dataset stem>``.
         concurrency: questions run at once, per system.
         docs: folder to research; default the ``X/`` folder beside ``X_qa.jsonl``, else Python's docs.
@@ -56,6 +57,7 @@ class EvalOptions:
     systems: tuple[str, ...] | None = None
     split: str = "dev"
     limit: int | None = None
+    ids: tuple[str, ...] = ()
     out: Path | None = None
     concurrency: int = 1
     docs: Path | None = None
@@ -115,7 +117,7 @@ async def run_eval(
         raise EvalError(f"unknown split {options.split!r}: use {', '.join(SPLITS)}")
     if options.concurrency < 1 or (options.limit is not None and options.limit < 0):
         raise EvalError("--concurrency must be at least 1 and --limit at least 0")
-    questions = select(load_dataset(options.dataset), options.split, options.limit)
+    questions = select(load_dataset(options.dataset), options.split, options.limit, options.ids)
     if not questions and options.limit != 0:
         raise EvalError(f"no questions in the {options.split} split", file=str(options.dataset))
     systems = list(dict.fromkeys(System.parse(s) for s in options.systems or DEFAULT_SYSTEMS))

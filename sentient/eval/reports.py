@@ -42,7 +42,7 @@ from sentient.context import wording
 from sentient.context.citations import CITATION, cited_numbers
 from sentient.context.grounding import strip_markers
 from sentient.eval.chat import chat
-from sentient.eval.dataset import SPLITS, Split
+from sentient.eval.dataset import SPLITS, Split, select
 from sentient.eval.grading import answer_body, citation_markers, contains_answer
 from sentient.eval.harness import DEFAULT_PROFILE
 from sentient.eval.judge import judge_citation, judge_current
@@ -295,6 +295,7 @@ class ReportEvalOptions:
     systems: tuple[str, ...] | None = None
     split: str = "dev"
     limit: int | None = None
+    ids: tuple[str, ...] = ()
     out: Path | None = None
     concurrency: int = 1
     docs: Path | None = None
@@ -343,8 +344,7 @@ async def run_report_eval(
             raise EvalError(f"--report-length: {exc.errors()[0]['msg']}") from None
     if not options.dataset.is_file():
         raise EvalError("dataset file does not exist", file=str(options.dataset))
-    goals = [g for g in load_report_goals(options.dataset) if options.split == "all" or g.split == options.split]
-    goals = goals[: options.limit] if options.limit is not None else goals
+    goals = select(load_report_goals(options.dataset), options.split, options.limit, options.ids)
     if not goals and options.limit != 0:
         raise EvalError(f"no goals in the {options.split} split", file=str(options.dataset))
     systems = list(dict.fromkeys(System.parse(s) for s in options.systems or DEFAULT_REPORT_SYSTEMS))

@@ -74,6 +74,18 @@ def test_select_takes_the_split_then_the_limit(tmp_path: Path) -> None:
     assert len(select(questions, "all")) == 6
 
 
+def test_select_takes_the_ids_asked_in_dataset_order_and_names_an_id_the_split_lacks(tmp_path: Path) -> None:
+    path = write_jsonl(
+        tmp_path / "qa.jsonl",
+        *({"id": f"q{i}", "question": "?", "answers": ["a"], "split": "heldout" if i % 2 else "dev"} for i in range(6)),
+    )
+    questions = load_dataset(path)
+    assert [q.id for q in select(questions, "dev", ids=["q4", "q0"])] == ["q0", "q4"]
+    assert [q.id for q in select(questions, "all", 1, ids=["q3", "q1"])] == ["q1"]
+    with pytest.raises(EvalError, match=r"no 'q1', 'q9' in the dev split"):
+        select(questions, "dev", ids=["q0", "q1", "q9"])
+
+
 @pytest.mark.parametrize(
     ("line", "message"),
     [

@@ -51,12 +51,21 @@ def test_eval_runs_all_three_systems_prints_the_table_and_a_rerun_does_nothing(d
     assert again.stdout == first.stdout
 
 
+def test_eval_runs_only_the_questions_named_by_id(dataset: Path, tmp_path: Path) -> None:
+    proc = sentient(tmp_path, "eval", dataset.name, "--model", "scripted", "--system", "closed-book", "--id", "pilot")
+    assert proc.returncode == 0, proc.stderr
+    assert "closed-book: 1 to run, 0 done before" in proc.stderr
+    results = tmp_path / "results" / "eval" / "harbour_qa" / "scripted" / "dev" / "closed-book" / "results.jsonl"
+    assert [json.loads(line)["id"] for line in results.read_text().splitlines()] == ["pilot"]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (("missing_qa.jsonl",), "missing_qa.jsonl: dataset file does not exist"),
         (("bad_qa.jsonl",), "bad_qa.jsonl, line 2: not valid JSON"),
         (("harbour_qa.jsonl", "--system", "oracle"), "unknown system 'oracle'"),
+        (("harbour_qa.jsonl", "--id", "pilot", "--id", "nowhere"), "no 'nowhere' in the dev split"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(dataset: Path, tmp_path: Path, args: tuple[str, ...], message: str) -> None:
