@@ -276,6 +276,15 @@ def test_sentient_eval_on_report_goals_prints_the_report_table(dataset: Path, tm
         timeout=60,
     )
     assert bad.returncode == 2 and "--report-length" in bad.stderr and "Traceback" not in bad.stderr
+    unknown = subprocess.run(
+        [*command, "eval", dataset.name, "--model", "scripted", "--id", "ferries", "--id", "trams"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert unknown.returncode == 2 and "no 'trams' in the dev split" in unknown.stderr, unknown.stderr
 
 
 @pytest.mark.parametrize("markers", ["[1][2]", "[1, 2]"])
