@@ -13,6 +13,7 @@ recorded are skipped, so an interrupted eval continues where it stopped.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from loguru import logger
 from sentient.agents.models.factory import ModelFactory
 from sentient.agents.models.gates import ProviderGates
 from sentient.api import open_docs_index
-from sentient.eval.dataset import SPLITS, EvalQuestion, load_dataset, select
+from sentient.eval.dataset import SPLITS, EvalQuestion, Row, load_dataset, select
 from sentient.eval.grading import answer_body, citation_markers
 from sentient.eval.judge import Grade, judge, judge_citation
 from sentient.eval.records import QuestionRecord, ResultsFile, grade
@@ -64,6 +65,33 @@ class EvalOptions:
     online: bool = False
     model: str | None = None
     judge: str | None = None
+
+
+def chosen(options: EvalOptions, load: Callable[[Path], list[Row]], noun: str) -> list[Row]:
+    """The rows of ``options.dataset`` (read by ``load``) that it asks for: its split, then its
+    ids, then its limit (:func:`~sentient.eval.dataset.select`).
+
+    Raises:
+        EvalError: an unknown split, a bad ``--concurrency`` or ``--limit``, a bad dataset, an id
+            the split lacks, or no ``noun`` in the split.
+    """
+    if options.split not in SPLITS:
+        raise EvalError(f"unknown split {options.split!r}: use {', '.join(SPLITS)}")
+    if options.concurrency < 1 or (options.limit is not None and options.limit < 0):
+        raise EvalError("--concurrency must be at least 1 and --limit at least 0")
+    rows = select(load(options.dataset), options.split, options.limit, options.ids)
+    if not rows and options.limit != 0:
+        raise EvalError(f"no {noun} in the {options.split} split", file=str(options.dataset))
+    return rows
+
+
+def resolved(options: EvalOptions, settings: Settings, model: Model | None) -> tuple[Settings, str, Path]:
+    """What an eval runs with: the settings (offline unless ``--online``), the model's name, and
+    the folder its results go to (by model and split)."""
+    settings = settings.model_copy(update={"offline": settings.offline or not options.online})
+    model_name = options.model or (f"{model.provider}:{model.id}" if model is not None else settings.model)
+    run_dir = (options.out or settings.results_dir / "eval" / options.dataset.stem) / slug(model_name) / options.split
+    return settings, model_name, run_dir
 
 
 @dataclass
@@ -113,17 +141,9 @@ async def run_eval(
         EvalError: a bad dataset, split, system or option.
         ConfigError: a model that cannot be used (bad string, missing key).
     """
-    if options.split not in SPLITS:
-        raise EvalError(f"unknown split {options.split!r}: use {', '.join(SPLITS)}")
-    if options.concurrency < 1 or (options.limit is not None and options.limit < 0):
-        raise EvalError("--concurrency must be at least 1 and --limit at least 0")
-    questions = select(load_dataset(options.dataset), options.split, options.limit, options.ids)
-    if not questions and options.limit != 0:
-        raise EvalError(f"no questions in the {options.split} split", file=str(options.dataset))
+    questions = chosen(options, load_dataset, "questions")
     systems = list(dict.fromkeys(System.parse(s) for s in options.systems or DEFAULT_SYSTEMS))
-    settings = settings.model_copy(update={"offline": settings.offline or not options.online})
-    model_name = options.model or (f"{model.provider}:{model.id}" if model is not None else settings.model)
-    run_dir = (options.out or settings.results_dir / "eval" / options.dataset.stem) / slug(model_name) / options.split
+    settings, model_name, run_dir = resolved(options, settings, model)
     docs = await _docs_index(options, settings) if any(s.kind != "closed-book" for s in systems) else None
     deps = EvalDeps(
         settings, docs, run_dir, model=model, model_string=options.model, gates=ProviderGates.from_settings(settings)

@@ -42,9 +42,9 @@ from sentient.context import wording
 from sentient.context.citations import CITATION, cited_numbers
 from sentient.context.grounding import strip_markers
 from sentient.eval.chat import chat
-from sentient.eval.dataset import SPLITS, Split, select
+from sentient.eval.dataset import Split
 from sentient.eval.grading import answer_body, citation_markers, contains_answer
-from sentient.eval.harness import DEFAULT_PROFILE
+from sentient.eval.harness import DEFAULT_PROFILE, EvalOptions, chosen, resolved
 from sentient.eval.judge import judge_citation, judge_current
 from sentient.eval.report_summary import ReportSummary, report_table, summarise_reports
 from sentient.eval.systems import Baseline, EvalDeps, Outcome, System, slug
@@ -112,6 +112,8 @@ def load_report_goals(path: Path) -> list[ReportGoal]:
         EvalError: naming the file and the line: a missing or unreadable file, a line that is not
             a goal, two goals (or two points of one goal) with one id.
     """
+    if not path.is_file():
+        raise EvalError("dataset file does not exist", file=str(path))
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -288,21 +290,12 @@ class ProfileReport:
 
 
 @dataclass(frozen=True)
-class ReportEvalOptions:
-    """What ``sentient eval`` was asked to do with a report dataset (see :class:`~sentient.eval.harness.EvalOptions`)."""
+class ReportEvalOptions(EvalOptions):
+    """What ``sentient eval`` was asked to do with a report dataset: those of
+    :class:`~sentient.eval.harness.EvalOptions`, and ``report_length``, which forces the profiles'
+    report mode and size."""
 
-    dataset: Path
-    systems: tuple[str, ...] | None = None
-    split: str = "dev"
-    limit: int | None = None
-    ids: tuple[str, ...] = ()
-    out: Path | None = None
-    concurrency: int = 1
-    docs: Path | None = None
-    online: bool = False
-    model: str | None = None
-    judge: str | None = None
-    report_length: str | int | None = None  # forces the profiles' report mode and size
+    report_length: str | int | None = None
 
 
 @dataclass
@@ -333,26 +326,16 @@ async def run_report_eval(
     Raises:
         EvalError: a bad dataset, split, system or option.
     """
-    if options.split not in SPLITS:
-        raise EvalError(f"unknown split {options.split!r}: use {', '.join(SPLITS)}")
-    if options.concurrency < 1 or (options.limit is not None and options.limit < 0):
-        raise EvalError("--concurrency must be at least 1 and --limit at least 0")
     if options.report_length is not None:
         try:
             EngineSettings(report_length=options.report_length)
         except ValidationError as exc:
             raise EvalError(f"--report-length: {exc.errors()[0]['msg']}") from None
-    if not options.dataset.is_file():
-        raise EvalError("dataset file does not exist", file=str(options.dataset))
-    goals = select(load_report_goals(options.dataset), options.split, options.limit, options.ids)
-    if not goals and options.limit != 0:
-        raise EvalError(f"no goals in the {options.split} split", file=str(options.dataset))
+    goals = chosen(options, load_report_goals, "goals")
     systems = list(dict.fromkeys(System.parse(s) for s in options.systems or DEFAULT_REPORT_SYSTEMS))
     if any(s.kind == "closed-book" for s in systems):
         raise EvalError("closed-book writes no report from sources: use rag or profile:NAME")
-    settings = settings.model_copy(update={"offline": settings.offline or not options.online})
-    model_name = options.model or (f"{model.provider}:{model.id}" if model is not None else settings.model)
-    run_dir = (options.out or settings.results_dir / "eval" / options.dataset.stem) / slug(model_name) / options.split
+    settings, model_name, run_dir = resolved(options, settings, model)
     folder = options.docs or default_report_docs(options.dataset)
     if folder is not None:
         logger.info("eval: researching {}", folder)
