@@ -445,8 +445,15 @@ def _holding(
 
 
 def _once(sources: Sequence[Source]) -> list[Source]:
-    """``sources`` in order, each passage once."""
-    return list({(s.ref, s.snippet): s for s in sources}.values())
+    """``sources`` in order, less each passage another of its document holds whole (a search shows
+    a passage with the neighbours it also ranked, so two searches can show one passage with and
+    without them, and the small model would read it twice; of two equal ones the first stays)."""
+    texts = [" ".join(s.snippet.split()) for s in sources]
+
+    def held(i: int, j: int) -> bool:
+        return sources[i].ref == sources[j].ref and texts[i] in texts[j] and (len(texts[i]) < len(texts[j]) or j < i)
+
+    return [s for i, s in enumerate(sources) if not any(held(i, j) for j in range(len(sources)) if j != i)]
 
 
 def _planned_write(node: TaskNode) -> bool:
