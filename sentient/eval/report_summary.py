@@ -23,6 +23,8 @@ class ReportSystemSummary(BaseModel):
     stated: int
     under_another_item: int  # stated points of an item, only away from it (points that give one)
     points: int
+    items: int  # the items of the goals that ask about each of several (points that give one)
+    items_headed: int  # of those, the ones a heading of the report names
     retrieved: float  # points in some passage shown (stated ones included)
     distractors: int  # distractors stated, over every goal
     current_distractors: int | None  # of those, given as current by the judge's reading (--judge)
@@ -89,6 +91,8 @@ def _summarise(system: str, records: Sequence[ReportRecord]) -> ReportSystemSumm
         stated=stated,
         under_another_item=sum(len(r.under_another_item) for r in records),
         points=points,
+        items=sum(len(r.items) for r in records),
+        items_headed=sum(len(r.items_headed) for r in records),
         retrieved=_percent(stated + missed_in_sources, points),
         distractors=sum(len(r.distractors) for r in records),
         current_distractors=sum(map(len, current)) if current else None,
@@ -127,6 +131,7 @@ _COLUMNS: tuple[tuple[str, str], ...] = (
     ("n", "goals"),
     ("recall", "key-point recall %"),
     ("under_another_item", "stated under another item"),
+    ("items_headed", "items with a heading"),
     ("retrieved", "in passages %"),
     ("distractors", "distractors stated"),
     ("current_distractors", "of those as current (judged)"),
@@ -154,6 +159,7 @@ def report_table(summary: ReportSummary) -> str:
     ]
     for row in summary.systems:
         values = row.model_dump()
+        values["items_headed"] = f"{row.items_headed} / {row.items}" if row.items else None
         lines.append("| " + " | ".join(_cell(key, values[key]) for key, _ in _COLUMNS) + " |")
     if summary.comparisons:
         lines += ["", "| system | baseline | goals | recall % | baseline recall % | more points | fewer points |"]

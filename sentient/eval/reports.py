@@ -158,6 +158,8 @@ class ReportRecord(BaseModel):
     points: int
     stated: list[str]  # ids of the points the body states
     under_another_item: list[str] = Field(default_factory=list)  # of those, stated only away from their item
+    items: list[str] = Field(default_factory=list)  # the items the goal's points are about
+    items_headed: list[str] = Field(default_factory=list)  # of those, the ones a heading of the body names
     distractors: list[str]  # distractors the body states
     current_distractors: list[str] | None = None  # of those, the ones the judge read as given as current
     not_retrieved: list[str]  # missed points in no passage shown
@@ -197,6 +199,9 @@ def grade_report(
             lost["not_written"].append(point.id)
         else:
             lost["not_retrieved"].append(point.id)
+    # A "for each" report gives each item a heading: the items a heading names were found.
+    items = list(dict.fromkeys(p.item for p in goal.points if p.item))
+    headings = [line for line in body.splitlines() if line.startswith("#")]
     return ReportRecord(
         id=goal.id,
         goal=goal.goal,
@@ -209,6 +214,8 @@ def grade_report(
         under_another_item=[
             p.id for p in goal.points if p.id in stated and p.item and not _under_item(body, p.any, p.item)
         ],
+        items=items,
+        items_headed=[item for item in items if any(contains_answer(h, [item]) for h in headings)],
         distractors=[d for d in goal.distractors if contains_answer(body, [d])],
         **lost,
         words=len(body.split()),

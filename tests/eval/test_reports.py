@@ -95,6 +95,7 @@ async def test_each_report_is_graded_by_its_points_and_every_missed_point_locate
     rag = records(result.run_dir, "rag")["ferries"]
     assert rag["stated"] == ["alpha-time"] and rag["points"] == 4
     assert rag["under_another_item"] == []  # "Ferry Alpha sails at 07:15"
+    assert rag["items"] == ["Alpha", "Beta"] and rag["items_headed"] == ["Alpha"]  # "## Alpha", no Beta heading
     assert rag["distractors"] == ["08:30"]
     # The captain and Beta's new time were in the passages the one call was shown, not in its report.
     assert rag["not_written"] == ["alpha-captain", "beta-time"] and rag["not_retrieved"] == ["gamma"]
@@ -112,6 +113,9 @@ async def test_each_report_is_graded_by_its_points_and_every_missed_point_locate
     (comparison,) = result.summary.comparisons
     assert (comparison.system, comparison.baseline) == ("profile:general_agent", "rag")
     assert "key-point recall %" in result.table and "missed: dropped in assembly" in result.table
+    assert (by_system["rag"].items_headed, by_system["rag"].items) == (1, 2)
+    assert "items with a heading" in result.table
+    assert "| 1 / 2 |" in next(line for line in result.table.splitlines() if line.startswith("| rag |"))
     assert (result.run_dir / "summary.md").read_text() == result.table
 
 
