@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
@@ -73,8 +74,6 @@ def add_eval_parser(commands: Any) -> None:
 def run_eval_command(args: argparse.Namespace, settings: Settings) -> int:
     """Run ``sentient eval``; print the summary table; 0 when every question got an answer, else 1."""
     err = Console(stderr=True)
-    if is_report_dataset(args.dataset):
-        return _run_report_eval(args, settings, err)
     options = EvalOptions(
         dataset=args.dataset,
         systems=tuple(args.systems) if args.systems else None,
@@ -88,6 +87,9 @@ def run_eval_command(args: argparse.Namespace, settings: Settings) -> int:
         model=args.model,
         judge=args.judge,
     )
+    if is_report_dataset(args.dataset):
+        report_options = ReportEvalOptions(**dataclasses.asdict(options), report_length=args.report_length)
+        return _run_report_eval(report_options, settings, err)
     display = ProgressBar(err) if err.is_terminal else ProgressLines(err)
     with display:
         report = asyncio.run(run_eval(options, settings, progress=display))
@@ -103,22 +105,8 @@ def run_eval_command(args: argparse.Namespace, settings: Settings) -> int:
     return 1 if errors else 0
 
 
-def _run_report_eval(args: argparse.Namespace, settings: Settings, err: Console) -> int:
+def _run_report_eval(options: ReportEvalOptions, settings: Settings, err: Console) -> int:
     """``sentient eval`` on report goals (:mod:`sentient.eval.reports`): one plain line per report on stderr."""
-    options = ReportEvalOptions(
-        dataset=args.dataset,
-        systems=tuple(args.systems) if args.systems else None,
-        split=args.split,
-        limit=args.limit,
-        ids=tuple(args.ids),
-        out=args.out,
-        concurrency=args.concurrency,
-        docs=args.docs,
-        online=args.online,
-        model=args.model,
-        judge=args.judge,
-        report_length=args.report_length,
-    )
 
     def say(line: str) -> None:
         err.print(line, highlight=False, markup=False, soft_wrap=True)
