@@ -488,10 +488,11 @@ class AgentProcessor:
         reading = await self._read(node, sources[cited - 1]) if held else ""
         return accepted(node.goal, output.answer, output.short, sources, cited, reading)
 
-    async def _read(self, node: TaskNode, passage: Source) -> str:
-        """The answer to ``node``'s goal that the verifier reads in ``passage``, asked without
-        being shown any answer (:class:`Reading`); "" (noted) when it cannot be asked."""
-        task = self._tasks.read_task(node.goal)
+    async def _read(self, node: TaskNode, passage: Source, question: str | None = None) -> str:
+        """The answer to ``question`` (default: ``node``'s goal) that the verifier reads in
+        ``passage``, asked without being shown any answer (:class:`Reading`); "" (noted) when it
+        cannot be asked."""
+        task = self._tasks.read_task(question or node.goal)
         context = self._context.for_verifying(node, [passage])
         try:
             return (await self._ask(node, Role.VERIFIER, self._profile.verifier, task, context, Reading)).answer

@@ -7,8 +7,9 @@ not answered but written. Its tree::
       part                    WRITE, PLAN   a section: its goal is its title and what it must find
         search                SEARCH, EXECUTE   one per thing to find: its passages, the
                                                 question answered from them alone (one call),
-                                                and each passage the answer names read again
-                                                for the question alone (one call each)
+                                                and each passage an answer names read again
+                                                for its part of the question alone (one call
+                                                each)
         write                 WRITE, EXECUTE    the section: those answers in order (no call)
       part ({item} = ...)     WRITE, PLAN   a fan-out: its items are found when it is planned
         part                  WRITE, PLAN   one section per item, asked what the fan-out asks
@@ -69,6 +70,17 @@ _FIND = "- "
 # (which documents there are matters to it, not every fact; and the small model reads a long
 # prompt slowly).
 BRIEF_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Said:
+    """One answer of a section's search: the part of the question it answers, its text, its key
+    words, and the passages shown to hold it."""
+
+    question: str
+    text: str
+    keys: Sequence[str]
+    cited: list[int]
 
 
 @dataclass(frozen=True)
@@ -302,39 +314,52 @@ class ReportPhases:
             node.warnings.append(f"the question could not be answered from its passages: {exc}")
             self._p._finish(node, "", found)
             return
+        # Each answer is checked against the part of the question it answers (the grammar gives
+        # one answer per part, in order).
+        questions = self._parts(node)
+        if len(questions) != len(output.answers):
+            questions = [node.goal] * len(output.answers)
         said = []
-        for answer in output.answers:
+        for answer, question in zip(output.answers, questions, strict=True):
             text = strip_markers(answer.answer)
             cited = _holding(node.goal, text, answer.keys, found, answer.sources)
             if cited and text:  # an answer no passage can be shown to state is left out
-                said.append((text, answer.keys, cited))
+                said.append(Said(question, text, answer.keys, cited))
         if not said:
             node.warnings.append("no passage found answers the question")
         written, read_same = await self._read(node, said, found)
         found = [s.model_copy(update={"verified": True}) if n in read_same else s for n, s in enumerate(found, 1)]
         self._p._finish(node, " ".join(written), found)
 
-    async def _read(
-        self, node: TaskNode, said: Sequence[tuple[str, Sequence[str], list[int]]], found: Sequence[Source]
-    ) -> tuple[list[str], set[int]]:
-        """The answers ``said`` (each with its key words and the passages of ``found`` that hold
-        them), each citing only the passages the verifier reads the same answer in, asked the
-        question without being shown it (:func:`agrees`); and the numbers of those passages. An
-        answer no passage is read to state stays, citing nothing (noted)."""
-        cited = list(dict.fromkeys(n for *_, numbers in said for n in numbers))
+    async def _read(self, node: TaskNode, said: Sequence[Said], found: Sequence[Source]) -> tuple[list[str], set[int]]:
+        """The answers ``said``, each citing only the passages of ``found`` it names that the
+        verifier reads the same answer in, asked its part of the question without being shown
+        the answer (:func:`agrees`); and the numbers of those passages. An answer no passage is
+        read to state stays, citing nothing (noted)."""
+        asked = list(dict.fromkeys((s.question, n) for s in said for n in s.cited))
         # At once: a hosted model reads them in parallel (the engine caps concurrent calls).
-        readings = dict(
-            zip(cited, await asyncio.gather(*(self._p._read(node, found[n - 1]) for n in cited)), strict=True)
-        )
+        readings = await asyncio.gather(*(self._p._read(node, found[n - 1], question) for question, n in asked))
+        read = dict(zip(asked, readings, strict=True))
         written: list[str] = []
         read_same: set[int] = set()
-        for text, keys, numbers in said:
-            same = [n for n in numbers if any(agrees(readings[n], node.goal, text, key) for key in keys or [""])]
+        for s in said:
+            same = [
+                n for n in s.cited if any(agrees(read[s.question, n], s.question, s.text, k) for k in s.keys or [""])
+            ]
             read_same.update(same)
-            written.append(cite(text, same) if same else text)
-        if other := sorted(set(cited) - read_same):
+            written.append(cite(s.text, same) if same else s.text)
+        if other := sorted({n for _, n in asked} - read_same):
             node.warnings.append(f"read for the question alone, source(s) {other} gave another answer: not cited")
         return written, read_same
+
+    def _parts(self, node: TaskNode) -> list[str]:
+        """The questions ``node``'s goal asks, one per part: in an item's section, each fact asked
+        of the item ("Switchyard: which team owns it")."""
+        item, _ = self._item(node)
+        prefix = f"{item}: "
+        if not item or not node.goal.startswith(prefix):
+            return node.goal.split(PARTS)
+        return [prefix + fact for fact in node.goal.removeprefix(prefix).split(PARTS)]
 
     async def _write(self, node: TaskNode) -> None:
         """The section: its searches' answers in order, citing the passages the verifier read the

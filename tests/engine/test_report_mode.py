@@ -434,6 +434,35 @@ async def test_a_citation_whose_passage_reads_otherwise_is_not_verified_and_not_
     assert all(r.verified for r in report.references)
 
 
+async def test_each_answer_of_an_items_search_is_read_for_its_own_part_of_the_question(settings, docs) -> None:
+    # One search asks two facts of the item; its writer answers each. Read for the whole question,
+    # the passage gives only the first fact, so the second answer could never be confirmed.
+    fan_out = Outline(for_each="outage", each=["what failed", "when", "the cause"])
+    facts = {"what failed": ("The booking service failed.", "booking service"), "when": ("On 9 June.", "9 June")}
+
+    def writer(request: FakeRequest) -> Any:
+        parts = request.goal.removeprefix("island pier: ").split("; ")
+        answers = [facts.get(part, ("A certificate had expired.", "certificate")) for part in parts]
+        sources = listed_sources(request.prompt)[:1]
+        return {"answers": [{"answer": text, "keys": [key], "sources": sources} for text, key in answers]}
+
+    def read(request: FakeRequest) -> Any:
+        if not asks_for(request, "answer"):
+            return default_response(request)
+        question = request.prompt.split("Question: ")[-1].splitlines()[0]
+        return Reading(answer="9 June" if question.endswith("when") else "the booking service")
+
+    model = model_for(planner=outliner(fan_out, ("island pier",)), executor=writer, verifier=read)
+    result = await agent(settings, docs, model).arun(FAN_OUT_GOAL, write_files=False)
+
+    assert result.status == "completed"
+    search = result.graph.children("root.0.0")[0]
+    assert search.goal == "island pier: what failed; when"
+    asked = [call.request.prompt.split("Question: ")[-1].splitlines()[0] for call in model.calls_for(role="verifier")]
+    assert {"island pier: what failed", "island pier: when"} <= set(asked)
+    assert search.result == "The booking service failed. [1] On 9 June. [1]"
+
+
 async def test_only_passages_that_hold_an_answers_words_stay_cited(settings, docs) -> None:
     outline = Outline(sections=[OutlineSection(title="Paging", find=["Who is paged when the service fails?"])])
     model = model_for(
