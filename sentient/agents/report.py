@@ -66,6 +66,8 @@ _S = TaskStatus
 ITEM = "{item}"  # a part whose goal has a line "{item} = <which items>" is a fan-out
 PARTS = "; "  # between the parts of one question: the facts a fan-out asks of each item
 _FIND = "- "
+# After an answer no passage could be shown to state: it is the model's own, and says so.
+UNCONFIRMED = "*(not confirmed by the sources)*"
 # What the outliner reads of each passage of its quick search: its title and how it begins
 # (which documents there are matters to it, not every fact; and the small model reads a long
 # prompt slowly).
@@ -335,7 +337,7 @@ class ReportPhases:
         """The answers ``said``, each citing only the passages of ``found`` it names that the
         verifier reads the same answer in, asked its part of the question without being shown
         the answer (:func:`agrees`); and the numbers of those passages. An answer no passage is
-        read to state stays, citing nothing (noted)."""
+        read to state stays, citing nothing and marked :data:`UNCONFIRMED` (noted)."""
         asked = list(dict.fromkeys((s.question, n) for s in said for n in s.cited))
         # At once: a hosted model reads them in parallel (the engine caps concurrent calls).
         readings = await asyncio.gather(*(self._p._read(node, found[n - 1], question) for question, n in asked))
@@ -347,7 +349,7 @@ class ReportPhases:
                 n for n in s.cited if any(agrees(read[s.question, n], s.question, s.text, k) for k in s.keys or [""])
             ]
             read_same.update(same)
-            written.append(cite(s.text, same) if same else s.text)
+            written.append(cite(s.text, same) if same else f"{s.text} {UNCONFIRMED}")
         if other := sorted({n for _, n in asked} - read_same):
             node.warnings.append(f"read for the question alone, source(s) {other} gave another answer: not cited")
         return written, read_same
@@ -416,7 +418,7 @@ class ReportPhases:
         """The report aggregator's title and summary for the sections (None, noted,
         if it fails: the sections stand alone)."""
         sections = [
-            Section(f"Section {i}: {Part.parse(child.goal).title}", strip_markers(text))
+            Section(f"Section {i}: {Part.parse(child.goal).title}", strip_markers(text.replace(f" {UNCONFIRMED}", "")))
             for i, (child, text) in enumerate(blocks, start=1)
         ]
         context = AgentContext([Section("Overall goal", root.goal, required=True), *sections])

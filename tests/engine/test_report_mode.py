@@ -516,6 +516,23 @@ async def test_an_answer_no_passage_holds_is_left_out(settings, docs) -> None:
     assert not model.calls_for(role="verifier")
 
 
+async def test_an_answer_no_passage_is_read_to_state_stays_marked_as_not_confirmed(settings, docs) -> None:
+    outline = Outline(sections=[OutlineSection(title="Paging", find=["Who is paged when the service fails?"])])
+    # The passages hold the answer's key word, but read alone none of them gives the answer.
+    model = model_for(planner=outliner(outline), verifier=reader("outage", only="no such document"))
+    result = await agent(settings, docs, model).arun(GOAL, write_files=False)
+
+    search = result.graph.get("root.0.0")
+    assert search.result == "Answer to: Who is paged when the service fails? *(not confirmed by the sources)*"
+    assert not any(s.verified for s in search.sources)
+    report = result.report
+    assert report is not None and report.references == []
+    assert "*(not confirmed by the sources)*" in (report.answer or "")
+    # The summary is written from what the sections state, not from the mark.
+    (frame,) = model.calls_for(role="aggregator")
+    assert "not confirmed" not in frame.request.prompt
+
+
 async def test_a_section_that_fails_is_left_out_and_listed_as_not_covered(settings, docs) -> None:
     def writer(request: FakeRequest) -> ExecutionOutput | Exception:
         if "Section of the report: Handling" in request.prompt:
