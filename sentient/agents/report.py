@@ -462,12 +462,12 @@ def _holding(
     question: str, answer: str, keys: Sequence[str], found: Sequence[Source], named: Sequence[int]
 ) -> list[int]:
     """The passages of ``found`` that can be shown to state ``answer``: those it ``named`` that
-    hold it or one of its ``keys``; if none does, the other passages that hold it or one of its
-    keys that ``question`` does not (a small model often names the wrong number; the question's
-    own words, such as the item's name, show nothing)."""
-    if cited := stating(answer, keys, found, list(dict.fromkeys(named))):
-        return cited
+    hold it or one of its ``keys`` that ``question`` does not; if none does, the other passages
+    that hold them (a small model often names the wrong number). The question's own words, such
+    as the item's name, show nothing: an answer that states only those states nothing."""
     own = [key for key in keys if not holds(question, key)]
+    if cited := stating(answer, own, found, list(dict.fromkeys(named))):
+        return cited
     return stating(answer, own, found, [n for n in range(1, len(found) + 1) if n not in named])
 
 

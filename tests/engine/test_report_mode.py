@@ -533,6 +533,23 @@ async def test_an_answer_no_passage_is_read_to_state_stays_marked_as_not_confirm
     assert "not confirmed" not in frame.request.prompt
 
 
+async def test_an_answer_that_states_only_words_of_its_question_is_left_out(settings, docs) -> None:
+    # "The page is answered as follows:" names nothing the question does not: every passage
+    # holding "page" cannot show that it states an answer.
+    outline = Outline(sections=[OutlineSection(title="Paging", find=["How fast must a page be answered?"])])
+
+    def writer(request: FakeRequest) -> Any:
+        sources = listed_sources(request.prompt)
+        return {"answers": [{"answer": "A page must be answered as follows:", "keys": ["page"], "sources": sources}]}
+
+    model = model_for(planner=outliner(outline), executor=writer, verifier=reader("page"))
+    result = await agent(settings, docs, model, failure_policy="continue").arun(GOAL, write_files=False)
+
+    search = result.graph.get("root.0.0")
+    assert search.result == "" and "no passage found answers the question" in search.warnings
+    assert not model.calls_for(role="verifier")
+
+
 async def test_a_section_that_fails_is_left_out_and_listed_as_not_covered(settings, docs) -> None:
     def writer(request: FakeRequest) -> ExecutionOutput | Exception:
         if "Section of the report: Handling" in request.prompt:
