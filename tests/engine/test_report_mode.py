@@ -550,6 +550,21 @@ async def test_an_answer_that_states_only_words_of_its_question_is_left_out(sett
     assert not model.calls_for(role="verifier")
 
 
+async def test_an_answer_that_restates_its_question_is_left_out(settings, docs) -> None:
+    outline = Outline(sections=[OutlineSection(title="Paging", find=["How fast must a page be answered?"])])
+
+    def writer(request: FakeRequest) -> Any:
+        # Its key value is real, but the answer is the question's own words.
+        answer = {"answer": "How fast must a page be answered", "keys": ["ten minutes"], "sources": [1]}
+        return {"answers": [answer]}
+
+    model = model_for(planner=outliner(outline), executor=writer, verifier=reader("ten minutes"))
+    result = await agent(settings, docs, model, failure_policy="continue").arun(GOAL, write_files=False)
+
+    search = result.graph.get("root.0.0")
+    assert search.result == "" and "no passage found answers the question" in search.warnings
+
+
 async def test_a_section_that_fails_is_left_out_and_listed_as_not_covered(settings, docs) -> None:
     def writer(request: FakeRequest) -> ExecutionOutput | Exception:
         if "Section of the report: Handling" in request.prompt:
