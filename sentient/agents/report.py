@@ -324,10 +324,11 @@ class ReportPhases:
         said = []
         for answer, question in zip(output.answers, questions, strict=True):
             text = strip_markers(answer.answer)
+            # Left out: nothing, the question restated, or an answer no passage can be shown to state.
             if not text or holds(node.goal, text) or holds(question, text):
-                continue  # nothing, or the question restated
+                continue
             if cited := _holding(node.goal, text, answer.keys, found, answer.sources):
-                said.append(Said(question, text, answer.keys, cited))  # else no passage can be shown to state it
+                said.append(Said(question, text, answer.keys, cited))
         if not said:
             node.warnings.append("no passage found answers the question")
         written, read_same = await self._read(node, said, found)
