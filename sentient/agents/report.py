@@ -358,7 +358,7 @@ class ReportPhases:
 
     def _parts(self, node: TaskNode) -> list[str]:
         """The questions ``node``'s goal asks, one per part: in an item's section, each fact asked
-        of the item ("Switchyard: which team owns it")."""
+        of the item ("the east quay: when it opened")."""
         item, _ = self._item(node)
         prefix = f"{item}: "
         if not item or not node.goal.startswith(prefix):
