@@ -13,7 +13,7 @@ not answered but written. Its tree::
         write                 WRITE, EXECUTE    the section: those answers in order (no call)
       part ({item} = ...)     WRITE, PLAN   a fan-out: its items are found when it is planned
         part                  WRITE, PLAN   one section per item, asked what the fan-out asks
-          search, write                     (its searches also read the passages that named it)
+          search, write                     (its searches read only passages that name it)
 
 A goal that asks the same facts of every item of a kind is one fan-out; any other goal is
 sections. The small model answers one question from a few passages far better than it writes a
@@ -49,8 +49,8 @@ from sentient.agents.schemas import (
     outline_schema,
 )
 from sentient.context.builder import AgentContext, Section
-from sentient.context.citations import SourceList, cited_numbers
-from sentient.context.grounding import agrees, cite, judged_each, stating, strip_markers
+from sentient.context.citations import SourceList
+from sentient.context.grounding import agrees, cite, stating, strip_markers
 from sentient.context.wording import holds, normalize
 from sentient.events import PlanProposed
 from sentient.exceptions import AgentError
@@ -68,6 +68,8 @@ PARTS = "; "  # between the parts of one question: the facts a fan-out asks of e
 _FIND = "- "
 # After an answer no passage could be shown to state: it is the model's own, and says so.
 UNCONFIRMED = "*(not confirmed by the sources)*"
+# How many times deeper than its passages an item's search looks, as it keeps only those naming the item.
+ITEM_POOL = 3
 # What the outliner reads of each passage of its quick search: its title and how it begins
 # (which documents there are matters to it, not every fact; and the small model reads a long
 # prompt slowly).
@@ -296,10 +298,18 @@ class ReportPhases:
         parent = self._graph.parent(node.task_id)
         title = Part.parse(parent.goal).title if parent is not None else ""
         passages = self._p._tasks.size.passages
-        # An item's search reads the passages its item was found in too: a table that lists the
-        # items holds their facts, and a search for one item's facts often ranks it low.
-        _, found_in = self._item(node)
-        found = _once([*found_in[:passages], *await self._search(node, f"{node.goal}\n{title}", passages)])
+        query = f"{node.goal}\n{title}"
+        item, found_in = self._item(node)
+        if item:
+            # An item's facts are read only from passages that name it (another item's passage,
+            # such as its post-mortem, states the same kinds of facts, and the small model reads
+            # them as this item's), looked for deeper as most passages found do not name it. The
+            # passages its item was found in come first: a table that lists the items holds their
+            # facts, and a search for one item's facts often ranks it low.
+            naming = [s for s in await self._search(node, query, ITEM_POOL * passages) if _names(s, item)]
+            found = _once([*found_in[:passages], *naming[:passages]])
+        else:
+            found = await self._search(node, query, passages)
         if not found:
             self._p._finish(node, "", [])
             return
@@ -333,7 +343,11 @@ class ReportPhases:
             node.warnings.append("no passage found answers the question")
         written, read_same = await self._read(node, said, found)
         found = [s.model_copy(update={"verified": True}) if n in read_same else s for n, s in enumerate(found, 1)]
-        self._p._finish(node, " ".join(written), found)
+        if item:  # one line per fact, named by the fact asked unless the answer says it
+            facts = [s.question.removeprefix(f"{item}: ") for s in said]
+            facts = [fact if PARTS not in fact else "" for fact in facts]  # the whole question: no one fact
+            written = [f"- {_labelled(text, fact)}" for text, fact in zip(written, facts, strict=True)]
+        self._p._finish(node, ("\n" if item else " ").join(written), found)
 
     async def _read(self, node: TaskNode, said: Sequence[Said], found: Sequence[Source]) -> tuple[list[str], set[int]]:
         """The answers ``said``, each citing only the passages of ``found`` it names that the
@@ -367,8 +381,7 @@ class ReportPhases:
 
     async def _write(self, node: TaskNode) -> None:
         """The section: its searches' answers in order, citing the passages the verifier read the
-        same answers in (:meth:`_read`); no model call. In one item's section, a passage that does
-        not name the item is not cited."""
+        same answers in (:meth:`_read`); no model call."""
         sources = SourceList()
         answers = [
             sources.adopt(dep.result, dep.sources) for dep in self._graph.dependencies(node.task_id) if dep.result
@@ -376,13 +389,7 @@ class ReportPhases:
         if not answers:
             self._p.fail(node, "none of its questions was answered from the passages found")
             return
-        text = "\n\n".join(answers)
-        item, _ = self._item(node)
-        # Another item's passage does not state this item's facts.
-        other_items = {n: False for n in cited_numbers(text) if item and not _names(sources.sources[n - 1], item)}
-        grounded = judged_each(text, sources.sources, other_items)
-        node.warnings.extend(grounded.notes)
-        self._p._finish(node, grounded.text, grounded.sources)
+        self._p._finish(node, "\n\n".join(answers), sources.sources)
 
     def _item(self, step: TaskNode) -> tuple[str, list[Source]]:
         """The item of the section ``step`` (a search or the writing step) is in, if that section
@@ -471,6 +478,15 @@ def _holding(
     if cited := stating(answer, own, found, list(dict.fromkeys(named))):
         return cited
     return stating(answer, own, found, [n for n in range(1, len(found) + 1) if n not in named])
+
+
+def _labelled(text: str, fact: str) -> str:
+    """``text``, an answer to ``fact`` ("date"), after the fact as its label ("**Date:** 3 May
+    [1]"), unless the answer already says which fact it states."""
+    if holds(text, fact) or not fact.strip():
+        return text
+    fact = fact.strip()
+    return f"**{fact[:1].upper()}{fact[1:]}:** {text}"
 
 
 def _once(sources: Sequence[Source]) -> list[Source]:

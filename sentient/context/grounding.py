@@ -30,7 +30,7 @@ answer's words is :func:`sentient.context.wording.holds`, which works in any scr
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -185,21 +185,6 @@ def rejudged(answer: Grounded, supports: bool) -> Grounded:
     return Grounded(
         answer.text, sources, [*answer.notes, "the verifier found that the cited passages do not support the answer"]
     )
-
-
-def judged_each(text: str, sources: Sequence[Source], supports: Mapping[int, bool]) -> Grounded:
-    """``text`` citing ``sources`` after the verifier read each cited source against the sentences
-    that cite it (``supports``, by source number). A supported source is marked verified; an
-    unsupported one is marked unverified and its markers are removed, so its sentences are not
-    shown as resting on it."""
-    marked = [
-        source.model_copy(update={"verified": supports[n]}) if n in supports else source
-        for n, source in enumerate(sources, start=1)
-    ]
-    kept = {n: n for n in range(1, len(sources) + 1) if supports.get(n, True)}
-    refused = sorted(n for n, ok in supports.items() if not ok)
-    note = [f"source(s) {refused} were not found to support what cites them"] if refused else []
-    return Grounded(renumber(text, kept), marked, note)
 
 
 def to_judge(answer: Grounded) -> list[int]:

@@ -257,7 +257,8 @@ async def test_a_goal_asking_the_same_of_each_item_fans_out_over_the_items_found
 
 
 @pytest.mark.parametrize("verifier_fails", [False, True])
-async def test_an_items_facts_are_cited_only_to_passages_that_name_the_item(settings, docs, verifier_fails) -> None:
+async def test_an_items_facts_are_read_only_from_passages_that_name_the_item(settings, docs, verifier_fails) -> None:
+    # Every outage report states what failed; only the item's own one names the item.
     fan_out = Outline(for_each="outage", each=["what failed"])
     verifier = (lambda request: RuntimeError("the model crashed")) if verifier_fails else reader("outage")
     model = model_for(planner=outliner(fan_out, ("harbour gate", "island pier")), verifier=verifier)
@@ -266,10 +267,11 @@ async def test_an_items_facts_are_cited_only_to_passages_that_name_the_item(sett
     assert result.status == "completed"
     for section in result.graph.children("root.0"):
         search, write = result.graph.children(section.task_id)
-        assert len(search.sources) > 1  # the writer named every passage it was shown: each mentions an outage
-        # Whatever the verifier read, only the item's own report names the item; a passage the
-        # verifier could not read is not cited.
         own = f"outage_{section.goal.split()[0]}.md"
+        assert [s.ref.rsplit("/", 1)[-1] for s in search.sources] == [own]
+        (call,) = [c for c in model.calls_for(role="executor") if c.request.goal == search.goal]
+        assert "outage_quay" not in call.request.prompt and "paging" not in call.request.prompt
+        # A passage the verifier could not read is not cited.
         assert [s.ref.rsplit("/", 1)[-1] for s in write.sources if s.verified] == ([] if verifier_fails else [own])
     report = result.report
     assert report is not None
@@ -442,7 +444,7 @@ async def test_each_answer_of_an_items_search_is_read_for_its_own_part_of_the_qu
 
     def writer(request: FakeRequest) -> Any:
         parts = request.goal.removeprefix("island pier: ").split("; ")
-        answers = [facts.get(part, ("A certificate had expired.", "certificate")) for part in parts]
+        answers = [facts.get(part, ("The cause: a certificate had expired.", "certificate")) for part in parts]
         sources = listed_sources(request.prompt)[:1]
         return {"answers": [{"answer": text, "keys": [key], "sources": sources} for text, key in answers]}
 
@@ -460,7 +462,10 @@ async def test_each_answer_of_an_items_search_is_read_for_its_own_part_of_the_qu
     assert search.goal == "island pier: what failed; when"
     asked = [call.request.prompt.split("Question: ")[-1].splitlines()[0] for call in model.calls_for(role="verifier")]
     assert {"island pier: what failed", "island pier: when"} <= set(asked)
-    assert search.result == "The booking service failed. [1] On 9 June. [1]"
+    # One line per fact, named by the fact unless the answer says it.
+    assert search.result == "- **What failed:** The booking service failed. [1]\n- **When:** On 9 June. [1]"
+    cause = result.graph.children("root.0.0")[1]
+    assert cause.result.startswith("- The cause: a certificate had expired.")
 
 
 async def test_only_passages_that_hold_an_answers_words_stay_cited(settings, docs) -> None:
