@@ -9,7 +9,8 @@ from sentient.graph.node import Source
 
 # A citation marker: "[2]", "[1, 3]" (the number list is group 1).
 CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
-_SPACED_CITATION = re.compile(rf"([ \t]*){CITATION.pattern}")
+# A run of markers ("[2][5]", "[1, 3]") with the spaces before it (the run is group 2).
+_SPACED_CITATIONS = re.compile(rf"([ \t]*)((?:{CITATION.pattern})+)")
 # Code (fenced blocks, inline spans) is left alone: ``xs[0]`` is an index, not a citation.
 _CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.DOTALL)
 
@@ -73,12 +74,12 @@ def renumber(text: str, mapping: dict[int, int]) -> str:
         return text
 
     def replace(match: re.Match[str]) -> str:
-        numbers = [mapping.get(int(n)) for n in match.group(2).split(",")]
-        kept = list(dict.fromkeys(n for n in numbers if n is not None))
+        numbers = [mapping.get(int(n)) for run in CITATION.findall(match.group(2)) for n in run.split(",")]
+        kept = list(dict.fromkeys(n for n in numbers if n is not None))  # two passages of one document: once
         # A dropped citation takes its leading space with it: "fact [9]." becomes "fact."
         return match.group(1) + "".join(f"[{n}]" for n in kept) if kept else ""
 
-    return "".join(part if is_code else _SPACED_CITATION.sub(replace, part) for part, is_code in _split_code(text))
+    return "".join(part if is_code else _SPACED_CITATIONS.sub(replace, part) for part, is_code in _split_code(text))
 
 
 def cited_numbers(text: str) -> list[int]:

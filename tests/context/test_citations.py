@@ -56,6 +56,12 @@ def test_renumber_splits_grouped_citations_and_removes_duplicates() -> None:
     assert renumber("see [1, 3] and [3,3]", {1: 2, 3: 1}) == "see [2][1] and [1]"
 
 
+def test_two_passages_of_one_document_cited_side_by_side_show_its_number_once() -> None:
+    second = Source(ref=A.ref, title="A", snippet="Alpha's captain is Ines Moreau.")
+    shared = SourceList()
+    assert shared.adopt("Alpha sails at 07:15 [1][2].", [A, second]) == "Alpha sails at 07:15 [1]."
+
+
 def test_renumber_drops_numbers_without_a_mapping() -> None:
     assert renumber("a [1] b [2] c [9]", {2: 1}) == "a b [1] c"
 
