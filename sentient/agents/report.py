@@ -389,7 +389,8 @@ class ReportPhases:
         if not answers:
             self._p.fail(node, "none of its questions was answered from the passages found")
             return
-        self._p._finish(node, "\n\n".join(answers), sources.sources)
+        item, _ = self._item(node)
+        self._p._finish(node, ("\n" if item else "\n\n").join(answers), sources.sources)  # an item's: one list
 
     def _item(self, step: TaskNode) -> tuple[str, list[Source]]:
         """The item of the section ``step`` (a search or the writing step) is in, if that section

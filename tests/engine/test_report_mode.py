@@ -464,8 +464,9 @@ async def test_each_answer_of_an_items_search_is_read_for_its_own_part_of_the_qu
     assert {"island pier: what failed", "island pier: when"} <= set(asked)
     # One line per fact, named by the fact unless the answer says it.
     assert search.result == "- **What failed:** The booking service failed. [1]\n- **When:** On 9 June. [1]"
-    cause = result.graph.children("root.0.0")[1]
+    cause, write = result.graph.children("root.0.0")[1:]
     assert cause.result.startswith("- The cause: a certificate had expired.")
+    assert write.result == f"{search.result}\n{cause.result}"  # the item's section is one list
 
 
 async def test_only_passages_that_hold_an_answers_words_stay_cited(settings, docs) -> None:
