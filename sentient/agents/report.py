@@ -303,10 +303,12 @@ class ReportPhases:
         if item:
             # An item's facts are read only from passages that name it (another item's passage,
             # such as its post-mortem, states the same kinds of facts, and the small model reads
-            # them as this item's), looked for deeper as most passages found do not name it. The
-            # passages its item was found in come first: a table that lists the items holds their
-            # facts, and a search for one item's facts often ranks it low.
-            naming = [s for s in await self._search(node, query, ITEM_POOL * passages) if _names(s, item)]
+            # them as this item's), looked for deeper as most passages found do not name it, and
+            # several of one document (its facts are often spread over its own document's
+            # sections). The passages its item was found in come first: a table that lists the
+            # items holds their facts, and a search for one item's facts often ranks it low.
+            pool = await self._search(node, query, ITEM_POOL * passages, per_source=passages)
+            naming = [s for s in pool if _names(s, item)]
             found = _once([*found_in[:passages], *naming[:passages]])
         else:
             found = await self._search(node, query, passages)
@@ -441,11 +443,11 @@ class ReportPhases:
             root.warnings.append(f"the report's title and summary could not be written: {exc}")
             return None
 
-    async def _search(self, node: TaskNode, query: str, limit: int) -> list[Source]:
+    async def _search(self, node: TaskNode, query: str, limit: int, per_source: int = 1) -> list[Source]:
         tools = self._p._passages.executor_tools(TaskType.SEARCH)
         if tools is None:
             return []
-        found = await tools.retrieve(query, limit)
+        found = await tools.retrieve(query, limit, per_source)
         node.warnings.extend(found.warnings)
         return found.sources[:limit]
 

@@ -108,8 +108,9 @@ def call_source(ref: str, title: str, arguments: dict[str, Any], text: str) -> S
 class RetrievalTool(Tool, Protocol):
     """A tool that can also be run up-front with a query, before the model is asked."""
 
-    async def retrieve(self, query: str, limit: int) -> list[Source]:
-        """Return up to `limit` sources for `query`, best first; raises ToolError when it cannot."""
+    async def retrieve(self, query: str, limit: int, per_source: int = 1) -> list[Source]:
+        """Return up to `limit` sources for `query`, best first, at most `per_source` passages of
+        one document (a web page is one); raises ToolError when it cannot."""
         ...
 
 

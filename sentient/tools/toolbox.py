@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import time
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Annotated, Any
@@ -62,11 +63,12 @@ class DocsSearch(SignatureTool):
         self._index = index
         self._default_results = default_results
 
-    async def retrieve(self, query: str, limit: int) -> list[Source]:
-        """Up to ``limit`` passages for ``query``; none when nothing in the documents is relevant to it."""
+    async def retrieve(self, query: str, limit: int, per_source: int = 1) -> list[Source]:
+        """Up to ``limit`` passages for ``query``, at most ``per_source`` of one document; none when
+        nothing in the documents is relevant to it."""
         if self._index.empty:  # nothing to find: no thread to start for it
             return []
-        hits = await asyncio.to_thread(self._index.search, query, max(1, min(limit, 20)))
+        hits = await asyncio.to_thread(self._index.search, query, max(1, min(limit, 20)), per_source=per_source)
         return [Source(ref=h.source, title=h.title, snippet=h.snippet) for h in hits]
 
     async def run(
@@ -251,15 +253,18 @@ class ToolBox:
         MCP tools): not the retrieval tools, which run up-front, nor the web tools offline."""
         return list(self._acting)
 
-    async def retrieve(self, query: str, limit: int) -> Retrieval:
-        """Run every retrieval tool with `query` at once; a failing tool becomes a warning.
+    async def retrieve(self, query: str, limit: int, per_source: int = 1) -> Retrieval:
+        """Run every retrieval tool with `query` at once, keeping at most ``per_source`` passages
+        of one source (a document, or a web page two search providers both found, first found
+        first); a failing tool becomes a warning.
 
         Web search that becomes unavailable is said once per run, in one line (by the search
         that switched it off); the provider's own error goes to the debug log.
         """
         tools = self.retrieval_tools()
-        outcomes = await asyncio.gather(*(t.retrieve(query, limit) for t in tools), return_exceptions=True)
-        found: dict[str, Source] = {}
+        outcomes = await asyncio.gather(*(t.retrieve(query, limit, per_source) for t in tools), return_exceptions=True)
+        found: list[Source] = []
+        taken: Counter[str] = Counter()
         warnings: list[str] = []
         for tool, outcome in zip(tools, outcomes, strict=True):
             if isinstance(outcome, CircuitOpenError):
@@ -273,8 +278,10 @@ class ToolBox:
                 raise outcome  # a bug, or cancellation: not a tool failure
             else:
                 for source in outcome:
-                    found.setdefault(source.ref, source)
-        return Retrieval(sources=list(found.values()), warnings=warnings)
+                    if taken[source.ref] < per_source and source not in found:
+                        taken[source.ref] += 1
+                        found.append(source)
+        return Retrieval(sources=found, warnings=warnings)
 
     async def call(self, name: str, arguments: dict[str, Any], sink: SourceSink) -> str:
         """Run one tool as the model asked and return the text the model should see.

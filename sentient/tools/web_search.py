@@ -307,8 +307,9 @@ class WebSearch(SignatureTool):
         sources = await self.search(query, max_results or self._settings.search_max_results)
         return ToolOutput(text="" if sources else f"No web results for {query!r}.", sources=sources)
 
-    async def retrieve(self, query: str, limit: int) -> list[Source]:
-        """Search, then replace the snippets of the top `enrich_top` results with page text.
+    async def retrieve(self, query: str, limit: int, per_source: int = 1) -> list[Source]:
+        """Search, then replace the snippets of the top `enrich_top` results with page text (a
+        page is one passage, whatever ``per_source``).
 
         A page that cannot be fetched keeps its search snippet. Offline, nothing is found and
         nothing is said: the user chose it (a search the model asks for is refused, with why).

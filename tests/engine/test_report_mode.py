@@ -334,6 +334,33 @@ async def test_an_items_searches_read_the_passage_the_item_was_found_in(settings
             assert all(name.startswith(section.goal.split()[0].lower()) for name in read[1:])
 
 
+async def test_an_items_searches_read_several_passages_of_its_own_document(settings, tmp_path: Path) -> None:
+    # Each route's page states its fare in one section and its crossing time in another, far
+    # apart: two passages of one document, which a search shows one of for other questions.
+    filler = "The harbour office keeps the printed timetable by the door. " * 20
+    for route, fare, minutes in (("Gull Rock", "8 euros", "40 minutes"), ("Seal Point", "6 euros", "25 minutes")):
+        (tmp_path / f"{route.split()[0].lower()}.md").write_text(
+            f"# {route}\n\n## Fares\n\nThe {route} fare is {fare}. {filler}\n\n"
+            f"## Notes\n\n{filler}\n\n## Crossing\n\nThe {route} crossing takes {minutes}. {filler}\n"
+        )
+    index = DocsIndex.from_folder(tmp_path)
+    model = model_for(
+        planner=outliner(Outline(for_each="route", each=["fare and crossing time"]), ("Gull Rock", "Seal Point")),
+        executor=lambda request: section_writer(request, "euros"),
+    )
+    goal = "Write a briefing on the ferry routes: for each route, its fare and crossing time"
+    result = await agent(settings, index, model, max_items=2).arun(goal, write_files=False)
+
+    assert result.status == "completed"
+    (part,) = result.graph.children("root")
+    for section in result.graph.children(part.task_id):
+        search = result.graph.children(section.task_id)[0]  # one search asks both
+        route = section.goal.splitlines()[0]
+        shown = " ".join(s.snippet for s in search.sources)
+        assert f"The {route} fare is" in shown and f"The {route} crossing takes" in shown
+        assert {s.ref for s in search.sources} == {f"{route.split()[0].lower()}.md"}
+
+
 async def test_items_the_goal_does_not_name_are_not_fanned_out_over(settings, docs) -> None:
     # The kinds the outliner's instructions give as examples, copied: the goal asks for no such items.
     copied = Outline(

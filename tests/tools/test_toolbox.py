@@ -248,6 +248,21 @@ async def test_retrieve_merges_tools_and_turns_a_failing_tool_into_a_warning(
     assert found.warnings == ['web_search: Tavily search failed: HTTP 500: {"error": "provider trouble"}']
 
 
+async def test_retrieve_keeps_as_many_passages_of_one_document_as_asked() -> None:
+    filler = "The tide tables are printed each spring. " * 40
+    index = DocsIndex()
+    index.add_document("tides.md", "Tides", f"# Tides\n\nHigh tide {filler}\n\n## Low\n\nLow tide {filler}")
+    index.add_document("boats.md", "Boats", "# Boats\n\nBoats wait for the tide.")
+    box = ToolBox.for_agent(["docs_search"], OFFLINE, index)
+
+    one = await box.retrieve("tide", 5)
+    two = await box.retrieve("tide", 5, per_source=2)
+
+    assert sorted(s.ref for s in one.sources) == ["boats.md", "tides.md"]
+    assert sorted(s.ref for s in two.sources) == ["boats.md", "tides.md", "tides.md"]
+    assert len({s.snippet for s in two.sources}) == 3
+
+
 async def test_offline_retrieval_leaves_web_search_out_without_a_warning(docs_index: DocsIndex) -> None:
     box = ToolBox.for_agent(["docs_search", "web_search"], OFFLINE, docs_index)
 
