@@ -517,7 +517,10 @@ def _block(child: TaskNode, text: str) -> str:
     """A written child under its heading (a part's title, one level per layer), or as written."""
     if child.node_type is not NodeType.PLAN:
         return text
-    return f"{'#' * min(child.layer + 1, 6)} {Part.parse(child.goal).title}\n\n{text}"
+    part = Part.parse(child.goal)
+    # A fan-out's title is the kind of its items as the goal writes it ("depot or hub").
+    title = f"{part.title[:1].upper()}{part.title[1:]}" if part.items else part.title
+    return f"{'#' * min(child.layer + 1, 6)} {title}\n\n{text}"
 
 
 def _section_plan(part: Part) -> list[SubTask]:

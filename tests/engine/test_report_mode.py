@@ -251,7 +251,7 @@ async def test_a_goal_asking_the_same_of_each_item_fans_out_over_the_items_found
     search = result.graph.children(sections[1].task_id)[0]
     assert search.task_type is TaskType.SEARCH and search.sources[0].ref.endswith("outage_island.md")
     text = result.graph.root.result or ""
-    assert text.index("## outage") < text.index("### harbour gate") < text.index("### island pier")
+    assert text.index("## Outage") < text.index("### harbour gate") < text.index("### island pier")
     assert "## Paging" not in text
     assert "east quay" not in text.split("### island pier")[0]
 
