@@ -330,7 +330,7 @@ class ReportPhases:
             return
         # Each answer is checked against the part of the question it answers (the grammar gives
         # one answer per part, in order).
-        questions = self._parts(node)
+        questions = _parts(node.goal, item)
         if len(questions) != len(output.answers):
             questions = [node.goal] * len(output.answers)
         said = []
@@ -371,15 +371,6 @@ class ReportPhases:
         if other := sorted({n for _, n in asked} - read_same):
             node.warnings.append(f"read for the question alone, source(s) {other} gave another answer: not cited")
         return written, read_same
-
-    def _parts(self, node: TaskNode) -> list[str]:
-        """The questions ``node``'s goal asks, one per part: in an item's section, each fact asked
-        of the item ("the east quay: when it opened")."""
-        item, _ = self._item(node)
-        prefix = f"{item}: "
-        if not item or not node.goal.startswith(prefix):
-            return node.goal.split(PARTS)
-        return [prefix + fact for fact in node.goal.removeprefix(prefix).split(PARTS)]
 
     async def _write(self, node: TaskNode) -> None:
         """The section: its searches' answers in order, citing the passages the verifier read the
@@ -483,13 +474,27 @@ def _holding(
     return stating(answer, own, found, [n for n in range(1, len(found) + 1) if n not in named])
 
 
+def _parts(goal: str, item: str) -> list[str]:
+    """The questions a search's ``goal`` asks, one per part: in the section of ``item`` (if
+    any), each fact asked of the item ("the east quay: when it opened")."""
+    prefix = f"{item}: "
+    if not item or not goal.startswith(prefix):
+        return goal.split(PARTS)
+    return [prefix + fact for fact in goal.removeprefix(prefix).split(PARTS)]
+
+
+def _capitalized(text: str) -> str:
+    """``text`` with its first letter upper-case (a no-op in scripts without case)."""
+    return f"{text[:1].upper()}{text[1:]}"
+
+
 def _labelled(text: str, fact: str) -> str:
     """``text``, an answer to ``fact`` ("date"), after the fact as its label ("**Date:** 3 May
     [1]"), unless the answer already says which fact it states."""
     if holds(text, fact) or not fact.strip():
         return text
     fact = fact.strip()
-    return f"**{fact[:1].upper()}{fact[1:]}:** {text}"
+    return f"**{_capitalized(fact)}:** {text}"
 
 
 def _once(sources: Sequence[Source]) -> list[Source]:
@@ -519,7 +524,7 @@ def _block(child: TaskNode, text: str) -> str:
         return text
     part = Part.parse(child.goal)
     # A fan-out's title is the kind of its items as the goal writes it ("depot or hub").
-    title = f"{part.title[:1].upper()}{part.title[1:]}" if part.items else part.title
+    title = _capitalized(part.title) if part.items else part.title
     return f"{'#' * min(child.layer + 1, 6)} {title}\n\n{text}"
 
 
