@@ -289,8 +289,12 @@ class AgentProcessor:
         node.warnings.extend(grounded.notes)
         if node.task_id in self._answering_first and not grounded.settled:
             # What stands if the research finds nothing better: the answer the verifier accepted a
-            # passage for, else the model's own (asked without the passages that do not state it).
+            # passage for, or, when that passage read for the question alone gives another
+            # answer, that reading; else the model's own (asked without the passages that do not
+            # state it).
             direct = grounded if grounded.supported else await self._memory(node, grounded)
+            if grounded.reading:
+                direct = Grounded(grounded.reading, grounded.sources, grounded.notes, supported=True)
             await self._plan_instead(node, "no source supports the direct answer", direct)
             return
         self._answering_first.discard(node.task_id)

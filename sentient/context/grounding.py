@@ -89,6 +89,7 @@ class Grounded:
     notes: list[str] = field(default_factory=list)
     supported: bool = False  # the verifier accepted a passage whose citation is not shown (see the module)
     contradicted: bool = False  # ... but read for the question alone, that passage gave no answer or another
+    reading: str = ""  # ... that other answer, if it gave one
 
     @property
     def confirmed(self) -> bool:
@@ -159,7 +160,8 @@ def accepted(question: str, answer: str, short: str, sources: Sequence[Source], 
     """``answer`` to ``question`` whose ``cited`` source the verifier accepted. It cites that
     source, verified, only if the passage holds the answer or its ``short`` words and the
     verifier's own ``reading`` of the passage gives the same answer (:func:`agrees`); else it is
-    supported, citing nothing (noted), and contradicted if that reading did not give the same answer."""
+    supported, citing nothing (noted), and contradicted if that reading did not give the same
+    answer (the other answer it gave, if any, kept as ``reading``)."""
     contradicted = False
     if not stating(answer, [short], sources, [cited]):
         note = f"source {cited} was accepted by the verifier but does not contain the answer ({short!r})"
@@ -169,7 +171,11 @@ def accepted(question: str, answer: str, short: str, sources: Sequence[Source], 
     else:
         return judged(answer, sources, [cited], True)
     text = strip_markers(answer)
-    return Grounded(text, list(sources), [f"{note}: not cited"], supported=True, contradicted=contradicted)
+    # The other answer the reading gave; words of the question answer nothing.
+    other = reading.strip() if contradicted and not holds(question, reading) else ""
+    return Grounded(
+        text, list(sources), [f"{note}: not cited"], supported=True, contradicted=contradicted, reading=other
+    )
 
 
 def rejudged(answer: Grounded, supports: bool) -> Grounded:

@@ -75,6 +75,7 @@ def test_an_accepted_passage_is_cited_only_if_it_holds_the_answers_words_and_rea
         read_otherwise = accepted(question, "The primary on call is paged.", "primary on call", sources, 1, reading)
         assert not read_otherwise.confirmed and read_otherwise.supported and read_otherwise.contradicted
         assert not read_otherwise.settled
+        assert read_otherwise.reading == ("the secondary" if reading == "the secondary" else "")  # another answer
         assert read_otherwise.notes == [
             f"source 1 was accepted by the verifier, but read for the question alone it gives {reading!r}: not cited"
         ]
