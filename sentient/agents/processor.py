@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from functools import partial
 from typing import Any, TypeVar
 
@@ -292,9 +293,12 @@ class AgentProcessor:
             # passage for, or, when that passage read for the question alone gives another
             # answer, that reading; else the model's own (asked without the passages that do not
             # state it).
-            direct = grounded if grounded.supported else await self._memory(node, grounded)
             if grounded.reading:
-                direct = Grounded(grounded.reading, grounded.sources, grounded.notes, supported=True)
+                direct = replace(grounded, text=grounded.reading)
+            elif grounded.supported:
+                direct = grounded
+            else:
+                direct = await self._memory(node, grounded)
             await self._plan_instead(node, "no source supports the direct answer", direct)
             return
         self._answering_first.discard(node.task_id)

@@ -146,12 +146,17 @@ def stating(answer: str, keys: Sequence[str], sources: Sequence[Source], cited: 
     ]
 
 
+def answers(reading: str, question: str) -> bool:
+    """Whether the verifier's ``reading`` of a passage answers ``question`` at all: it says
+    something, and not only words the question itself holds (those restate it)."""
+    return bool(reading.strip()) and not holds(question, reading)
+
+
 def agrees(reading: str, question: str, answer: str, short: str) -> bool:
     """Whether the verifier's ``reading`` of a passage (the answer to ``question`` it finds there,
-    asked without being shown the executor's) is the executor's ``answer`` or its ``short``
-    words: one holds the other (:func:`holds`). Words that the question itself holds restate
-    it, and answer nothing."""
-    if not reading.strip() or holds(question, reading):
+    asked without being shown the executor's) :func:`answers` it and is the executor's
+    ``answer`` or its ``short`` words: one holds the other (:func:`holds`)."""
+    if not answers(reading, question):
         return False
     return holds(f"{answer} {short}", reading) or (not holds(question, short) and holds(reading, short))
 
@@ -171,8 +176,7 @@ def accepted(question: str, answer: str, short: str, sources: Sequence[Source], 
     else:
         return judged(answer, sources, [cited], True)
     text = strip_markers(answer)
-    # The other answer the reading gave; words of the question answer nothing.
-    other = reading.strip() if contradicted and not holds(question, reading) else ""
+    other = reading.strip() if contradicted and answers(reading, question) else ""
     return Grounded(
         text, list(sources), [f"{note}: not cited"], supported=True, contradicted=contradicted, reading=other
     )
