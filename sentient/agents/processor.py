@@ -445,9 +445,9 @@ class AgentProcessor:
         named = output.source if 1 <= output.source <= len(sink.sources) else 0
         if named and await self._judged(node, output.answer, [sink.sources[named - 1]]):
             return await self._accepted(node, output, sink.sources, named)
-        # The passage it named does not state its answer, or it named none: the verifier reads
-        # every passage shown and names the one that states the answer, if one does.
-        chosen = await self._chosen(node, output.answer, sink.sources)
+        # The passage it named does not state its answer, or it named none: every passage shown is
+        # read again for the one that states the answer, if one does.
+        chosen = await self._chosen(node, agent, replace(context, sources=list(sink.sources)), output.answer)
         if chosen:
             return await self._accepted(node, output, sink.sources, chosen)
         grounded = judged(output.answer, sink.sources, [named] if named else [], False)
@@ -472,18 +472,21 @@ class AgentProcessor:
             return False
         return verdict.supports
 
-    async def _chosen(self, node: TaskNode, answer: str, passages: Sequence[Source]) -> int:
-        """The number of the passage the verifier finds states ``answer``, or 0 (also when it
-        cannot be asked)."""
-        grammar = self._runner.decodes_under_grammar(self._profile.verifier)
+    async def _chosen(self, node: TaskNode, executor: AgentConfig, executed: AgentContext, answer: str) -> int:
+        """The number of the passage shown to ``executor`` that states ``answer``, or 0 (also when
+        it cannot be asked). Asked in the executor's own prompt (``executed``) with only the task
+        replaced: the embedded model then reads just the new task, from the state the answer left
+        (:mod:`~sentient.agents.models.prompt_states`), not every passage again. The passage it
+        names is cited as verified only if the verifier reads the same answer in it
+        (:meth:`_accepted`)."""
+        passages = executed.sources
+        grammar = self._runner.decodes_under_grammar(executor)
         schema = choice_schema(len(passages)) if grammar else Choice
         task = self._tasks.support_choice_task(node.goal, answer)
         try:
-            choice = await self._ask(
-                node, Role.VERIFIER, self._profile.verifier, task, self._context.for_verifying(node, passages), schema
-            )
+            choice = await self._ask(node, Role.VERIFIER, executor, task, executed, schema)
         except AgentError as exc:
-            node.warnings.append(f"the verifier could not be asked, the citation is not verified: {exc}")
+            node.warnings.append(f"the second reading failed, the citation is not verified: {exc}")
             return 0
         return choice.source if 1 <= choice.source <= len(passages) else 0
 

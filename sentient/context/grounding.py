@@ -169,9 +169,9 @@ def accepted(question: str, answer: str, short: str, sources: Sequence[Source], 
     answer (the other answer it gave, if any, kept as ``reading``)."""
     contradicted = False
     if not stating(answer, [short], sources, [cited]):
-        note = f"source {cited} was accepted by the verifier but does not contain the answer ({short!r})"
+        note = f"source {cited} was accepted but does not contain the answer ({short!r})"
     elif not agrees(reading, question, answer, short):
-        note = f"source {cited} was accepted by the verifier, but read for the question alone it gives {reading!r}"
+        note = f"source {cited} was accepted, but read for the question alone it gives {reading!r}"
         contradicted = True
     else:
         return judged(answer, sources, [cited], True)

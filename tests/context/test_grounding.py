@@ -77,7 +77,7 @@ def test_an_accepted_passage_is_cited_only_if_it_holds_the_answers_words_and_rea
         assert not read_otherwise.settled
         assert read_otherwise.reading == ("the secondary" if reading == "the secondary" else "")  # another answer
         assert read_otherwise.notes == [
-            f"source 1 was accepted by the verifier, but read for the question alone it gives {reading!r}: not cited"
+            f"source 1 was accepted, but read for the question alone it gives {reading!r}: not cited"
         ]
 
 

@@ -167,8 +167,13 @@ async def test_when_the_named_passage_does_not_state_the_answer_the_verifier_nam
     assert [c.request.role for c in model.calls] == ["executor", "verifier", "verifier", "verifier"]
     assert root.result == "It runs them as tasks. [2]" and len(result.graph) == 1
     assert [s.verified for s in root.sources[:2]] == [None, True]  # only the cited passage carries a badge
-    second = model.calls[2].request.prompt
-    assert "[1] " in second and "[2] " in second  # it reads every passage shown
+    executed, second = (c.request for c in (model.calls[0], model.calls[2]))
+    assert "[1] " in second.prompt and "[2] " in second.prompt  # it reads every passage shown
+    # In the executor's own prompt with only the task replaced (the same agent, so the same system
+    # prompt): the embedded model reads just the new task, from the state the answer left.
+    task = "## Your task\n"
+    assert second.agent == executed.agent == "search_executor"
+    assert second.prompt.split(task)[0] == executed.prompt.split(task)[0]
 
 
 async def test_an_accepted_passage_that_does_not_contain_the_answer_is_not_cited_and_the_answer_stands(
