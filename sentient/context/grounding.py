@@ -16,8 +16,9 @@ This module owns both notions; the processor, the report and the eval use them a
   must find the same answer there (:func:`agrees`).
 - An answer is **confirmed** when it cites at least one verified source. An unconfirmed answer
   is the model's own, and every surface says so.
-- An answer is **supported** when the verifier accepted a passage for it, even one that does not
-  hold its words: it cites nothing, but it stands when research finds nothing better. It is
+- An answer is **supported** when the verifier accepted a passage for it, or the executor, asked
+  again after the verifier rejected its first, picked another, even one that does not hold its
+  words (then no verifier read it; requiring the words lost answers, see bench/README.md): it cites nothing, but it stands when research finds nothing better. It is
   **settled** (no more research) when it is confirmed, or supported and not **contradicted**: the
   verifier's own reading of the passage did not give the same answer. Two readings of one passage
   that disagree are a doubt worth a second look; a passage without the answer's words is not, since
@@ -87,7 +88,7 @@ class Grounded:
     text: str
     sources: list[Source]
     notes: list[str] = field(default_factory=list)
-    supported: bool = False  # the verifier accepted a passage whose citation is not shown (see the module)
+    supported: bool = False  # a passage was accepted (see the module) but its citation is not shown
     contradicted: bool = False  # ... but read for the question alone, that passage gave no answer or another
     reading: str = ""  # ... that other answer, if it gave one
 

@@ -155,11 +155,11 @@ async def test_a_passage_the_verifier_rejects_is_not_verified_and_the_question_i
     assert [s.verified for s in root.sources] == [True]
 
 
-async def test_when_the_named_passage_does_not_state_the_answer_the_verifier_names_one_that_does(
+async def test_when_the_named_passage_does_not_state_the_answer_the_executor_names_one_that_does(
     make_agent,
 ) -> None:
     # The executor answered right but named a passage that only mentions the words; the verifier's
-    # second reading, over every passage shown, names the one that states the answer.
+    # second reading (the executor asked again), over every passage shown, names the one that states the answer.
     answer = {"answer": "It runs them as tasks.", "short": "coroutines and tasks", "source": 1}
     model = ScriptedModel(script={"executor": answer, "verifier": verdicts(False, 2, "coroutines and tasks")})
     result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
