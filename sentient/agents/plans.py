@@ -8,12 +8,14 @@ embedded model stops writing one as soon as it lists the goal (:func:`lists_goal
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Sequence
 
 from pydantic import ValidationError
 
 from sentient.agents.json_repair import extract_json
-from sentient.agents.schemas import PlanReply
+from sentient.agents.schemas import SLOT, PlanReply
 from sentient.context.wording import normalize
 from sentient.graph.plan import SubTask
 
@@ -79,3 +81,28 @@ def lists_goal(goal: str, reply: str) -> bool:
 def is_goal(goal: str, asked: str) -> bool:
     """Whether ``asked`` is ``goal`` itself (case, punctuation and spacing aside)."""
     return normalize(asked) == normalize(goal)
+
+
+def _slots(question: str) -> list[int]:
+    """Where ``question`` has the slot of a question plan (:data:`SLOT`): not part of a word of
+    its script ("Xavier", "X11"), but it may touch a word of another ("谁领导X？")."""
+
+    def latin(at: int) -> bool:
+        ch = question[at] if 0 <= at < len(question) else " "
+        return ch.isdigit() or (ch.isalpha() and unicodedata.name(ch, "").startswith("LATIN"))
+
+    return [
+        m.start() for m in re.finditer(re.escape(SLOT), question) if not latin(m.start() - 1) and not latin(m.end())
+    ]
+
+
+def holds_slot(question: str) -> bool:
+    """Whether ``question`` has the slot of a question plan."""
+    return bool(_slots(question))
+
+
+def filled(question: str, found: str) -> str:
+    """``question`` with what a lookup ``found`` in each of its slots."""
+    for at in reversed(_slots(question)):
+        question = question[:at] + found + question[at + len(SLOT) :]
+    return question

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from sentient.agents.config import AgentConfig, Role
 from sentient.agents.passages import Passages
-from sentient.agents.plans import distinct_subtasks, is_goal, lists_goal, splits_nothing
+from sentient.agents.plans import distinct_subtasks, filled, holds_slot, is_goal, lists_goal, splits_nothing
 from sentient.agents.registry import Profile
 from sentient.agents.report import ReportPhases
 from sentient.agents.runner import AgentCall, AgentRunner
@@ -29,7 +29,6 @@ from sentient.agents.schemas import (
     ExecutionOutput,
     PlanReply,
     QuestionPlan,
-    Restated,
     SourcedAnswer,
     sourced_schema,
 )
@@ -46,6 +45,7 @@ from sentient.context.grounding import (
     judged,
     rejudged,
     stating,
+    strip_markers,
     to_judge,
 )
 from sentient.context.wording import questions
@@ -201,8 +201,8 @@ class AgentProcessor:
     async def _plan_question(self, node: TaskNode) -> None:
         """PLANNING -> (review) -> ATOMIZATION -> PLAN_DONE: a question answered first whose answer
         no passage supports, planned as two lookups: what it refers to without naming it, then
-        the question itself, searched with what the first found. If the planner finds nothing to
-        look up first, or fails, the unconfirmed direct answer stands."""
+        the question about that, asked with what the first found (:meth:`_fill`). If the planner
+        finds nothing to look up first, or fails, the unconfirmed direct answer stands."""
         self.move(node, _S.PLANNING)
         agent = self._profile.planner_for(node.parent_id is None)
         task = self._tasks.plan_question_task(node.goal)
@@ -212,7 +212,12 @@ class AgentProcessor:
             self._stand(node, f"planning failed ({exc})")
             return
         first = SubTask(goal=" ".join(reply.first.split()), task_type=TaskType.SEARCH)
-        then = SubTask(goal=node.goal, task_type=TaskType.SEARCH, depends_on_indices=[0])
+        # The question about what the first lookup finds, its slot filled when that is found
+        # (:meth:`_fill`); the question itself, searched with what the first found, when the
+        # planner wrote no slot.
+        template = " ".join(reply.then.split())
+        asked = template if holds_slot(template) and not holds_slot(node.goal) else node.goal
+        then = SubTask(goal=asked, task_type=TaskType.SEARCH, depends_on_indices=[0])
         plan = PlanOutput(subtasks=[first, then])
         self._bus.publish(PlanProposed(node.task_id, plan, by="planner"))
         if is_goal(node.goal, first.goal):
@@ -272,7 +277,7 @@ class AgentProcessor:
         if self._report.executes(node):
             await self._report.execute(node)
             return
-        await self._restate(node)
+        self._fill(node)
         self.move(node, _S.EXECUTING)
         agent = self._profile.executor_for(node.task_type)
         tools = self._toolboxes.get(agent.name)
@@ -366,7 +371,7 @@ class AgentProcessor:
 
     def _answered_by_lookups(self, node: TaskNode, asked: TaskNode) -> None:
         """Finish a question planned as lookups (:meth:`_plan_question`) with the answer of the one
-        that asks the question itself (restated with what they found), after what it rests on:
+        that asks the question itself (with what they found: :meth:`_fill`), after what it rests on:
         each lookup before it, with its citations, verified or not (an aggregator asked to
         restate them drops the citations). It stands only if it cites a verified source; else the
         unconfirmed direct answer stands."""
@@ -519,28 +524,20 @@ class AgentProcessor:
         supports = await self._judged(node, renumber(answer.text, {}), [answer.sources[n - 1] for n in cited])
         return rejudged(answer, supports)
 
-    async def _restate(self, node: TaskNode) -> None:
-        """Ask ``node`` as one lookup when it asks again the question of a parent planned as lookups
-        (:meth:`_plan_question`): the planner restates that question with what the lookup before
-        it found in place of what the question describes ("who leads the team that owns S" once
-        Dispatch was found to own S: "who leads Dispatch"), so it is searched, answered and
-        verified as that. It keeps its goal when the planner fails or restates nothing."""
+    def _fill(self, node: TaskNode) -> None:
+        """Ask ``node`` as one lookup when it is the question of a parent planned as lookups
+        (:meth:`_plan_question`) with a slot for what the lookup before it found: "who leads X",
+        once Dispatch was found to own the system the question named, is asked as "who leads
+        Dispatch", and searched, answered and verified as that. It then ``restates`` the parent's
+        question (:meth:`aggregate` answers the parent with it)."""
         parent = self.graph.get(node.parent_id) if node.parent_id is not None else None
         found = [dep for dep in self.graph.dependencies(node.task_id) if dep.result]
-        if parent is None or parent.unconfirmed_answer is None or not found or not is_goal(parent.goal, node.goal):
+        if parent is None or parent.unconfirmed_answer is None or not found or not holds_slot(node.goal):
             return
         lookup = found[-1]
-        task = self._tasks.restate_task(node.goal, lookup.goal, renumber(lookup.result or "", {}).strip())
-        agent = self._profile.planner_for(False)
-        try:
-            restated = await self._ask(node, Role.PLANNER, agent, task, AgentContext([]), Restated)
-        except AgentError as exc:
-            node.warnings.append(f"the question could not be restated with what {lookup.task_id} found: {exc}")
-            return
-        question = " ".join(restated.question.split())
-        if question and not is_goal(node.goal, question):
-            node.restates, node.goal = node.goal, question
-            node.warnings.append(f"asked as {question!r}, with what {lookup.task_id} found")
+        question = filled(node.goal, strip_markers(lookup.result or ""))
+        node.restates, node.goal = parent.goal, question
+        node.warnings.append(f"asked as {question!r}, with what {lookup.task_id} found")
 
     async def _memory(self, node: TaskNode, sourced: Grounded) -> Grounded:
         """The model's own answer to ``node``'s goal, asked without sources: what stands when no

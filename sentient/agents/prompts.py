@@ -28,7 +28,6 @@ from sentient.settings import ReportLength
 TEMPLATE_PARAMETERS: dict[str, frozenset[str]] = {
     "plan": frozenset({"goal", "max_subtasks"}),
     "plan_question": frozenset({"goal"}),
-    "restate": frozenset({"goal", "first", "found"}),
     "atomize": frozenset({"goal", "task_type"}),
     "execute_sourced": frozenset({"goal"}),
     "execute": frozenset({"goal"}),
@@ -79,7 +78,6 @@ class TaskTemplates(BaseModel):
 
     plan: str
     plan_question: str
-    restate: str
     atomize: str
     execute_sourced: str
     execute: str
@@ -190,11 +188,6 @@ class TaskPrompts:
         """The planner's task for a question no passage answered as asked
         (:class:`~sentient.agents.schemas.QuestionPlan`)."""
         return self._render("plan_question", goal=goal)
-
-    def restate_task(self, goal: str, first: str, found: str) -> str:
-        """The planner's task for the question ``goal`` once the lookup ``first`` it rests on found
-        ``found``: the question again, naming that (:class:`~sentient.agents.schemas.Restated`)."""
-        return self._render("restate", goal=goal, first=first, found=found)
 
     def atomize_task(self, goal: str, task_type: str) -> str:
         # What makes a task atomic is the atomizer's instructions (agents.yaml): in the system

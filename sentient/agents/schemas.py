@@ -84,9 +84,14 @@ class PlanReply(PlanOutput):
     subtasks: list[SubTask] = Field(min_length=1, max_length=12, json_schema_extra={"minItems": 2})
 
 
+SLOT = "X"  # where a question plan's second question names what its first lookup finds
+
+
 class QuestionPlan(BaseModel):
     """A question that no passage answered as asked, planned as two lookups: what must be looked
-    up first (what the question refers to without naming it), then the question itself.
+    up first (what the question refers to without naming it), then the question about that, with
+    :data:`SLOT` where what the first lookup finds goes (ReWOO's plan variables). Code fills the
+    slot, so the second lookup is asked as one question without another call.
 
     The small planner, asked for a list of subtasks, lists the question itself first; asked to
     repeat it and then name the lookup it needs, it writes that lookup."""
@@ -95,13 +100,9 @@ class QuestionPlan(BaseModel):
 
     question: str = Field(description="The question, as asked.")
     first: str = Field(min_length=1, description="The question to look up first: the one that finds what it refers to.")
-
-
-class Restated(BaseModel):
-    """A question planned as lookups, asked again once the lookup before it found what it refers
-    to: with that in place of the description, it is one lookup (self-ask's follow-up question)."""
-
-    question: str = Field(min_length=1, description="The question, naming what was found.")
+    then: str = Field(
+        min_length=1, description=f"The question again, with {SLOT} in place of what the first lookup finds."
+    )
 
 
 # -- reports -------------------------------------------------------------------------------

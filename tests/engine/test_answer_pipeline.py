@@ -18,7 +18,7 @@ from sentient.agents.models.fake import (
     default_response,
     executor_answer,
 )
-from sentient.agents.schemas import AtomizerOutput, ExecutionOutput, QuestionPlan, Restated
+from sentient.agents.schemas import AtomizerOutput, ExecutionOutput, QuestionPlan
 from sentient.api import ProfiledSentientAgent
 from sentient.context.grounding import Reading, Verdict
 from sentient.graph.node import NodeType, TaskType
@@ -31,8 +31,10 @@ COMPOUND = "Which component runs coroutines, and what does it share with threads
 REPORT = "Explain which component runs coroutines and what it shares with threads."  # asked for, not a question
 MEMORY = "Question: "  # how the task of an answer from the model's own knowledge starts
 # A question answered first whose answer no passage supports is planned as two lookups: what it
-# refers to, then the question itself with what that found.
-BRIDGE = QuestionPlan(question=COMPOUND, first="Which component runs coroutines?")
+# refers to, then the question about that, with a slot (X) for what the first lookup finds.
+BRIDGE = QuestionPlan(
+    question=COMPOUND, first="Which component runs coroutines?", then="What does X share with threads?"
+)
 TWO_SEARCHES = PlanOutput(
     subtasks=[
         SubTask(goal="Which component runs coroutines?", task_type=TaskType.SEARCH),
@@ -107,7 +109,7 @@ async def test_an_accepted_passage_that_read_alone_gives_another_answer_is_not_c
     # The answer cites nothing, and that doubt is researched: the question is planned. When the
     # research finds nothing better, the other answer that reading gave stands (read off the
     # passage for the question alone), else the answer the verifier accepted; not the model's own.
-    nothing_first = QuestionPlan(question=GOAL, first=GOAL)
+    nothing_first = QuestionPlan(question=GOAL, first=GOAL, then=GOAL)
     for reading, stands in (("Threads", "Threads"), ("asyncio event loop", "It runs them as tasks.")):
         script = {"executor": from_first_source, "verifier": verdicts(True, reading), "planner": nothing_first}
         model = ScriptedModel(script=script)
@@ -142,9 +144,12 @@ async def test_a_passage_the_verifier_rejects_is_not_verified_and_the_question_i
     assert "aggregator" not in roles  # the last lookup asks the question: its answer is the answer
     root = result.graph.root
     assert root.node_type is NodeType.PLAN and len(result.graph) == 3
-    # Two lookups: what the question refers to, then the question itself with what that found.
+    # Two lookups: what the question refers to, then the question about that, filled with what it found.
     first, then = result.graph.children("root")
-    assert (first.goal, then.goal) == ("Which component runs coroutines?", COMPOUND)
+    assert (first.goal, then.goal) == (
+        "Which component runs coroutines?",
+        "What does It runs them as tasks. share with threads?",
+    )
     assert then.depends_on == [first.task_id]
     statuses = [s.status for s in root.history]
     assert statuses[statuses.index(TaskStatus.EXECUTING) + 1] is TaskStatus.PLANNING
@@ -212,46 +217,57 @@ async def test_the_models_own_answer_stands_when_the_research_is_not_supported(m
     assert "Not confirmed by the sources" in result.report_markdown
 
 
-async def test_the_last_lookup_asks_the_question_restated_with_what_the_first_found(make_agent) -> None:
-    # The first lookup finds what the question refers to (its passage not confirmed); the planner
-    # restates the question with that, and the second lookup is searched, answered and verified as
-    # the restated question. Its supported answer is the answer; the first lookup is shown uncited.
-    restated = "What does the event loop share with threads?"
+def bridge_executor(request: FakeRequest) -> Output:
+    """The first lookup's executor answers from memory ("The event loop", no passage states it);
+    the second's from the first passage it was shown."""
+    if request.task_id == "root.0" and asks_for(request, "source"):
+        return {"answer": "The event loop [1]", "source": 0}
+    return from_memory(request) if request.task_id != "root.1" else from_first_source(request)
 
-    def planner(request: FakeRequest) -> QuestionPlan | Restated:
-        if asks_for(request, "first"):
-            return BRIDGE
-        assert "A scheduler thread runs them." in request.prompt  # what the first lookup found
-        return Restated(question=restated)
 
+async def test_the_last_lookup_asks_the_question_with_what_the_first_found_in_its_slot(make_agent) -> None:
+    # The first lookup finds what the question refers to (its passage not confirmed); the planner's
+    # question about it has a slot, filled with that (no call), and the second lookup is searched,
+    # answered and verified as the filled question. Its supported answer is the answer; the first
+    # lookup is shown uncited.
+    asked = "What does The event loop share with threads?"
     model = ScriptedModel(
         script={
-            "executor": lambda request: (
-                from_memory(request) if request.task_id != "root.1" else from_first_source(request)
-            ),
+            "executor": bridge_executor,
             # The direct answer: no passage named, none found; the first lookup: the same; the second: supported.
             "verifier": verdicts(0, 0, True, SAME),
-            "planner": planner,
+            "planner": BRIDGE,
         }
     )
     result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
     root, then = result.graph.root, result.graph.get("root.1")
-    assert (then.goal, then.restates) == (restated, COMPOUND)
-    assert any(w == f"asked as {restated!r}, with what root.0 found" for w in then.warnings)
-    for call in model.calls_for(task_id="root.1"):
-        if call.request.role != "planner":
-            assert f"Task: {restated}" in call.request.prompt or f"Question: {restated}" in call.request.prompt
-    assert then.result == "It runs them as tasks. [1]"
-    assert (
-        root.result == "It runs them as tasks. [1]\n\n- Which component runs coroutines? A scheduler thread runs them."
+    assert (then.goal, then.restates) == (asked, COMPOUND)
+    assert any(w == f"asked as {asked!r}, with what root.0 found" for w in then.warnings)
+    calls = model.calls_for(task_id="root.1")
+    assert calls and all(
+        f"Task: {asked}" in c.request.prompt or f"Question: {asked}" in c.request.prompt for c in calls
     )
+    assert [c.request.role for c in model.calls].count("planner") == 1
+    assert then.result == "It runs them as tasks. [1]"
+    assert root.result == "It runs them as tasks. [1]\n\n- Which component runs coroutines? The event loop"
     assert [s.verified for s in root.sources] == [True]
+
+
+async def test_without_a_slot_the_last_lookup_asks_the_question_itself(make_agent) -> None:
+    # The planner wrote no slot in its question about what the first lookup finds: the second
+    # lookup asks the question itself, searched with what the first found.
+    plan = QuestionPlan(question=COMPOUND, first="Which component runs coroutines?", then="What does it share?")
+    script = {"executor": bridge_executor, "verifier": verdicts(0, 0, True, SAME), "planner": plan}
+    result = await make_agent(ScriptedModel(script=script), profile="general_agent").arun(COMPOUND, write_files=False)
+    then = result.graph.get("root.1")
+    assert (then.goal, then.restates) == (COMPOUND, None)
+    assert result.graph.root.result.startswith("It runs them as tasks. [1]")
 
 
 async def test_the_models_own_answer_stands_when_the_plan_comes_to_nothing(make_agent) -> None:
     # The planner finds nothing to look up first (it gives the question itself): the question is
     # not answered again.
-    nothing_first = QuestionPlan(question=COMPOUND, first=f" {COMPOUND.lower()} ")
+    nothing_first = QuestionPlan(question=COMPOUND, first=f" {COMPOUND.lower()} ", then=COMPOUND)
     model = ScriptedModel(script={"executor": from_memory, "planner": nothing_first, "verifier": verdicts(0)})
     result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
     root = result.graph.root

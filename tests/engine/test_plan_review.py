@@ -159,7 +159,7 @@ async def test_a_rejected_plan_for_a_question_answered_first_keeps_its_direct_an
         model = ScriptedModel(
             script={
                 "atomizer": AtomizerOutput(is_atomic=False),
-                "planner": QuestionPlan(question=question, first="What is the GIL?"),
+                "planner": QuestionPlan(question=question, first="What is the GIL?", then="What would replace X?"),
                 "plan_modifier": PLANNED,
                 "executor": lambda request: executor_answer(request, "It protects reference counts.", sourced=False),
             }

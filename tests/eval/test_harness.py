@@ -96,9 +96,8 @@ async def test_each_system_records_grade_cost_and_where_the_answer_was_lost(
     assert profile["lost_in_aggregation"] is True and profile["correct"] is False
     # The root's direct answer, the verifier's reading of every passage, its answer from memory, its plan,
     # and two lookups (each passage read by the verifier: the first's, accepted, again without its
-    # answer; the second's, rejected, then every passage), the second asked as restated by the planner
-    # with what the first found.
-    assert profile["agent_calls"] == profile["model_calls"] == 11
+    # answer; the second's, rejected, then every passage).
+    assert profile["agent_calls"] == profile["model_calls"] == 10
     assert (profile["citations"], profile["verified_citations"]) == (0, 0)
     assert profile["error"] is None and profile["system"] == "profile:general_agent"
     # The profile's run files go under the eval folder, not project_results/<id>.

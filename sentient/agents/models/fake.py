@@ -139,7 +139,7 @@ def default_response(request: FakeRequest) -> Output:
     if request.role == "aggregator" and asks_for(request, "summary"):
         return ReportFrame(title=f"Report: {request.goal}", summary=f"Summary of {request.goal}")
     if request.role == "planner" and asks_for(request, "first"):  # a question no passage answered as asked
-        return QuestionPlan(question=request.goal, first=f"Find facts about: {request.goal}")
+        return QuestionPlan(question=request.goal, first=f"Find facts about: {request.goal}", then=request.goal)
     if request.role in ("planner", "plan_modifier"):
         return PlanOutput(
             subtasks=[
