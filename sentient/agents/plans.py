@@ -96,13 +96,14 @@ def _slots(question: str) -> list[int]:
     ]
 
 
-def holds_slot(question: str) -> bool:
-    """Whether ``question`` has the slot of a question plan."""
-    return bool(_slots(question))
+def asks_with_slot(question: str, goal: str) -> bool:
+    """Whether ``question``, planned for ``goal``, has a slot to fill: an ``X`` of its own, where
+    ``goal`` has none (in "Who built the X-ray scanner?" it is a word, not a slot)."""
+    return bool(_slots(question)) and not _slots(goal)
 
 
 def filled(question: str, found: str) -> str:
-    """``question`` with what a lookup ``found`` in each of its slots."""
+    """``question`` with what a lookup ``found`` in each of its slots (:func:`asks_with_slot`)."""
     for at in reversed(_slots(question)):
         question = question[:at] + found + question[at + len(SLOT) :]
     return question

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from sentient.agents.config import AgentConfig, Role
 from sentient.agents.passages import Passages
-from sentient.agents.plans import distinct_subtasks, filled, holds_slot, is_goal, lists_goal, splits_nothing
+from sentient.agents.plans import asks_with_slot, distinct_subtasks, filled, is_goal, lists_goal, splits_nothing
 from sentient.agents.registry import Profile
 from sentient.agents.report import ReportPhases
 from sentient.agents.runner import AgentCall, AgentRunner
@@ -216,7 +216,7 @@ class AgentProcessor:
         # (:meth:`_fill`); the question itself, searched with what the first found, when the
         # planner wrote no slot.
         template = " ".join(reply.then.split())
-        asked = template if holds_slot(template) and not holds_slot(node.goal) else node.goal
+        asked = template if asks_with_slot(template, node.goal) else node.goal
         then = SubTask(goal=asked, task_type=TaskType.SEARCH, depends_on_indices=[0])
         plan = PlanOutput(subtasks=[first, then])
         self._bus.publish(PlanProposed(node.task_id, plan, by="planner"))
@@ -532,7 +532,9 @@ class AgentProcessor:
         question (:meth:`aggregate` answers the parent with it)."""
         parent = self.graph.get(node.parent_id) if node.parent_id is not None else None
         found = [dep for dep in self.graph.dependencies(node.task_id) if dep.result]
-        if parent is None or parent.unconfirmed_answer is None or not found or not holds_slot(node.goal):
+        if parent is None or parent.unconfirmed_answer is None or not found:
+            return
+        if not asks_with_slot(node.goal, parent.goal):
             return
         lookup = found[-1]
         question = filled(node.goal, strip_markers(lookup.result or ""))

@@ -253,14 +253,21 @@ async def test_the_last_lookup_asks_the_question_with_what_the_first_found_in_it
     assert [s.verified for s in root.sources] == [True]
 
 
-async def test_without_a_slot_the_last_lookup_asks_the_question_itself(make_agent) -> None:
-    # The planner wrote no slot in its question about what the first lookup finds: the second
-    # lookup asks the question itself, searched with what the first found.
-    plan = QuestionPlan(question=COMPOUND, first="Which component runs coroutines?", then="What does it share?")
+@pytest.mark.parametrize(
+    ("goal", "then"),
+    [
+        (COMPOUND, "What does it share?"),  # the planner wrote no slot
+        # The question's own X is a word: a slot the planner wrote there is not filled.
+        ("Which component runs coroutines on X, and what does it share?", "What does X share?"),
+    ],
+)
+async def test_without_a_slot_the_last_lookup_asks_the_question_itself(make_agent, goal: str, then: str) -> None:
+    # The second lookup asks the question itself, searched with what the first found.
+    plan = QuestionPlan(question=goal, first="Which component runs coroutines?", then=then)
     script = {"executor": bridge_executor, "verifier": verdicts(0, 0, True, SAME), "planner": plan}
-    result = await make_agent(ScriptedModel(script=script), profile="general_agent").arun(COMPOUND, write_files=False)
-    then = result.graph.get("root.1")
-    assert (then.goal, then.restates) == (COMPOUND, None)
+    result = await make_agent(ScriptedModel(script=script), profile="general_agent").arun(goal, write_files=False)
+    asked = result.graph.get("root.1")
+    assert (asked.goal, asked.restates) == (goal, None)
     assert result.graph.root.result.startswith("It runs them as tasks. [1]")
 
 
