@@ -18,7 +18,8 @@ This module owns both notions; the processor, the report and the eval use them a
   is the model's own, and every surface says so.
 - An answer is **supported** when the verifier accepted a passage for it, or the executor, asked
   again after the verifier rejected its first, picked another, even one that does not hold its
-  words (then no verifier read it; requiring the words lost answers, see bench/README.md): it cites nothing, but it stands when research finds nothing better. It is
+  words (then no verifier read it; requiring the words lost answers, see bench/README.md): it
+  cites nothing, but it stands when research finds nothing better. It is
   **settled** (no more research) when it is confirmed, or supported and not **contradicted**: the
   verifier's own reading of the passage did not give the same answer. Two readings of one passage
   that disagree are a doubt worth a second look; a passage without the answer's words is not, since
