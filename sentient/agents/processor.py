@@ -433,8 +433,9 @@ class AgentProcessor:
         self, node: TaskNode, agent: AgentConfig, context: AgentContext, tools: ToolBox | None, *, sourced: bool
     ) -> Grounded:
         """An executor's answer. ``sourced`` (passages were found for it): the executor names the
-        passage that states its answer, and the verifier reads that passage (:meth:`_judged`);
-        else it cites the results it was given inline, as verified upstream."""
+        passage that states its answer, and the verifier reads that passage for the question
+        without being shown the answer (:meth:`_accepted`); else it cites the results it was given
+        inline, as verified upstream."""
         sink = SourceSink(context.sources, node.task_id)
         if not sourced:
             task = self._tasks.execute_task(node, sourced=False)
@@ -448,14 +449,17 @@ class AgentProcessor:
             node, Role.EXECUTOR, agent, self._tasks.execute_task(node, sourced=True), context, schema, tools, sink
         )
         named = output.source if 1 <= output.source <= len(sink.sources) else 0
-        if named and await self._judged(node, output.answer, [sink.sources[named - 1]]):
-            return await self._accepted(node, output, sink.sources, named)
-        # The passage it named does not state its answer, or it named none: every passage shown is
-        # read again for the one that states the answer, if one does.
+        first = await self._accepted(node, output, sink.sources, named) if named else None
+        if first is not None and (first.confirmed or first.contradicted):
+            return first
+        # The passage it named does not hold its answer, or it named none: it is asked again which
+        # of the passages shown states the answer, if one does.
         chosen = await self._chosen(node, agent, replace(context, sources=list(sink.sources)), output.answer)
-        if chosen:
+        if chosen and chosen != named:
             return await self._accepted(node, output, sink.sources, chosen)
-        grounded = judged(output.answer, sink.sources, [named] if named else [], False)
+        if first is not None:
+            return first
+        grounded = judged(output.answer, sink.sources, [], False)
         return Grounded(grounded.text, grounded.sources, [*grounded.notes, "no source shown states the answer"])
 
     async def _judged(self, node: TaskNode, answer: str, passages: Sequence[Source]) -> bool:
@@ -496,10 +500,10 @@ class AgentProcessor:
         return choice.source if 1 <= choice.source <= len(passages) else 0
 
     async def _accepted(self, node: TaskNode, output: SourcedAnswer, sources: Sequence[Source], cited: int) -> Grounded:
-        """``output``, whose ``cited`` passage the verifier accepted, cited and verified only if
-        that passage holds its words and, asked what answer the passage states without being shown
+        """``output``, whose executor named its ``cited`` passage, cited and verified only if that
+        passage holds its words and, asked what answer the passage states without being shown
         ``output``, the verifier reads the same one (:func:`accepted`): a verifier shown an answer
-        accepts nearly any passage on its topic."""
+        accepts nearly any passage on its topic, so it is not shown one."""
         held = stating(output.answer, [output.short], sources, [cited])
         reading = await self._read(node, sources[cited - 1]) if held else ""
         return accepted(node.goal, output.answer, output.short, sources, cited, reading)

@@ -2,29 +2,26 @@
 
 This module owns both notions; the processor, the report and the eval use them and nothing else:
 
-- A source is **verified** when the verifier agent, asked one short question under its output
-  schema (:class:`Verdict`), judged that the source's passage supports the answer to the
-  question it is cited for: it states what the answer says, not merely the words of the
-  question. Shared words prove nothing; only a reading of the passage can (the pattern of
-  Self-RAG's support token and CRAG's retrieval evaluator, with the run's own model as judge).
-  A direct answer's source (and a report's answer's) must also hold the answer or its key words
-  (:func:`stating`):
-  a 1.5B verifier accepts passages that only share the topic, and a passage that does not
-  contain the answer cannot be shown to state it. A direct answer's source is then read once
-  more, for the question alone, without the answer (:class:`Reading`): shown an answer, a small
-  verifier accepts it from nearly any passage on its topic; asked what the passage answers, it
-  must find the same answer there (:func:`agrees`).
+- A direct answer's source (and a report's answer's) is **verified** when its passage holds the
+  answer or its key words (:func:`stating`) and the verifier, asked what the passage answers for
+  the question alone, without being shown the answer (:class:`Reading`), gives the same answer
+  (:func:`agrees`). Shared words prove nothing, and a passage that does not contain the answer
+  cannot be shown to state it; shown an answer, a 1.5B verifier accepts it from nearly any
+  passage on its topic, so it is not shown one. An aggregate's sources are verified when the
+  verifier, asked one short question under its output schema (:class:`Verdict`), judges that
+  the passages it cites support it (the pattern of Self-RAG's support token and CRAG's retrieval
+  evaluator, with the run's own model as judge).
 - An answer is **confirmed** when it cites at least one verified source. An unconfirmed answer
   is the model's own, and every surface says so.
-- An answer is **supported** when the verifier accepted a passage for it, or the executor, asked
-  again after the verifier rejected its first, picked another, even one that does not hold its
-  words (then no verifier read it; requiring the words lost answers, see bench/README.md): it
-  cites nothing, but it stands when research finds nothing better. It is
-  **settled** (no more research) when it is confirmed, or supported and not **contradicted**: the
-  verifier's own reading of the passage did not give the same answer. Two readings of one passage
-  that disagree are a doubt worth a second look; a passage without the answer's words is not, since
-  the answer may be phrased otherwise. Deciding whether to research further and deciding what to
-  badge are separate, so a stricter badge does not change answers.
+- An answer is **supported** when the executor named a passage for it (first, or when asked again
+  which passage states it) that cannot be shown to state it: it cites nothing, but it stands
+  when research finds nothing better (a passage without the answer's words may state it in other
+  words; requiring the words lost answers, see bench/README.md). It is **contradicted** when the
+  verifier's own reading of that passage did not give the same answer. An answer is **settled**
+  (no more research) when it is confirmed, or supported and not contradicted: two readings of one
+  passage that disagree are a doubt worth a second look; a passage without the answer's words is
+  not. Deciding whether to research further and deciding what to badge are separate, so a
+  stricter badge does not change answers.
 
 Text code here only places and reads citation markers (``[n]``); whether a passage contains an
 answer's words is :func:`sentient.context.wording.holds`, which works in any script.
@@ -89,7 +86,7 @@ class Grounded:
     text: str
     sources: list[Source]
     notes: list[str] = field(default_factory=list)
-    supported: bool = False  # a passage was accepted (see the module) but its citation is not shown
+    supported: bool = False  # a passage was named for it (see the module) but its citation is not shown
     contradicted: bool = False  # ... but read for the question alone, that passage gave no answer or another
     reading: str = ""  # ... that other answer, if it gave one
 
@@ -164,16 +161,16 @@ def agrees(reading: str, question: str, answer: str, short: str) -> bool:
 
 
 def accepted(question: str, answer: str, short: str, sources: Sequence[Source], cited: int, reading: str) -> Grounded:
-    """``answer`` to ``question`` whose ``cited`` source the verifier accepted. It cites that
-    source, verified, only if the passage holds the answer or its ``short`` words and the
-    verifier's own ``reading`` of the passage gives the same answer (:func:`agrees`); else it is
-    supported, citing nothing (noted), and contradicted if that reading did not give the same
-    answer (the other answer it gave, if any, kept as ``reading``)."""
+    """``answer`` to ``question`` whose executor named its ``cited`` source. It cites that source,
+    verified, only if the passage holds the answer or its ``short`` words and the verifier's own
+    ``reading`` of the passage gives the same answer (:func:`agrees`); else it is supported, citing
+    nothing (noted), and contradicted if that reading did not give the same answer (the other
+    answer it gave, if any, kept as ``reading``)."""
     contradicted = False
     if not stating(answer, [short], sources, [cited]):
-        note = f"source {cited} was accepted but does not contain the answer ({short!r})"
+        note = f"source {cited} does not contain the answer ({short!r})"
     elif not agrees(reading, question, answer, short):
-        note = f"source {cited} was accepted, but read for the question alone it gives {reading!r}"
+        note = f"source {cited}, read for the question alone, gives {reading!r}"
         contradicted = True
     else:
         return judged(answer, sources, [cited], True)

@@ -52,7 +52,7 @@ def test_a_passage_holds_an_answers_words_in_any_script(passage: str, words: str
     assert holds(passage, "not in it", words) is held  # any of several
 
 
-def test_an_accepted_passage_is_cited_only_if_it_holds_the_answers_words_and_reads_the_same() -> None:
+def test_a_named_passage_is_cited_only_if_it_holds_the_answers_words_and_reads_the_same() -> None:
     question = "Who gets paged first?"
     sources = [Source(ref="a.md", title="Paging", snippet="Pages go to the primary on call.")]
     cited = accepted(question, "The primary on call is paged.", "primary on call", sources, 1, "the primary on call")
@@ -76,9 +76,7 @@ def test_an_accepted_passage_is_cited_only_if_it_holds_the_answers_words_and_rea
         assert not read_otherwise.confirmed and read_otherwise.supported and read_otherwise.contradicted
         assert not read_otherwise.settled
         assert read_otherwise.reading == ("the secondary" if reading == "the secondary" else "")  # another answer
-        assert read_otherwise.notes == [
-            f"source 1 was accepted, but read for the question alone it gives {reading!r}: not cited"
-        ]
+        assert read_otherwise.notes == [f"source 1, read for the question alone, gives {reading!r}: not cited"]
 
 
 @pytest.mark.parametrize(

@@ -82,65 +82,63 @@ def verdicts(*answers: bool | int | str):
 
 
 async def test_a_question_is_answered_from_one_search_and_its_passage_read_by_the_verifier(make_agent) -> None:
-    model = ScriptedModel(script={"executor": from_first_source, "verifier": verdicts(True, SAME)})
+    model = ScriptedModel(script={"executor": from_first_source, "verifier": verdicts(SAME)})
     result = await make_agent(model, profile="general_agent").arun(GOAL, write_files=False)
 
     assert result.status == "completed" and len(result.graph) == 1
-    assert [c.request.role for c in model.calls] == ["executor", "verifier", "verifier"]  # no atomizer for a question
+    assert [c.request.role for c in model.calls] == ["executor", "verifier"]  # no atomizer for a question
     root = result.graph.root
     assert root.node_type is NodeType.EXECUTE
     assert root.result == "It runs them as tasks. [1]"
     assert root.sources[0].verified is True and root.sources[0].ref.endswith("asyncio.md")
-    judging, reading = (c.request.prompt for c in model.calls_for(role="verifier"))
-    # The verifier reads the question, the answer and only the passage the answer names; then
-    # that passage again, asked what it answers, without being shown the answer.
-    assert GOAL in judging and "It runs them as tasks." in judging
+    # The verifier reads only the passage the answer names, asked what it answers for the
+    # question, without being shown the answer.
+    (reading,) = (c.request.prompt for c in model.calls_for(role="verifier"))
     assert GOAL in reading and "It runs them as tasks." not in reading
-    for prompt in (judging, reading):
-        assert "The event loop runs coroutines and tasks." in prompt and "Threads share memory" not in prompt
+    assert "The event loop runs coroutines and tasks." in reading and "Threads share memory" not in reading
     assert "Not confirmed" not in result.report_markdown
 
 
-async def test_an_accepted_passage_that_read_alone_gives_another_answer_is_not_cited_and_researched(
+async def test_a_named_passage_that_read_alone_gives_another_answer_is_not_cited_and_researched(
     make_agent,
 ) -> None:
-    # The verifier, shown the answer, accepted its passage; asked what the passage answers without
-    # being shown it, it reads another answer (or words of the question, which answer nothing).
-    # The answer cites nothing, and that doubt is researched: the question is planned. When the
-    # research finds nothing better, the other answer that reading gave stands (read off the
-    # passage for the question alone), else the answer the verifier accepted; not the model's own.
+    # The passage the executor named holds its answer's words; asked what the passage answers
+    # without being shown the answer, the verifier reads another answer (or words of the question,
+    # which answer nothing). The answer cites nothing, and that doubt is researched: the question
+    # is planned. When the research finds nothing better, the other answer that reading gave
+    # stands (read off the passage for the question alone), else the executor's; not the model's own.
     nothing_first = QuestionPlan(question=GOAL, first=GOAL, then=GOAL)
     for reading, stands in (("Threads", "Threads"), ("asyncio event loop", "It runs them as tasks.")):
-        script = {"executor": from_first_source, "verifier": verdicts(True, reading), "planner": nothing_first}
+        script = {"executor": from_first_source, "verifier": verdicts(reading), "planner": nothing_first}
         model = ScriptedModel(script=script)
         result = await make_agent(model, profile="general_agent").arun(GOAL, write_files=False)
         root = result.graph.root
-        assert [c.request.role for c in model.calls] == ["executor", "verifier", "verifier", "planner"]
+        assert [c.request.role for c in model.calls] == ["executor", "verifier", "planner"]
         assert root.result == stands and not any(s.verified for s in root.sources)
-        assert any(f"read for the question alone it gives {reading!r}: not cited" in w for w in root.warnings)
+        assert any(f"read for the question alone, gives {reading!r}: not cited" in w for w in root.warnings)
         assert "no source supports the direct answer: the question is planned" in root.warnings
         assert "Not confirmed by the sources" in result.report_markdown
 
 
-async def test_a_passage_the_verifier_rejects_is_not_verified_and_the_question_is_planned(make_agent) -> None:
-    # The passage shares words with the question but does not state the answer: no verified badge,
-    # the model is asked without passages, the question is planned, and the research's answer,
-    # which the verifier finds supported, is the answer.
+async def test_an_answer_no_passage_states_is_not_verified_and_the_question_is_planned(make_agent) -> None:
+    # The direct answer names no passage, and asked again, the executor finds none that states it:
+    # no verified badge, the model is asked without passages, the question is planned, and the
+    # research's answer, whose passage the verifier reads the same, is the answer.
     model = ScriptedModel(
         script={
-            "executor": from_first_source,
-            # The direct answer's passage, then no passage shown states it; the two lookups, each
-            # accepted and read the same without the answer.
-            "verifier": verdicts(False, 0, True, SAME, True, SAME),
+            "executor": lambda request: (from_memory if request.task_id == "root" else from_first_source)(request),
+            # The direct answer: no passage shown states it; the two lookups, each read the same
+            # without the answer.
+            "verifier": verdicts(0, SAME, SAME),
             "planner": BRIDGE,
         }
     )
     result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
 
     roles = [c.request.role for c in model.calls]
-    assert roles[:5] == ["executor", "verifier", "verifier", "executor", "planner"]
-    assert "Which source above states this answer" in model.calls[2].request.prompt
-    assert MEMORY in model.calls[3].request.prompt and "Sources you may cite" not in model.calls[3].request.prompt
+    assert roles[:4] == ["executor", "verifier", "executor", "planner"]
+    assert "Which source above states this answer" in model.calls[1].request.prompt
+    assert MEMORY in model.calls[2].request.prompt and "Sources you may cite" not in model.calls[2].request.prompt
     assert "aggregator" not in roles  # the last lookup asks the question: its answer is the answer
     root = result.graph.root
     assert root.node_type is NodeType.PLAN and len(result.graph) == 3
@@ -163,16 +161,16 @@ async def test_a_passage_the_verifier_rejects_is_not_verified_and_the_question_i
 async def test_when_the_named_passage_does_not_state_the_answer_the_executor_names_one_that_does(
     make_agent,
 ) -> None:
-    # The executor answered right but named a passage that only mentions the words; the verifier's
-    # second reading (the executor asked again), over every passage shown, names the one that states the answer.
+    # The executor answered right but named a passage without the answer's words; the second
+    # reading (the executor asked again), over every passage shown, names the one that states it.
     answer = {"answer": "It runs them as tasks.", "short": "coroutines and tasks", "source": 1}
-    model = ScriptedModel(script={"executor": answer, "verifier": verdicts(False, 2, "coroutines and tasks")})
+    model = ScriptedModel(script={"executor": answer, "verifier": verdicts(2, "coroutines and tasks")})
     result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
     root = result.graph.root
-    assert [c.request.role for c in model.calls] == ["executor", "verifier", "verifier", "verifier"]
+    assert [c.request.role for c in model.calls] == ["executor", "verifier", "verifier"]
     assert root.result == "It runs them as tasks. [2]" and len(result.graph) == 1
     assert [s.verified for s in root.sources[:2]] == [None, True]  # only the cited passage carries a badge
-    executed, second = (c.request for c in (model.calls[0], model.calls[2]))
+    executed, second = (c.request for c in (model.calls[0], model.calls[1]))
     assert "[1] " in second.prompt and "[2] " in second.prompt  # it reads every passage shown
     # In the executor's own prompt with only the task replaced (the same agent, so the same system
     # prompt): the embedded model reads just the new task, from the state the answer left.
@@ -235,7 +233,7 @@ async def test_the_last_lookup_asks_the_question_with_what_the_first_found_in_it
         script={
             "executor": bridge_executor,
             # The direct answer: no passage named, none found; the first lookup: the same; the second: supported.
-            "verifier": verdicts(0, 0, True, SAME),
+            "verifier": verdicts(0, 0, SAME),
             "planner": BRIDGE,
         }
     )
@@ -264,7 +262,7 @@ async def test_the_last_lookup_asks_the_question_with_what_the_first_found_in_it
 async def test_without_a_slot_the_last_lookup_asks_the_question_itself(make_agent, goal: str, then: str) -> None:
     # The second lookup asks the question itself, searched with what the first found.
     plan = QuestionPlan(question=goal, first="Which component runs coroutines?", then=then)
-    script = {"executor": bridge_executor, "verifier": verdicts(0, 0, True, SAME), "planner": plan}
+    script = {"executor": bridge_executor, "verifier": verdicts(0, 0, SAME), "planner": plan}
     result = await make_agent(ScriptedModel(script=script), profile="general_agent").arun(goal, write_files=False)
     asked = result.graph.get("root.1")
     assert (asked.goal, asked.restates) == (goal, None)
@@ -306,7 +304,7 @@ async def test_a_verifier_that_cannot_be_asked_verifies_nothing(make_agent) -> N
     )
     for node in result.graph:
         assert not any(s.verified for s in node.sources)
-    assert any("the verifier could not be asked" in w for node in result.graph for w in node.warnings)
+    assert any("the verifier could not read the passage" in w for node in result.graph for w in node.warnings)
 
 
 @pytest.mark.parametrize("grammar", [True, False], ids=["embedded", "hosted"])
@@ -316,7 +314,7 @@ async def test_an_answer_that_is_only_a_citation_number_is_refused_by_its_schema
     def executor(request: FakeRequest) -> dict:
         return {"answer": next(answers), "short": "coroutines and tasks", "source": 1}
 
-    reads_the_same = verdicts(True, "coroutines and tasks")
+    reads_the_same = verdicts("coroutines and tasks")
     model = ScriptedModel(grammar=grammar, script={"executor": executor, "verifier": reads_the_same})
     result = await make_agent(model, profile="general_agent").arun(GOAL, write_files=False)
     _, second = model.calls_for(role="executor")
@@ -327,7 +325,7 @@ async def test_an_answer_that_is_only_a_citation_number_is_refused_by_its_schema
 async def test_a_goal_that_is_not_a_question_goes_to_the_atomizer(make_agent) -> None:
     model = ScriptedModel(script={"atomizer": AtomizerOutput(is_atomic=True), "executor": from_first_source})
     result = await make_agent(model, profile="general_agent").arun(REPORT, write_files=False)
-    assert [c.request.role for c in model.calls] == ["atomizer", "executor", "verifier", "verifier"]
+    assert [c.request.role for c in model.calls] == ["atomizer", "executor", "verifier"]
     assert result.graph.root.node_type is NodeType.EXECUTE
 
     # Not answered first when turned off: the atomizer decides for a question too.
@@ -353,7 +351,7 @@ async def test_a_plan_that_repeats_its_goal_is_dropped_and_the_goal_executed(mak
     assert len(result.graph) == 1
     root = result.graph.root
     assert root.node_type is NodeType.EXECUTE
-    assert [c.request.role for c in model.calls] == ["atomizer", "planner", "executor", "verifier", "verifier"]
+    assert [c.request.role for c in model.calls] == ["atomizer", "planner", "executor", "verifier"]
     assert [s.status for s in root.history][-3:] == [TaskStatus.PLANNING, TaskStatus.EXECUTING, TaskStatus.DONE]
     assert root.result == result.final_answer == "It runs them as tasks. [1]"
     assert any("include the task itself" in w for w in root.warnings)
@@ -383,7 +381,7 @@ async def test_the_embedded_planner_stops_writing_once_its_plan_lists_the_goal(m
 
     assert result.status == "completed" and len(result.graph) == 1
     root = result.graph.root
-    assert [c.request.role for c in model.calls] == ["atomizer", "planner", "executor", "verifier", "verifier"]
+    assert [c.request.role for c in model.calls] == ["atomizer", "planner", "executor", "verifier"]
     (planner,) = model.calls_for(role="planner")
     assert planner.output == repeating.model_dump_json().split("},{")[0] + "}"  # the first subtask, no more
     assert any("include the task itself" in w for w in root.warnings)
@@ -441,7 +439,7 @@ async def test_a_second_hop_searches_with_the_first_hops_result_and_skips_its_pa
     assert [s.ref for s in hop2.sources].count(result.graph.get("root.0").sources[0].ref) == 1
     # The verifier judges the second hop's passage after what the first found (its passage states
     # the answer about that), and the first hop's without anything found before.
-    first_check, _, second_check, _ = (c.request.prompt for c in model.calls_for(role="verifier"))
+    first_check, second_check = (c.request.prompt for c in model.calls_for(role="verifier"))
     assert "Found before" not in first_check
     assert "Found before: Which component runs coroutines?\nIt runs them as tasks." in second_check
 
@@ -493,7 +491,7 @@ async def test_a_question_in_another_language_is_answered_and_cited_from_its_doc
     result = await agent.arun(question, write_files=False)
 
     root = result.graph.root
-    assert [c.request.role for c in model.calls] == ["executor", "verifier", "verifier"]  # recognised as a question
+    assert [c.request.role for c in model.calls] == ["executor", "verifier"]  # recognised as a question
     assert root.sources[0].verified is True and root.sources[0].ref.endswith(next(iter(files)))
     assert stated in model.calls_for(role="verifier")[0].request.prompt
     assert root.result.endswith("[1]") and "Not confirmed" not in result.report_markdown

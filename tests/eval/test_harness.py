@@ -10,7 +10,7 @@ import pytest
 from fakes.openai_server import Reply, fake_openai_server, text
 
 from sentient.agents.models.fake import FakeRequest, ScriptedModel, asks_for, default_response, executor_answer
-from sentient.context.grounding import Verdict
+from sentient.context.grounding import Reading, Verdict
 from sentient.eval.dataset import EvalQuestion
 from sentient.eval.harness import EvalOptions, default_docs, run_eval
 from sentient.eval.judge import Grade
@@ -45,14 +45,14 @@ def team_executor(request: FakeRequest) -> Any:
 
 
 def no_passage_states_the_direct_answer(request: FakeRequest) -> Any:
-    """A verifier that finds no passage for the root's answer, nor for the planned question's
-    second lookup (the question itself); the first lookup's passage supports it, and read again
-    without its answer gives the same one."""
+    """A verifier that finds no passage for the root's answer; read without its answer, the first
+    lookup's passage gives the same one, and the planned question's second lookup's (the question
+    itself) gives none."""
     if asks_for(request, "source"):
         return {"source": 0}
     if asks_for(request, "answer"):
-        return default_response(request)
-    return Verdict(supports=request.task_id == "root.0")
+        return default_response(request) if request.task_id == "root.0" else Reading(answer="")
+    return Verdict(supports=False)
 
 
 def losing_team() -> ScriptedModel:
@@ -94,10 +94,10 @@ async def test_each_system_records_grade_cost_and_where_the_answer_was_lost(
     assert profile["answer"] == "The beacon is a lighthouse."
     assert (profile["in_sources"], profile["in_leaf"], profile["in_final"]) == (True, True, False)
     assert profile["lost_in_aggregation"] is True and profile["correct"] is False
-    # The root's direct answer, the verifier's reading of every passage, its answer from memory, its plan,
-    # and two lookups (each passage read by the verifier: the first's, accepted, again without its
-    # answer; the second's, rejected, then every passage).
-    assert profile["agent_calls"] == profile["model_calls"] == 10
+    # The root's direct answer, the executor asked again which passage states it, its answer from
+    # memory, its plan, and two lookups, each with its named passage read by the verifier without
+    # the answer.
+    assert profile["agent_calls"] == profile["model_calls"] == 8
     assert (profile["citations"], profile["verified_citations"]) == (0, 0)
     assert profile["error"] is None and profile["system"] == "profile:general_agent"
     # The profile's run files go under the eval folder, not project_results/<id>.

@@ -224,7 +224,7 @@ async def test_a_node_and_its_calls_are_read_through_the_service(service: Projec
 
     node = service.node("p10", "root.0")
     assert node.parent_id == "root" and node.status is TaskStatus.DONE
-    assert [c["role"] for c in service.calls("p10", "root.0")] == ["executor", "verifier", "verifier"]
+    assert [c["role"] for c in service.calls("p10", "root.0")] == ["executor", "verifier"]
     assert {c["task_id"] for c in service.calls("p10")} >= {"root", "root.0"}
     with pytest.raises(NodeNotFoundError):
         service.node("p10", "root.99")
