@@ -134,8 +134,10 @@ def test_two_workers_on_one_hosted_key_keep_its_concurrency_cap_together(
             return sorted(built.status(project_id) for project_id in projects)
 
         wait_for(lambda: statuses() == ["created", "running", "running"], 30, "one project running on each worker")
-        # Each run asks the provider, within moments, to plan its project: one call gets through,
-        # the other waits for the key's one slot.
+        # Each run asks the provider to plan its project: one call gets through, and the other,
+        # given time to try (a worker on a busy machine starts its run slowly), waits for the
+        # key's one slot.
+        wait_for(lambda: provider.requests, 30, "the first request to reach the provider")
         time.sleep(2)
         assert statuses() == ["created", "running", "running"]
         assert len(provider.requests) == 1
