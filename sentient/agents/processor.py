@@ -294,14 +294,11 @@ class AgentProcessor:
             return
         node.warnings.extend(grounded.notes)
         if node.task_id in self._answering_first and not grounded.settled:
-            # What stands if the research finds nothing better: the answer the verifier accepted a
-            # passage for, or, when that passage read for the question alone gives another
-            # answer, that reading; else the model's own (asked without the passages that do not
-            # state it).
+            # What stands if the research finds nothing better: when the passage named for the
+            # answer, read for the question alone, gives another answer, that reading; else the
+            # model's own, asked without the passages that do not state it.
             if grounded.reading:
                 direct = replace(grounded, text=grounded.reading)
-            elif grounded.supported:
-                direct = grounded
             else:
                 direct = await self._memory(node, grounded)
             await self._plan_instead(node, "no source supports the direct answer", direct)

@@ -106,14 +106,18 @@ async def test_a_named_passage_that_read_alone_gives_another_answer_is_not_cited
     # without being shown the answer, the verifier reads another answer (or words of the question,
     # which answer nothing). The answer cites nothing, and that doubt is researched: the question
     # is planned. When the research finds nothing better, the other answer that reading gave
-    # stands (read off the passage for the question alone), else the executor's; not the model's own.
+    # stands (read off the passage for the question alone), else the model's own, asked without
+    # passages: not the executor's, which the passage it named was not read to state.
     nothing_first = QuestionPlan(question=GOAL, first=GOAL, then=GOAL)
-    for reading, stands in (("Threads", "Threads"), ("asyncio event loop", "It runs them as tasks.")):
+    for reading, stands, memory in (
+        ("Threads", "Threads", []),
+        ("asyncio event loop", "The event loop.", ["executor"]),
+    ):
         script = {"executor": from_first_source, "verifier": verdicts(reading), "planner": nothing_first}
         model = ScriptedModel(script=script)
         result = await make_agent(model, profile="general_agent").arun(GOAL, write_files=False)
         root = result.graph.root
-        assert [c.request.role for c in model.calls] == ["executor", "verifier", "planner"]
+        assert [c.request.role for c in model.calls] == ["executor", "verifier", *memory, "planner"]
         assert root.result == stands and not any(s.verified for s in root.sources)
         assert any(f"read for the question alone, gives {reading!r}: not cited" in w for w in root.warnings)
         assert "no source supports the direct answer: the question is planned" in root.warnings
