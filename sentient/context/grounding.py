@@ -14,14 +14,14 @@ This module owns both notions; the processor, the report and the eval use them a
 - An answer is **confirmed** when it cites at least one verified source. An unconfirmed answer
   is the model's own, and every surface says so.
 - An answer is **supported** when the executor named a passage for it (first, or when asked again
-  which passage states it) that cannot be shown to state it: it cites nothing, but it stands
-  when research finds nothing better (a passage without the answer's words may state it in other
-  words; requiring the words lost answers, see bench/README.md). It is **contradicted** when the
-  verifier's own reading of that passage did not give the same answer. An answer is **settled**
-  (no more research) when it is confirmed, or supported and not contradicted: two readings of one
+  which passage states it) that cannot be shown to state it: it cites nothing. It is
+  **contradicted** when the verifier's own reading of that passage did not give the same answer
+  (the other answer it gave, if any, is kept as its ``reading``). An answer is **settled** (no
+  more research) when it is confirmed, or supported and not contradicted: two readings of one
   passage that disagree are a doubt worth a second look; a passage without the answer's words is
-  not. Deciding whether to research further and deciding what to badge are separate, so a
-  stricter badge does not change answers.
+  not, as it may state the answer in other words (requiring the words lost answers, see
+  bench/README.md). Deciding whether to research further and deciding what to badge are
+  separate, so a stricter badge does not change answers.
 
 Text code here only places and reads citation markers (``[n]``); whether a passage contains an
 answer's words is :func:`sentient.context.wording.holds`, which works in any script.
