@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sentient.agents.models.fake import ScriptedModel, executor_answer
-from sentient.agents.schemas import AtomizerOutput, QuestionPlan
+from sentient.agents.models.fake import FakeRequest, ScriptedModel, asks_for, default_response, executor_answer
+from sentient.agents.schemas import AggregationOutput, AtomizerOutput, QuestionPlan
+from sentient.context.grounding import Verdict
 from sentient.events import ReviewAnswered
 from sentient.graph.node import NodeType, TaskType
 from sentient.graph.plan import PlanOutput, SubTask
@@ -209,3 +210,50 @@ async def test_review_none_never_asks(make_agent) -> None:
 
     assert result.status == "completed"
     assert reviewer.requests == []
+
+
+async def test_an_edited_plan_for_a_question_is_aggregated_and_the_aggregate_judged_by_the_verifier(make_agent) -> None:
+    # The question was planned because no passage stated its direct answer; the reviewer replaced
+    # the plan, so no lookup asks the question itself and the aggregator answers it. The verifier,
+    # shown that answer and the passages it cites, decides whether it stands: when it finds them
+    # not supporting it, or cannot be asked, the unconfirmed direct answer stands instead.
+    question = "Why does the GIL exist, and what would replace it?"
+    verdicts = (Verdict(supports=True), Verdict(supports=False), RuntimeError("verifier down"))
+    for verdict in verdicts:
+
+        def verifier(request: FakeRequest, verdict: object = verdict) -> object:
+            if asks_for(request, "supports"):
+                if isinstance(verdict, Exception):
+                    raise verdict
+                return verdict
+            return default_response(request)  # no passage picked again; a lookup's passage reads the same
+
+        model = ScriptedModel(
+            script={
+                "planner": QuestionPlan(question=question, first="What is the GIL?", then="What would replace X?"),
+                "plan_modifier": PLANNED,
+                "executor": lambda request: (
+                    executor_answer(request, "It protects reference counts.", sourced=False)
+                    if request.task_id == "root"
+                    else executor_answer(request, f"Result of {request.task_id}.")
+                ),
+                "aggregator": AggregationOutput(answer="It keeps reference counts safe [1]."),
+                "verifier": verifier,
+            }
+        )
+        reviewer = ScriptedReviewer([Modify(instructions="look up the history instead")])
+        result = await make_agent(model, reviewer=reviewer, review="all").arun(question, write_files=False)
+
+        root = result.graph.root
+        assert child_goals(result) == ["what the GIL is", "why it exists"]
+        (judging,) = [
+            c.request for c in model.calls if c.request.role == "verifier" and asks_for(c.request, "supports")
+        ]
+        assert judging.task_id == "root" and "It keeps reference counts safe" in judging.prompt
+        if verdict is verdicts[0]:
+            assert root.result == "It keeps reference counts safe [1]." and root.sources[0].verified is True
+            continue
+        assert root.result == "It protects reference counts."  # the direct answer, from the model's own knowledge
+        assert any("no source supports the research's answer" in w for w in root.warnings)
+        if verdict is verdicts[2]:
+            assert any(w.startswith("the verifier could not be asked") for w in root.warnings)
