@@ -370,16 +370,24 @@ class AgentProcessor:
         """Finish a question planned as lookups (:meth:`_plan_question`) with the answer of the one
         that asks the question itself (with what they found: :meth:`_fill`), after what it rests on:
         each lookup before it, with its citations, verified or not (an aggregator asked to
-        restate them drops the citations). It stands only if it cites a verified source; else the
-        unconfirmed direct answer stands."""
+        restate them drops the citations). It stands if it cites a verified source, or if it was
+        asked about what a confirmed lookup found (the question's bridge): then it answers the
+        question as asked, which the direct answer's passage did not, and is shown without
+        citations, as not confirmed. Else the unconfirmed direct answer stands."""
         sources = SourceList()
         chain = [*self.graph.dependencies(asked.task_id), asked]
-        if not Grounded(asked.result or "", asked.sources).confirmed:
+        confirmed = Grounded(asked.result or "", asked.sources).confirmed
+        bridge = chain[-2] if asked.restates is not None and len(chain) > 1 else None
+        if not confirmed and (bridge is None or not Grounded(bridge.result or "", bridge.sources).confirmed):
             self._stand(node, "no source supports the research's answer")
             return
         steps = [f"- {step.goal} {sources.adopt(step.result or '', step.sources)}" for step in chain[:-1]]
         answer = sources.adopt(asked.result or "", asked.sources)
-        self._finish(node, "\n\n".join([answer, "\n".join(steps)]), sources.sources)
+        text = "\n\n".join([answer, "\n".join(steps)])
+        if not confirmed:
+            node.warnings.append("no source supports the research's answer, asked about what a confirmed lookup found")
+            text = strip_markers(text)
+        self._finish(node, text, sources.sources)
 
     async def structure(self, schema: dict[str, Any]) -> CitedValue:
         """The finished root's answer as a JSON value of the run's output ``schema``, with the

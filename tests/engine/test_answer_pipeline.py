@@ -255,6 +255,34 @@ async def test_the_last_lookup_asks_the_question_with_what_the_first_found_in_it
     assert [s.verified for s in root.sources] == [True]
 
 
+async def test_a_lookup_asked_about_a_confirmed_bridge_answers_the_question_not_confirmed(make_agent) -> None:
+    # The first lookup's answer is confirmed (the bridge); the second, asked about it, is not (its
+    # passage, read alone, gives another answer). Its answer, asked about what the question refers
+    # to, stands over the direct one, shown without citations and marked not confirmed. When the
+    # second lookup asks the question itself (the planner wrote no slot), it is no answer about
+    # the bridge: the model's own answer stands.
+    unslotted = QuestionPlan(question=COMPOUND, first=BRIDGE.first, then="What does it share with threads?")
+    for plan, stands in ((BRIDGE, "It runs them as tasks."), (unslotted, "The event loop runs them.")):
+        model = ScriptedModel(
+            script={
+                "executor": lambda request: (from_memory if request.task_id == "root" else from_first_source)(request),
+                # The direct answer: no passage states it; the first lookup's passage reads the
+                # same, the second's gives another answer.
+                "verifier": verdicts(0, SAME, "Memory"),
+                "planner": plan,
+            }
+        )
+        result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
+        root, first, then = result.graph.root, result.graph.get("root.0"), result.graph.get("root.1")
+        assert first.result == "It runs them as tasks. [1]" and first.sources[0].verified
+        assert then.result == "It runs them as tasks." and (then.restates is not None) is (plan is BRIDGE)
+        assert root.result.split("\n\n")[0] == stands and "Not confirmed by the sources" in result.report_markdown
+        if plan is BRIDGE:
+            assert root.result == f"{stands}\n\n- Which component runs coroutines? It runs them as tasks."
+            why = "no source supports the research's answer, asked about what a confirmed lookup found"
+            assert why in root.warnings
+
+
 @pytest.mark.parametrize(
     ("goal", "then"),
     [
