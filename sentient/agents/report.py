@@ -313,6 +313,7 @@ class ReportPhases:
         else:
             found = await self._search(node, query, passages)
         if not found:
+            node.warnings.append("the search found no passage")
             self._p._finish(node, "", [])
             return
         frame = [Section("Overall goal", self._graph.root.goal, required=True)]
