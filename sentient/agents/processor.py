@@ -376,9 +376,9 @@ class AgentProcessor:
         citations, as not confirmed. Else the unconfirmed direct answer stands."""
         sources = SourceList()
         chain = [*self.graph.dependencies(asked.task_id), asked]
-        confirmed = Grounded(asked.result or "", asked.sources).confirmed
-        bridge = chain[-2] if asked.restates is not None and len(chain) > 1 else None
-        if not confirmed and (bridge is None or not Grounded(bridge.result or "", bridge.sources).confirmed):
+        confirmed = _confirmed(asked)
+        bridged = asked.restates is not None and len(chain) > 1 and _confirmed(chain[-2])
+        if not confirmed and not bridged:
             self._stand(node, "no source supports the research's answer")
             return
         steps = [f"- {step.goal} {sources.adopt(step.result or '', step.sources)}" for step in chain[:-1]]
@@ -668,6 +668,11 @@ class AgentProcessor:
         node.result = renumber(answer, {n: n for n in range(1, len(sources) + 1)}).strip()
         node.sources = list(sources)
         self.move(node, _S.DONE)
+
+
+def _confirmed(node: TaskNode) -> bool:
+    """Whether ``node``'s result cites a source verified for it."""
+    return Grounded(node.result or "", node.sources).confirmed
 
 
 def _charge(node: TaskNode, input_tokens: int, output_tokens: int, cost_usd: float) -> NodeSnapshot:
