@@ -34,9 +34,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING
 
+from pydantic import ValidationError
+
 from sentient.agents.config import Role
+from sentient.agents.json_repair import extract_json
 from sentient.agents.passages import RETRIEVED_SOURCES
 from sentient.agents.schemas import (
     CitedAnswers,
@@ -223,19 +227,23 @@ class ReportPhases:
         # another model writes beyond it is cut.
         grammar = self._p._runner.decodes_under_grammar(self._p._profile.outliner)
         schema = outline_schema(size.sections, size.searches) if grammar else Outline
+        task = self._p._tasks.outline_task(root.goal)
         try:
+            # A fan-out's sections are not used: the embedded model stops once it has written one.
             outline = await self._p._ask(
-                root, Role.PLANNER, self._p._profile.outliner, self._p._tasks.outline_task(root.goal), context, schema
+                root,
+                Role.PLANNER,
+                self._p._profile.outliner,
+                task,
+                context,
+                schema,
+                enough=partial(_fans_out, root.goal),
             )
         except AgentError as exc:
             root.warnings.append(f"the outline could not be written, the report has one section: {exc}")
             return [_whole_goal(root)]
-        # A fan-out is what the goal asks: its items and the facts asked of each are the goal's
-        # words (a small model otherwise copies the kinds its instructions name, or invents them).
-        items = " ".join(outline.for_each.split())
-        each = [" ".join(f.split()) for f in outline.each if holds(root.goal, f)]
-        if items and each and holds(root.goal, items):
-            return [Part(items, _grouped(each, size.searches), items)]  # the report is its items
+        if fan_out := _fan_out(root.goal, outline):  # the report is its items
+            return [Part(fan_out.title, _grouped(fan_out.find, size.searches), fan_out.items)]
         parts = []
         for section in outline.sections[: size.sections]:
             find = [f.strip() for f in section.find[: size.searches] if f.strip()] or [section.title]
@@ -442,6 +450,24 @@ class ReportPhases:
         found = await tools.retrieve(query, limit, per_source)
         node.warnings.extend(found.warnings)
         return found.sources[:limit]
+
+
+def _fan_out(goal: str, outline: Outline) -> Part | None:
+    """The part ``outline`` makes of ``goal`` if the goal asks the same facts of every item of a
+    kind (``find``: each fact, ungrouped); else None. Its items and facts are the goal's words (a
+    small model otherwise copies the kinds its instructions name, or invents them)."""
+    items = " ".join(outline.for_each.split())
+    each = [" ".join(f.split()) for f in outline.each if holds(goal, f)]
+    return Part(items, each, items) if items and each and holds(goal, items) else None
+
+
+def _fans_out(goal: str, reply: str) -> bool:
+    """Whether an outliner's reply so far makes ``goal`` a fan-out (its sections need not be written)."""
+    try:
+        outline = Outline.model_validate_json(extract_json(reply)[0])
+    except ValidationError:
+        return False
+    return _fan_out(goal, outline) is not None
 
 
 def _brief(found: Sequence[Source]) -> list[Source]:

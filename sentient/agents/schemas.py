@@ -155,7 +155,8 @@ MAX_FACTS_EACH = 12  # facts asked about each item of a fan-out, at most
 def outline_schema(sections: int, searches: int) -> type[Outline]:
     """``Outline`` of one to ``sections`` sections that each find at most ``searches`` things (a
     model decoded under a grammar cannot write more, nor an outline of nothing: a fan-out's
-    sections are not used, but a goal that is not one is written as one search without them)."""
+    sections are not used, and the embedded model stops after the first, but a goal that is not
+    one is written as one search without them)."""
     section = create_model(
         "OutlineSection",
         __base__=OutlineSection,

@@ -256,6 +256,25 @@ async def test_a_goal_asking_the_same_of_each_item_fans_out_over_the_items_found
     assert "east quay" not in text.split("### island pier")[0]
 
 
+@pytest.mark.parametrize("fans_out", [True, False])
+async def test_the_embedded_outliner_stops_after_one_section_once_the_goal_fans_out(settings, docs, fans_out) -> None:
+    # A fan-out's sections are not used, so under a grammar the outline stops at the first one
+    # (the model cannot close its JSON before writing one); other outlines are written whole.
+    sections = [OutlineSection(title=title, find=["Who is paged?"]) for title in ("Paging", "Pay", "Shifts")]
+    outline = Outline(for_each="outage" if fans_out else "", each=["what failed"], sections=sections)
+    model = model_for(planner=outliner(outline, ("harbour gate",)))
+    model.grammar = True
+    result = await agent(settings, docs, model).arun(FAN_OUT_GOAL, write_files=False)
+
+    assert result.status == "completed"
+    written = next(c for c in model.calls_for(role="planner") if asks_for(c.request, "sections")).output
+    assert ("Pay" in written, "Shifts" in written) == (not fans_out, not fans_out)
+    (part, *others) = result.graph.children("root")
+    assert (part.goal == "outage\n{item} = outage\n- what failed") == fans_out
+    assert len(others) == (0 if fans_out else 2)
+    assert "cut off" not in " ".join(result.graph.root.warnings)
+
+
 @pytest.mark.parametrize("verifier_fails", [False, True])
 async def test_an_items_facts_are_read_only_from_passages_that_name_the_item(settings, docs, verifier_fails) -> None:
     # Every outage report states what failed; only the item's own one names the item.
