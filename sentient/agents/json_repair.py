@@ -4,11 +4,25 @@ from __future__ import annotations
 
 import json
 import re
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+T = TypeVar("T", bound=BaseModel)
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 _WHOLE_FENCE = re.compile(r"```(?:json)?\s*(.*)```", re.DOTALL)
 # A key with no value at the end of a cut-off object: `{"a": 1, "ke` or `{"a": 1, "key":`
 _DANGLING_KEY = re.compile(r'([{,])\s*"(?:[^"\\]|\\.)*"\s*:?\s*$')
+
+
+def parsed_so_far(schema: type[T], reply: str) -> T | None:
+    """A reply still being written, closed where it is cut off, as ``schema``; None while it is
+    not one yet (for a caller's ``enough``: whether it has all it needs)."""
+    try:
+        return schema.model_validate_json(extract_json(reply)[0])
+    except ValidationError:
+        return None
 
 
 def extract_json(raw: str) -> tuple[str, bool]:

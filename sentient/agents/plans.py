@@ -12,9 +12,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-from pydantic import ValidationError
-
-from sentient.agents.json_repair import extract_json
+from sentient.agents.json_repair import parsed_so_far
 from sentient.agents.schemas import SLOT, PlanReply
 from sentient.context.wording import normalize
 from sentient.graph.plan import SubTask
@@ -71,11 +69,8 @@ def lists_goal(goal: str, reply: str) -> bool:
     subtasks written after it were most of the planner's output (bench/README.md, "a plan that
     lists its goal stops there").
     """
-    try:
-        plan = PlanReply.model_validate_json(extract_json(reply)[0])
-    except ValidationError:
-        return False
-    return any(is_goal(goal, subtask.goal) for subtask in plan.subtasks)
+    plan = parsed_so_far(PlanReply, reply)
+    return plan is not None and any(is_goal(goal, subtask.goal) for subtask in plan.subtasks)
 
 
 def is_goal(goal: str, asked: str) -> bool:

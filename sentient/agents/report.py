@@ -37,10 +37,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
-
 from sentient.agents.config import Role
-from sentient.agents.json_repair import extract_json
+from sentient.agents.json_repair import parsed_so_far
 from sentient.agents.passages import RETRIEVED_SOURCES
 from sentient.agents.schemas import (
     CitedAnswers,
@@ -243,7 +241,8 @@ class ReportPhases:
             root.warnings.append(f"the outline could not be written, the report has one section: {exc}")
             return [_whole_goal(root)]
         if fan_out := _fan_out(root.goal, outline):  # the report is its items
-            return [Part(fan_out.title, _grouped(fan_out.find, size.searches), fan_out.items)]
+            items, each = fan_out
+            return [Part(items, _grouped(each, size.searches), items)]
         parts = []
         for section in outline.sections[: size.sections]:
             find = [f.strip() for f in section.find[: size.searches] if f.strip()] or [section.title]
@@ -452,22 +451,19 @@ class ReportPhases:
         return found.sources[:limit]
 
 
-def _fan_out(goal: str, outline: Outline) -> Part | None:
-    """The part ``outline`` makes of ``goal`` if the goal asks the same facts of every item of a
-    kind (``find``: each fact, ungrouped); else None. Its items and facts are the goal's words (a
-    small model otherwise copies the kinds its instructions name, or invents them)."""
+def _fan_out(goal: str, outline: Outline) -> tuple[str, list[str]] | None:
+    """The items ``outline`` covers one by one and the facts asked of each, if ``goal`` asks the
+    same facts of every item of a kind; else None. Both are the goal's words (a small model
+    otherwise copies the kinds its instructions name, or invents them)."""
     items = " ".join(outline.for_each.split())
     each = [" ".join(f.split()) for f in outline.each if holds(goal, f)]
-    return Part(items, each, items) if items and each and holds(goal, items) else None
+    return (items, each) if items and each and holds(goal, items) else None
 
 
 def _fans_out(goal: str, reply: str) -> bool:
     """Whether an outliner's reply so far makes ``goal`` a fan-out (its sections need not be written)."""
-    try:
-        outline = Outline.model_validate_json(extract_json(reply)[0])
-    except ValidationError:
-        return False
-    return _fan_out(goal, outline) is not None
+    outline = parsed_so_far(Outline, reply)
+    return outline is not None and _fan_out(goal, outline) is not None
 
 
 def _brief(found: Sequence[Source]) -> list[Source]:
