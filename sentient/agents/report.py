@@ -80,12 +80,11 @@ BRIEF_CHARS = 200
 
 @dataclass(frozen=True)
 class Said:
-    """One answer of a section's search: the part of the question it answers, its text, its key
-    words, and the passages shown to hold it."""
+    """One answer of a section's search: the part of the question it answers, its text, and the
+    passages shown to hold it (by its text or its key words)."""
 
     question: str
     text: str
-    keys: Sequence[str]
     cited: list[int]
 
 
@@ -348,7 +347,7 @@ class ReportPhases:
             if not text or holds(node.goal, text) or holds(question, text):
                 continue
             if cited := _holding(node.goal, text, answer.keys, found, answer.sources):
-                said.append(Said(question, text, answer.keys, cited))
+                said.append(Said(question, text, cited))
         if not said:
             node.warnings.append("no passage found answers the question")
         written, read_same = await self._read(node, said, found)
@@ -362,8 +361,10 @@ class ReportPhases:
     async def _read(self, node: TaskNode, said: Sequence[Said], found: Sequence[Source]) -> tuple[list[str], set[int]]:
         """The answers ``said``, each citing only the passages of ``found`` it names that the
         verifier reads the same answer in, asked its part of the question without being shown
-        the answer (:func:`agrees`); and the numbers of those passages. An answer no passage is
-        read to state stays, citing nothing and marked :data:`UNCONFIRMED` (noted)."""
+        the answer: the reading is part of the answer (:func:`agrees`; a reading that only shares
+        one of the answer's key words is as often another answer, see bench/README.md); and the
+        numbers of those passages. An answer no passage is read to state stays, citing nothing
+        and marked :data:`UNCONFIRMED` (noted)."""
         asked = list(dict.fromkeys((s.question, n) for s in said for n in s.cited))
         # At once: a hosted model reads them in parallel (the engine caps concurrent calls).
         readings = await asyncio.gather(*(self._p._read(node, found[n - 1], question) for question, n in asked))
@@ -371,9 +372,7 @@ class ReportPhases:
         written: list[str] = []
         read_same: set[int] = set()
         for s in said:
-            same = [
-                n for n in s.cited if any(agrees(read[s.question, n], s.question, s.text, k) for k in s.keys or [""])
-            ]
+            same = [n for n in s.cited if agrees(read[s.question, n], s.question, s.text)]
             read_same.update(same)
             written.append(cite(s.text, same) if same else f"{s.text} {UNCONFIRMED}")
         if other := sorted({n for _, n in asked} - read_same):

@@ -151,10 +151,11 @@ def answers(reading: str, question: str) -> bool:
     return bool(reading.strip()) and not holds(question, reading)
 
 
-def agrees(reading: str, question: str, answer: str, short: str) -> bool:
+def agrees(reading: str, question: str, answer: str, short: str = "") -> bool:
     """Whether the verifier's ``reading`` of a passage (the answer to ``question`` it finds there,
     asked without being shown the executor's) :func:`answers` it and is the executor's
-    ``answer`` or its ``short`` words: one holds the other (:func:`holds`)."""
+    ``answer`` or its ``short`` words (a direct answer's; a report's answer has none): one holds
+    the other (:func:`holds`)."""
     if not answers(reading, question):
         return False
     return holds(f"{answer} {short}", reading) or (not holds(question, short) and holds(reading, short))

@@ -20,6 +20,7 @@ from sentient.agents.models.fake import (
     listed_passages,
     listed_sources,
 )
+from sentient.agents.report import UNCONFIRMED
 from sentient.agents.schemas import (
     AggregationOutput,
     AtomizerOutput,
@@ -96,7 +97,7 @@ def atomizer(is_report: bool = True):
 def section_writer(request: FakeRequest, key: str = "outage") -> Any:
     """Answers a section's question, naming every passage it was shown as stating the answer, whose
     key word is ``key`` (every passage of ``docs`` mentions an outage)."""
-    answer = {"answer": f"Answer to: {request.goal}", "keys": [key], "sources": listed_sources(request.prompt)}
+    answer = {"answer": f"Answer to: {request.goal} ({key})", "keys": [key], "sources": listed_sources(request.prompt)}
     return {"answers": [answer]}
 
 
@@ -169,15 +170,17 @@ async def test_a_report_goal_is_outlined_researched_per_section_and_assembled_in
     assert "Answer to: Who is paged" not in answer.request.prompt  # no other search's answer
     assert not model.calls_for(role="executor", task_id=handling[2].task_id)
     section = handling[2].result or ""
-    assert section.index("Answer to: Who is paged when the service fails? [") < section.index("Answer to: How fast")
+    assert section.index("Answer to: Who is paged when the service fails? (outage) [") < section.index(
+        "Answer to: How fast"
+    )
     # The root writes only the title and summary; the sections follow as written.
     (assembly,) = model.calls_for(role="aggregator")
     assert "Answer to: Who is paged when the service fails?" in assembly.request.prompt
     text = root.result or ""
     assert text.startswith("# Ferry booking outages\n\nThe service failed twice")
     assert text.index("## Outages\n\nAnswer to: Which outages") < text.index("## Handling\n\nAnswer to: Who is paged")
-    assert "Answer to: Which outages did the booking service have? [" in text
-    assert "Answer to: How fast must a page be answered? [" in text
+    assert "Answer to: Which outages did the booking service have? (outage) [" in text
+    assert "Answer to: How fast must a page be answered? (outage) [" in text
     report = result.report
     assert report is not None and report.title == "Ferry booking outages"
     assert report.references and all(r.verified for r in report.references)
@@ -482,6 +485,38 @@ async def test_a_citation_whose_passage_reads_otherwise_is_not_verified_and_not_
     assert all(r.verified for r in report.references)
 
 
+@pytest.mark.parametrize(
+    ("reading", "verified"),
+    [
+        ("9 June", True),  # part of the answer
+        ("3 May, at the island pier", False),  # another answer that shares one of its key words
+    ],
+)
+async def test_a_report_answer_is_verified_only_by_a_reading_that_is_part_of_it(
+    settings, docs, reading, verified
+) -> None:
+    outline = Outline(sections=[OutlineSection(title="Outages", find=["When did the booking service fail?"])])
+    answer = "The booking service failed on 9 June at the island pier."
+
+    def writer(request: FakeRequest) -> Any:
+        keys = ["9 June", "island pier"]
+        return {"answers": [{"answer": answer, "keys": keys, "sources": listed_sources(request.prompt)}]}
+
+    def read(request: FakeRequest) -> Any:
+        return Reading(answer=reading) if asks_for(request, "answer") else default_response(request)
+
+    model = model_for(planner=outliner(outline), executor=writer, verifier=read)
+    result = await agent(settings, docs, model).arun(GOAL, write_files=False)
+
+    search = result.graph.get("root.0.0")
+    (reading_call,) = model.calls_for(role="verifier")  # the one passage that holds its words
+    assert "outage_island.md" in reading_call.request.prompt
+    assert [s.ref.rsplit("/", 1)[-1] for s in search.sources if s.verified] == (
+        ["outage_island.md"] if verified else []
+    )
+    assert (UNCONFIRMED in (search.result or "")) is not verified
+
+
 async def test_each_answer_of_an_items_search_is_read_for_its_own_part_of_the_question(settings, docs) -> None:
     # One search asks two facts of the item; its writer answers each. Read for the whole question,
     # the passage gives only the first fact, so the second answer could never be confirmed.
@@ -575,7 +610,7 @@ async def test_an_answer_no_passage_is_read_to_state_stays_marked_as_not_confirm
     result = await agent(settings, docs, model).arun(GOAL, write_files=False)
 
     search = result.graph.get("root.0.0")
-    assert search.result == "Answer to: Who is paged when the service fails? *(not confirmed by the sources)*"
+    assert search.result == "Answer to: Who is paged when the service fails? (outage) *(not confirmed by the sources)*"
     assert not any(s.verified for s in search.sources)
     report = result.report
     assert report is not None and report.references == []
