@@ -95,8 +95,8 @@ def atomizer(is_report: bool = True):
 
 
 def section_writer(request: FakeRequest, key: str = "outage") -> Any:
-    """Answers a section's question, naming every passage it was shown as stating the answer, whose
-    key word is ``key`` (every passage of ``docs`` mentions an outage)."""
+    """Answers a section's question with an answer that states its key word ``key`` (every passage
+    of ``docs`` mentions an outage), naming every passage it was shown as stating it."""
     answer = {"answer": f"Answer to: {request.goal} ({key})", "keys": [key], "sources": listed_sources(request.prompt)}
     return {"answers": [answer]}
 
