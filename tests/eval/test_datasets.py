@@ -33,6 +33,7 @@ COMPANY_DOCS = DATASETS / "company_docs"
 COMPANY_QA = DATASETS / "company_docs_qa.jsonl"
 COMPANY_HELDOUT_QA = DATASETS / "company_docs_heldout_qa.jsonl"
 COMPANY_BRIDGED_QA = DATASETS / "company_docs_bridged_qa.jsonl"
+COMPANY_CROSSLANG_QA = DATASETS / "company_docs_crosslang_qa.jsonl"
 FIELDS = {"id", "question", "answers", "split", "hops", "evidence"}
 
 
@@ -49,6 +50,7 @@ MULTIPART = _load(MULTIPART_QA)
 COMPANY = _load(COMPANY_QA)
 COMPANY_HELDOUT = _load(COMPANY_HELDOUT_QA)
 COMPANY_BRIDGED = _load(COMPANY_BRIDGED_QA)
+COMPANY_CROSSLANG = _load(COMPANY_CROSSLANG_QA)
 
 
 def _passages(db_file: Path) -> list[tuple[str, str, str]]:
@@ -112,8 +114,18 @@ def company_passages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list
         (COMPANY, "cd-", 45),
         (COMPANY_HELDOUT, "ch-", 22),
         (COMPANY_BRIDGED, "cb-", 19),
+        (COMPANY_CROSSLANG, "cx-", 12),
     ],
-    ids=["private", "python", "python-natural", "python-natural-heldout", "company", "company-heldout", "bridged"],
+    ids=[
+        "private",
+        "python",
+        "python-natural",
+        "python-natural-heldout",
+        "company",
+        "company-heldout",
+        "bridged",
+        "crosslang",
+    ],
 )
 def test_dataset_is_well_formed(rows: list[dict[str, Any]], prefix: str, minimum: int) -> None:
     assert len(rows) >= minimum
@@ -235,7 +247,9 @@ def test_company_two_hop_share_is_about_forty_percent(rows: list[dict[str, Any]]
 
 
 @pytest.mark.parametrize(
-    "rows", [COMPANY, COMPANY_HELDOUT, COMPANY_BRIDGED], ids=["company", "company-heldout", "bridged"]
+    "rows",
+    [COMPANY, COMPANY_HELDOUT, COMPANY_BRIDGED, COMPANY_CROSSLANG],
+    ids=["company", "company-heldout", "bridged", "crosslang"],
 )
 def test_company_answers_occur_in_an_indexed_passage_of_their_evidence(
     rows: list[dict[str, Any]], company_passages: dict[str, list[str]]
