@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import random
 import signal
 import subprocess
 import sys
@@ -113,6 +114,30 @@ async def test_a_killed_holders_slot_frees_itself_after_its_lease(redis_server: 
             waited = time.monotonic() - killed
     assert waited <= lease_s + 0.5
     await gates.aclose()
+
+
+async def test_a_timeout_around_a_waiter_always_fires(redis_server: RedisServer) -> None:
+    # Timeouts of under half a millisecond land while the waiter's first command is written,
+    # where Python 3.11's wait_for (inside redis-py) loses about one cancellation in five.
+    holder, waiter = ProviderGates(redis_server.url), ProviderGates(redis_server.url)  # as two processes would
+    gates = [g.gate(PROVIDER, BASE_URL, API_KEY, requests_per_minute=None, max_concurrency=1) for g in (holder, waiter)]
+    timeouts = random.Random(7)
+
+    async def wait_for_a_slot(timeout_s: float) -> None:
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(timeout_s), gates[1].hold():
+                pass
+
+    async with gates[0].hold():  # the only slot
+        for attempt in range(100):
+            task = asyncio.create_task(wait_for_a_slot(timeouts.uniform(0, 0.0005)))
+            done, _ = await asyncio.wait([task], timeout=2)
+            if not done:
+                task.cancel()
+                pytest.fail(f"try {attempt}: the waiter's timeout never fired")
+            task.result()
+    await holder.aclose()
+    await waiter.aclose()
 
 
 async def test_redis_key_names_reveal_neither_the_api_key_nor_the_endpoint(redis_server: RedisServer) -> None:

@@ -18,6 +18,12 @@ Every command has a timeout; a Redis failure while a call waits raises
 :class:`~sentient.exceptions.ProviderLimitsError`, which the call's retries treat as transient.
 Releasing a slot that cannot reach Redis only logs: the lease frees it.
 
+On Python 3.11 a cancellation can be lost inside a Redis command: redis-py writes with
+``asyncio.wait_for``, which returns instead of raising when the write finishes just as the task
+is cancelled (CPython gh-86296, fixed in 3.12). A lost cancellation leaves a waiter polling for
+a slot forever, past the timeout that cancelled it. So every command a waiter sends is followed
+by :func:`_raise_if_cancelled`.
+
 Connections belong to an event loop, so each loop that uses the limits gets its own client.
 """
 
@@ -212,6 +218,13 @@ class RedisLimits:
             await connection.client.aclose()
 
 
+def _raise_if_cancelled() -> None:
+    """Raise the cancellation a Redis command swallowed: the task still counts it as pending."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
 class RedisRateLimiter:
     """A token bucket kept in Redis: ``requests_per_minute`` tokens a minute, up to ``burst``
     (default: a minute's worth) saved, shared by every process on the key.
@@ -233,6 +246,7 @@ class RedisRateLimiter:
         connection = self._limits.connection()
         with self._limits.errors("taking a rate token"):
             wait_ms = await connection.reserve_token(keys=[self.key], args=[repr(self._per_ms), repr(self._capacity)])
+        _raise_if_cancelled()
         if wait_ms:
             self.waits += 1
             await asyncio.sleep(int(wait_ms) / 1000)
@@ -270,6 +284,7 @@ class RedisSlots:
             while True:
                 with self._limits.errors("taking a concurrency slot"):
                     taken = await connection.take_slot(keys=[self.key], args=[holder, self.limit, self._lease_ms])
+                _raise_if_cancelled()
                 if taken:
                     return
                 await asyncio.sleep(random.uniform(pause / 2, pause))
@@ -281,6 +296,7 @@ class RedisSlots:
     async def _renew(self, holder: str) -> None:
         connection = self._limits.connection()
         while True:
+            _raise_if_cancelled()
             await asyncio.sleep(self._lease_ms / 3000)
             try:
                 renewed = await connection.renew_slot(keys=[self.key], args=[holder, self._lease_ms])
