@@ -200,7 +200,8 @@ async def run_python(code: str, *, timeout_s: float, memory_mb: int, output_char
         timed_out = False
         try:
             try:
-                await asyncio.wait_for(process.wait(), timeout_s)
+                async with asyncio.timeout(timeout_s):  # not wait_for: on 3.11 it can lose a cancellation
+                    await process.wait()
             except TimeoutError:
                 timed_out = True
             _kill_group(process.pid)  # also ends children the snippet left behind
@@ -210,8 +211,9 @@ async def run_python(code: str, *, timeout_s: float, memory_mb: int, output_char
         finally:
             _kill_group(process.pid)
             reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await reader
+            await asyncio.wait([reader])  # a cancellation of this task still propagates
+            if not reader.cancelled():
+                reader.result()
     output.feed(b"", final=True)
     out_of_memory = not timed_out and bool(_MEMORY_ERROR.search(output.tail))
     return SandboxResult(output.text(), exit_code, timed_out, out_of_memory)

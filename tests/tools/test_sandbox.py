@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import asyncio
 import json
 import os
 import subprocess
@@ -54,6 +55,20 @@ async def test_timeout_kills_the_whole_process_group() -> None:
     result = await run(code, timeout_s=1)
 
     assert result.timed_out and "spawned" in result.output
+    assert _all_gone(marker)
+
+
+async def test_a_cancelled_run_kills_its_process_group_and_stays_cancelled() -> None:
+    marker = f"sentient-test-{uuid.uuid4().hex}"
+    code = f"import subprocess\np = subprocess.Popen(['sh', '-c', 'sleep 60', '{marker}'])\np.wait()"
+    running = asyncio.create_task(run(code, timeout_s=60))
+    await asyncio.sleep(1)
+    assert not running.done()
+
+    running.cancel()
+    done, _ = await asyncio.wait([running], timeout=5)
+
+    assert done and running.cancelled()
     assert _all_gone(marker)
 
 
