@@ -144,11 +144,6 @@ class LlamaRuntime:
     def __deepcopy__(self, memo: dict[int, Any]) -> LlamaRuntime:
         return self
 
-    @property
-    def is_loaded(self) -> bool:
-        """Whether the weights are in memory."""
-        return self._llama is not None
-
     def load(self) -> None:
         """Load the weights now instead of on the first call (e.g. to warm up before a run)."""
         with self._lock:
