@@ -111,7 +111,7 @@ def company_passages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list
         (PYTHON, "py-", 60),
         (NATURAL, ("pn-", "ph-"), 65),  # ph-001..040: held out until run on 3 Dec 2026
         (NATURAL_HELDOUT, "ph-", 32),
-        (COMPANY, "cd-", 45),
+        (COMPANY, ("cd-", "ch-"), 45),  # ch-001..031: held out until run on 3 Dec 2026
         (COMPANY_HELDOUT, "ch-", 22),
         (COMPANY_BRIDGED, "cb-", 19),
         (COMPANY_CROSSLANG, "cx-", 12),
