@@ -3,7 +3,9 @@
 This module owns both notions; the processor, the report and the eval use them and nothing else:
 
 - A direct answer's source (and a report's answer's) is **verified** when its passage holds the
-  answer or its key words (:func:`stating`) and the verifier, asked what the passage answers for
+  answer or its key words (:func:`stating`), a direct answer's also every code the question names
+  (:func:`unnamed`: "OPS-117", "Q1"; a passage about another incident cannot state the answer
+  about this one), and the verifier, asked what the passage answers for
   the question alone, without being shown the answer (:class:`Reading`), gives the same answer
   (:func:`agrees`). Shared words prove nothing, and a passage that does not contain the answer
   cannot be shown to state it; shown an answer, a 1.5B verifier accepts it from nearly any
@@ -15,8 +17,9 @@ This module owns both notions; the processor, the report and the eval use them a
   is the model's own, and every surface says so.
 - An answer is **supported** when the executor named a passage for it (first, or when asked again
   which passage states it) that cannot be shown to state it: it cites nothing. It is
-  **contradicted** when the verifier's own reading of that passage did not give the same answer
-  (the other answer it gave, if any, is kept as its ``reading``). An answer is **settled** (no
+  **contradicted** when that passage does not name the question's codes, or the verifier's own
+  reading of it did not give the same answer (what stands if research finds nothing better is
+  kept as its ``reading``). An answer is **settled** (no
   more research) when it is confirmed, or supported and not contradicted: two readings of one
   passage that disagree are a doubt worth a second look; a passage without the answer's words is
   not, as it may state the answer in other words (requiring the words lost answers, see
@@ -36,7 +39,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, create_model
 
 from sentient.context.citations import cited_numbers, renumber
-from sentient.context.wording import holds
+from sentient.context.wording import codes, holds
 from sentient.graph.node import Source
 
 # Said under every report's references, in the HTML and by the dashboard.
@@ -145,6 +148,14 @@ def stating(answer: str, keys: Sequence[str], sources: Sequence[Source], cited: 
     ]
 
 
+def unnamed(question: str, source: Source) -> list[str]:
+    """The codes ``question`` names ("OPS-117", "Q1": :func:`~sentient.context.wording.codes`)
+    that ``source``'s passage does not: a passage about another incident, quarter or version
+    cannot state the answer about this one."""
+    passage = f"{source.title} {source.snippet}"
+    return [code for code in codes(question) if not holds(passage, code)]
+
+
 def answers(reading: str, question: str) -> bool:
     """Whether the verifier's ``reading`` of a passage answers ``question`` at all: it says
     something, and not only words the question itself holds (those restate it)."""
@@ -163,12 +174,18 @@ def agrees(reading: str, question: str, answer: str, short: str = "") -> bool:
 
 def accepted(question: str, answer: str, short: str, sources: Sequence[Source], cited: int, reading: str) -> Grounded:
     """``answer`` to ``question`` whose executor named its ``cited`` source. It cites that source,
-    verified, only if the passage holds the answer or its ``short`` words and the verifier's own
-    ``reading`` of the passage gives the same answer (:func:`agrees`); else it is supported, citing
-    nothing (noted), and contradicted if that reading did not give the same answer (the other
-    answer it gave, if any, kept as ``reading``)."""
+    verified, only if the passage names the codes the question names (:func:`unnamed`), holds the
+    answer or its ``short`` words, and the verifier's own ``reading`` of the passage gives the same
+    answer (:func:`agrees`); else it is supported, citing nothing (noted), and contradicted if the
+    passage is about something else or that reading did not give the same answer. What stands if
+    research finds nothing better is kept as ``reading``: the answer that reading gave, if any;
+    for a passage about something else, else the answer itself (it may have been read in another
+    passage shown, numbered wrongly)."""
     contradicted = False
-    if not stating(answer, [short], sources, [cited]):
+    if missing := unnamed(question, sources[cited - 1]):
+        note = f"source {cited} does not name {', '.join(missing)}"
+        contradicted = True
+    elif not stating(answer, [short], sources, [cited]):
         note = f"source {cited} does not contain the answer ({short!r})"
     elif not agrees(reading, question, answer, short):
         note = f"source {cited}, read for the question alone, gives {reading!r}"
@@ -177,6 +194,8 @@ def accepted(question: str, answer: str, short: str, sources: Sequence[Source], 
         return judged(answer, sources, [cited], True)
     text = strip_markers(answer)
     other = reading.strip() if contradicted and answers(reading, question) else ""
+    if missing and not other:  # the executor may have read the answer in another shown passage
+        other = text
     return Grounded(
         text, list(sources), [f"{note}: not cited"], supported=True, contradicted=contradicted, reading=other
     )

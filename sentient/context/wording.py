@@ -13,6 +13,7 @@ import unicodedata
 _NON_WORD = re.compile(r"[\W_]+")
 # Sentence ends of Latin, CJK, Arabic and Devanagari scripts, followed by space or not (CJK).
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？؟।])\s+|(?<=[。！？])")
+_JOINED_WORDS = re.compile(r"\w+(?:[-./:]\w+)*")
 _QUESTION_MARKS = ("?", "？", "؟")
 # Words that say nothing of what a question asks about, left out of searches (the docs index's and
 # the knowledge store's). English only: in other languages every word is searched, which BM25's
@@ -49,6 +50,15 @@ def holds(text: str, *words: str) -> bool:
         elif f" {wanted} " in f" {normalized} ":
             return True
     return False
+
+
+def codes(text: str) -> list[str]:
+    """The codes ``text`` names: words, or words joined by "-", ".", "/" or ":", that mix letters
+    and digits in any script ("OPS-117", "Q1", "b64encode"; not "2025" or "3.11"). Scripts written
+    without spaces end a code where they begin ("事件OPS-117的" names "OPS-117")."""
+    spaced = "".join(" " if unicodedata.east_asian_width(c) in "WF" else c for c in text)
+    found = _JOINED_WORDS.findall(spaced)
+    return list(dict.fromkeys(w for w in found if any(c.isdigit() for c in w) and any(c.isalpha() for c in w)))
 
 
 def sentences(text: str) -> list[str]:

@@ -15,7 +15,7 @@ from sentient.context.grounding import (
     strip_markers,
     to_judge,
 )
-from sentient.context.wording import holds, normalize, questions
+from sentient.context.wording import codes, holds, normalize, questions
 from sentient.graph.node import Source
 
 SOURCES = [Source(ref="a.md", snippet="A."), Source(ref="b.md", snippet="B."), Source(ref="c.md", snippet="C.")]
@@ -77,6 +77,35 @@ def test_a_named_passage_is_cited_only_if_it_holds_the_answers_words_and_reads_t
         assert not read_otherwise.settled
         assert read_otherwise.reading == ("the secondary" if reading == "the secondary" else "")  # another answer
         assert read_otherwise.notes == [f"source 1, read for the question alone, gives {reading!r}: not cited"]
+
+
+def test_a_passage_that_does_not_name_the_code_the_question_names_is_not_cited_and_is_researched() -> None:
+    question = "Who was the incident commander of OPS-117?"
+    other = [Source(ref="ops-109.md", title="OPS-109", snippet="Incident commander: Ola Berg.")]
+    wrong = accepted(question, "Ola Berg", "Ola Berg", other, 1, "Ola Berg")
+    assert not wrong.confirmed and wrong.contradicted and not wrong.settled
+    assert wrong.reading == "Ola Berg"  # what stands if research finds nothing better
+    assert wrong.notes == ["source 1 does not name OPS-117: not cited"]
+
+    unread = accepted(question, "Ola Berg", "Ola Berg", other, 1, "")
+    assert unread.contradicted and unread.reading == "Ola Berg"  # read in another passage, maybe
+
+    own = [Source(ref="ops-117.md", title="Post-mortem OPS 117", snippet="Incident commander: Ada Brandt.")]
+    assert accepted(question, "Ada Brandt", "Ada Brandt", own, 1, "Ada Brandt").confirmed  # spacing folded
+
+
+@pytest.mark.parametrize(
+    ("question", "named"),
+    [
+        ("Who was on call when OPS-117 happened?", ["OPS-117"]),
+        ("What is our Q1 2025 target, and the 2024 one?", ["Q1"]),  # numbers alone are not codes
+        ("In Python 3.11, which module has b64encode?", ["b64encode"]),
+        ("Wer leitet INC-2024-031? Und ТВ-9?", ["INC-2024-031", "ТВ-9"]),
+        ("事件OPS-117的负责人是谁？", ["OPS-117"]),  # a code ends where a script without spaces begins
+    ],
+)
+def test_codes_are_words_that_mix_letters_and_digits_in_any_script(question: str, named: list[str]) -> None:
+    assert codes(question) == named
 
 
 @pytest.mark.parametrize(
