@@ -141,19 +141,20 @@ def stating(answer: str, keys: Sequence[str], sources: Sequence[Source], cited: 
     """The ``cited`` source numbers whose passage holds ``answer`` or one of its ``keys`` (the
     names, numbers or terms it states): the only ones that can be shown to state it."""
     text = strip_markers(answer)
-    return [
-        n
-        for n in cited
-        if 1 <= n <= len(sources) and holds(f"{sources[n - 1].title} {sources[n - 1].snippet}", text, *keys)
-    ]
+    return [n for n in cited if 1 <= n <= len(sources) and holds(_shown(sources[n - 1]), text, *keys)]
 
 
 def unnamed(question: str, source: Source) -> list[str]:
     """The codes ``question`` names ("OPS-117", "Q1": :func:`~sentient.context.wording.codes`)
     that ``source``'s passage does not: a passage about another incident, quarter or version
     cannot state the answer about this one."""
-    passage = f"{source.title} {source.snippet}"
+    passage = _shown(source)
     return [code for code in codes(question) if not holds(passage, code)]
+
+
+def _shown(source: Source) -> str:
+    """What a model is shown of ``source``, and what a citation of it is checked against."""
+    return f"{source.title} {source.snippet}"
 
 
 def answers(reading: str, question: str) -> bool:
@@ -179,8 +180,8 @@ def accepted(question: str, answer: str, short: str, sources: Sequence[Source], 
     answer (:func:`agrees`); else it is supported, citing nothing (noted), and contradicted if the
     passage is about something else or that reading did not give the same answer. What stands if
     research finds nothing better is kept as ``reading``: the answer that reading gave, if any;
-    for a passage about something else, else the answer itself (it may have been read in another
-    passage shown, numbered wrongly)."""
+    else, for a passage about something else, the answer itself (it may have been read in another
+    passage shown and numbered wrongly)."""
     contradicted = False
     if missing := unnamed(question, sources[cited - 1]):
         note = f"source {cited} does not name {', '.join(missing)}"

@@ -44,7 +44,7 @@ def holds(text: str, *words: str) -> bool:
     spaces ("90" is not found in "190"; "九十天" is found in "保留期限为九十天")."""
     normalized = normalize(text)
     for wanted in filter(None, map(normalize, words)):
-        if any(unicodedata.east_asian_width(c) in "WF" for c in wanted):
+        if any(map(_wide, wanted)):
             if wanted.replace(" ", "") in normalized.replace(" ", ""):
                 return True
         elif f" {wanted} " in f" {normalized} ":
@@ -56,9 +56,14 @@ def codes(text: str) -> list[str]:
     """The codes ``text`` names: words, or words joined by "-", ".", "/" or ":", that mix letters
     and digits in any script ("OPS-117", "Q1", "b64encode"; not "2025" or "3.11"). Scripts written
     without spaces end a code where they begin ("事件OPS-117的" names "OPS-117")."""
-    spaced = "".join(" " if unicodedata.east_asian_width(c) in "WF" else c for c in text)
+    spaced = "".join(" " if _wide(c) else c for c in text)
     found = _JOINED_WORDS.findall(spaced)
     return list(dict.fromkeys(w for w in found if any(c.isdigit() for c in w) and any(c.isalpha() for c in w)))
+
+
+def _wide(char: str) -> bool:
+    """Whether ``char`` is of a script written without spaces between words (CJK: wide or full-width)."""
+    return unicodedata.east_asian_width(char) in "WF"
 
 
 def sentences(text: str) -> list[str]:
