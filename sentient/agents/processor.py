@@ -370,22 +370,28 @@ class AgentProcessor:
         """Finish a question planned as lookups (:meth:`_plan_question`) with the answer of the one
         that asks the question itself (with what they found: :meth:`_fill`), after what it rests on:
         each lookup before it, with its citations, verified or not (an aggregator asked to
-        restate them drops the citations). It stands if it cites a verified source, or if it was
-        asked about what a confirmed lookup found (the question's bridge): then it answers the
-        question as asked, which the direct answer's passage did not, and is shown without
-        citations, as not confirmed. Else the unconfirmed direct answer stands."""
+        restate them drops the citations). Asked about what the lookup before it found (the
+        question's bridge), it is confirmed only if both cite a verified source: its passage
+        states the answer about the bridge, not about what the question names. It stands if
+        either does (it answers the question as asked, which the direct answer's passage did
+        not), shown without citations when not confirmed. Else the unconfirmed direct answer
+        stands."""
         sources = SourceList()
         chain = [*self.graph.dependencies(asked.task_id), asked]
-        confirmed = _confirmed(asked)
-        bridged = asked.restates is not None and len(chain) > 1 and _confirmed(chain[-2])
-        if not confirmed and not bridged:
+        answered = _confirmed(asked)
+        # Asked with its slot filled, it rests on the lookup that filled it: None when it asks the question itself.
+        bridge = _confirmed(chain[-2]) if asked.restates is not None and len(chain) > 1 else None
+        if not answered and not bridge:
             self._stand(node, "no source supports the research's answer")
             return
         steps = [f"- {step.goal} {sources.adopt(step.result or '', step.sources)}" for step in chain[:-1]]
         answer = sources.adopt(asked.result or "", asked.sources)
         text = "\n\n".join([answer, "\n".join(steps)])
-        if not confirmed:
+        if not answered:
             node.warnings.append("no source supports the research's answer, asked about what a confirmed lookup found")
+            text = strip_markers(text)
+        elif bridge is False:
+            node.warnings.append("the research's answer is about what a lookup no source supports found")
             text = strip_markers(text)
         self._finish(node, text, sources.sources)
 

@@ -228,10 +228,11 @@ def bridge_executor(request: FakeRequest) -> Output:
 
 
 async def test_the_last_lookup_asks_the_question_with_what_the_first_found_in_its_slot(make_agent) -> None:
-    # The first lookup finds what the question refers to (its passage not confirmed); the planner's
+    # The first lookup finds what the question refers to (no passage confirms it); the planner's
     # question about it has a slot, filled with that (no call), and the second lookup is searched,
-    # answered and verified as the filled question. Its supported answer is the answer; the first
-    # lookup is shown uncited.
+    # answered and verified as the filled question. Its answer is the answer, but not confirmed:
+    # its passage states it about what the first lookup found, which no passage confirms is what
+    # the question names. So it is shown without citations, as not confirmed.
     asked = "What does The event loop share with threads?"
     model = ScriptedModel(
         script={
@@ -250,9 +251,10 @@ async def test_the_last_lookup_asks_the_question_with_what_the_first_found_in_it
         f"Task: {asked}" in c.request.prompt or f"Question: {asked}" in c.request.prompt for c in calls
     )
     assert [c.request.role for c in model.calls].count("planner") == 1
-    assert then.result == "It runs them as tasks. [1]"
-    assert root.result == "It runs them as tasks. [1]\n\n- Which component runs coroutines? The event loop"
-    assert [s.verified for s in root.sources] == [True]
+    assert then.result == "It runs them as tasks. [1]" and then.sources[0].verified
+    assert root.result == "It runs them as tasks.\n\n- Which component runs coroutines? The event loop"
+    assert "the research's answer is about what a lookup no source supports found" in root.warnings
+    assert "Not confirmed by the sources" in result.report_markdown
 
 
 async def test_a_lookup_asked_about_a_confirmed_bridge_answers_the_question_not_confirmed(make_agent) -> None:
