@@ -51,7 +51,7 @@ from sentient.agents.schemas import (
     outline_schema,
 )
 from sentient.context.builder import AgentContext, Section
-from sentient.context.citations import SourceList
+from sentient.context.citations import SourceList, cited_numbers
 from sentient.context.grounding import agrees, cite, stating, strip_markers
 from sentient.context.wording import holds, normalize
 from sentient.events import PlanProposed
@@ -59,6 +59,7 @@ from sentient.exceptions import AgentError
 from sentient.graph.node import NodeType, Source, TaskNode, TaskType
 from sentient.graph.plan import PlanOutput, SubTask
 from sentient.graph.status import TaskStatus
+from sentient.report.build import goal_title
 from sentient.tools.docs_search import title_headings
 
 if TYPE_CHECKING:
@@ -420,13 +421,19 @@ class ReportPhases:
             self._p._finish(node, text, sources.sources)
             return
         frame = await self._frame(node, blocks)
-        parts = [f"# {frame.title}", strip_markers(frame.summary)] if frame is not None else []
+        parts = (
+            [f"# {frame.title}", strip_markers(frame.summary)] if frame is not None else [f"# {goal_title(node.goal)}"]
+        )
         parts += [_block(child, text) for child, text in blocks]
         self._p._finish(node, "\n\n".join(p for p in parts if p), sources.sources)
 
     async def _frame(self, root: TaskNode, blocks: Sequence[tuple[TaskNode, str]]) -> ReportFrame | None:
-        """The report aggregator's title and summary for the sections (None, noted,
-        if it fails: the sections stand alone)."""
+        """The report aggregator's title and summary for the sections (None, noted, if it fails
+        or no answer of theirs is confirmed: the summary cites nothing, so it would state what no
+        source was read to support as if it were found)."""
+        if not any(cited_numbers(text) for _, text in blocks):  # only a confirmed answer cites
+            root.warnings.append("no section's answer is confirmed by the sources: the report has no summary")
+            return None
         sections = [
             Section(f"Section {i}: {Part.parse(child.goal).title}", strip_markers(text.replace(f" {UNCONFIRMED}", "")))
             for i, (child, text) in enumerate(blocks, start=1)

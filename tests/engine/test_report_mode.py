@@ -615,9 +615,23 @@ async def test_an_answer_no_passage_is_read_to_state_stays_marked_as_not_confirm
     report = result.report
     assert report is not None and report.references == []
     assert "*(not confirmed by the sources)*" in (report.answer or "")
-    # The summary is written from what the sections state, not from the mark.
+    # The summary cites nothing, so with no confirmed answer there is none: the goal titles the report.
+    assert not model.calls_for(role="aggregator")
+    assert (report.answer or "").startswith(f"# {GOAL}\n\n## Paging")
+    assert "no section's answer is confirmed by the sources: the report has no summary" in result.graph.root.warnings
+
+
+async def test_a_summary_is_written_when_one_answer_is_confirmed(settings, docs) -> None:
+    def writer(request: FakeRequest) -> Any:  # read alone, no passage gives "ten minutes"
+        return section_writer(request, "ten minutes" if "How fast" in request.goal else "outage")
+
+    model = model_for(executor=writer)
+    result = await agent(settings, docs, model).arun(GOAL, write_files=False)
+
+    assert UNCONFIRMED in (result.graph.get("root.1.1").result or "")
     (frame,) = model.calls_for(role="aggregator")
-    assert "not confirmed" not in frame.request.prompt
+    assert "not confirmed" not in frame.request.prompt  # written from what the sections state, not the mark
+    assert (result.graph.root.result or "").startswith(f"# {FRAME.title}\n\n{FRAME.summary}")
 
 
 async def test_an_answer_that_states_only_words_of_its_question_is_left_out(settings, docs) -> None:
