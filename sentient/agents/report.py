@@ -51,8 +51,8 @@ from sentient.agents.schemas import (
     outline_schema,
 )
 from sentient.context.builder import AgentContext, Section
-from sentient.context.citations import SourceList, cited_numbers
-from sentient.context.grounding import agrees, cite, stating, strip_markers
+from sentient.context.citations import SourceList
+from sentient.context.grounding import agrees, cite, confirmed, stating, strip_markers, verified_numbers
 from sentient.context.wording import holds, normalize
 from sentient.events import PlanProposed
 from sentient.exceptions import AgentError
@@ -420,18 +420,20 @@ class ReportPhases:
             text = "\n\n".join(_block(child, text) for child, text in blocks)
             self._p._finish(node, text, sources.sources)
             return
-        frame = await self._frame(node, blocks)
+        frame = await self._frame(node, blocks, verified_numbers(sources.sources))
         parts = (
             [f"# {frame.title}", strip_markers(frame.summary)] if frame is not None else [f"# {goal_title(node.goal)}"]
         )
         parts += [_block(child, text) for child, text in blocks]
         self._p._finish(node, "\n\n".join(p for p in parts if p), sources.sources)
 
-    async def _frame(self, root: TaskNode, blocks: Sequence[tuple[TaskNode, str]]) -> ReportFrame | None:
+    async def _frame(
+        self, root: TaskNode, blocks: Sequence[tuple[TaskNode, str]], verified: set[int]
+    ) -> ReportFrame | None:
         """The report aggregator's title and summary for the sections (None, noted, if it fails
-        or no answer of theirs is confirmed: the summary cites nothing, so it would state what no
-        source was read to support as if it were found)."""
-        if not any(cited_numbers(text) for _, text in blocks):  # only a confirmed answer cites
+        or none of them is confirmed, citing one of the ``verified`` sources: the summary cites
+        nothing, so it would state what no source was read to support as if it were found)."""
+        if not any(confirmed(text, verified) for _, text in blocks):
             root.warnings.append("no section's answer is confirmed by the sources: the report has no summary")
             return None
         sections = [
