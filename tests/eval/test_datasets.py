@@ -31,7 +31,6 @@ NATURAL_HELDOUT_QA = DATASETS / "python_natural_heldout_qa.jsonl"
 MULTIPART_QA = DATASETS / "private_docs_multipart_qa.jsonl"
 COMPANY_DOCS = DATASETS / "company_docs"
 COMPANY_QA = DATASETS / "company_docs_qa.jsonl"
-COMPANY_HELDOUT_QA = DATASETS / "company_docs_heldout_qa.jsonl"
 COMPANY_BRIDGED_QA = DATASETS / "company_docs_bridged_qa.jsonl"
 COMPANY_CROSSLANG_QA = DATASETS / "company_docs_crosslang_qa.jsonl"
 FIELDS = {"id", "question", "answers", "split", "hops", "evidence"}
@@ -48,7 +47,6 @@ NATURAL = _load(NATURAL_QA)
 NATURAL_HELDOUT = _load(NATURAL_HELDOUT_QA)
 MULTIPART = _load(MULTIPART_QA)
 COMPANY = _load(COMPANY_QA)
-COMPANY_HELDOUT = _load(COMPANY_HELDOUT_QA)
 COMPANY_BRIDGED = _load(COMPANY_BRIDGED_QA)
 COMPANY_CROSSLANG = _load(COMPANY_CROSSLANG_QA)
 
@@ -109,10 +107,9 @@ def company_passages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list
     [
         (PRIVATE, "pd-", 40),
         (PYTHON, "py-", 60),
-        (NATURAL, ("pn-", "ph-"), 65),  # ph-001..040: held out until run on 3 Dec 2026
-        (NATURAL_HELDOUT, "ph-", 32),
-        (COMPANY, ("cd-", "ch-"), 45),  # ch-001..031: held out until run on 3 Dec 2026
-        (COMPANY_HELDOUT, "ch-", 22),
+        (NATURAL, ("pn-", "ph-"), 65),  # ph-001..074: held out until their one run (3 and 4 Dec 2026)
+        (NATURAL_HELDOUT, "ph-", 30),
+        (COMPANY, ("cd-", "ch-"), 45),  # ch-001..053: held out until their one run (3 and 4 Dec 2026)
         (COMPANY_BRIDGED, "cb-", 19),
         (COMPANY_CROSSLANG, "cx-", 12),
     ],
@@ -122,7 +119,6 @@ def company_passages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list
         "python-natural",
         "python-natural-heldout",
         "company",
-        "company-heldout",
         "bridged",
         "crosslang",
     ],
@@ -161,7 +157,7 @@ def test_held_out_files_are_all_held_out_and_the_others_all_dev(path: Path) -> N
     assert not wrong, f"{path.name}: rows not {expected}: {wrong}"
 
 
-@pytest.mark.parametrize("rows", [NATURAL + NATURAL_HELDOUT, COMPANY + COMPANY_HELDOUT], ids=["natural", "company"])
+@pytest.mark.parametrize("rows", [NATURAL + NATURAL_HELDOUT, COMPANY], ids=["natural", "company"])
 def test_dev_and_held_out_questions_are_distinct(rows: list[dict[str, Any]]) -> None:
     questions = [" ".join(row["question"].casefold().split()) for row in rows]  # "<" and "==" differ
     assert len(set(questions)) == len(questions)
@@ -240,16 +236,15 @@ def test_python_answers_occur_in_the_default_corpus(
         assert any(contains_answer(body, row["answers"][:1]) for body in passages), row["id"]
 
 
-@pytest.mark.parametrize("rows", [COMPANY, COMPANY_HELDOUT], ids=["company", "company-heldout"])
-def test_company_two_hop_share_is_about_forty_percent(rows: list[dict[str, Any]]) -> None:
-    two_hop = sum(row["hops"] == 2 for row in rows)
-    assert 0.35 <= two_hop / len(rows) <= 0.45, f"{two_hop} of {len(rows)} two-hop"
+def test_company_two_hop_share_is_about_forty_percent() -> None:
+    two_hop = sum(row["hops"] == 2 for row in COMPANY)
+    assert 0.35 <= two_hop / len(COMPANY) <= 0.45, f"{two_hop} of {len(COMPANY)} two-hop"
 
 
 @pytest.mark.parametrize(
     "rows",
-    [COMPANY, COMPANY_HELDOUT, COMPANY_BRIDGED, COMPANY_CROSSLANG],
-    ids=["company", "company-heldout", "bridged", "crosslang"],
+    [COMPANY, COMPANY_BRIDGED, COMPANY_CROSSLANG],
+    ids=["company", "bridged", "crosslang"],
 )
 def test_company_answers_occur_in_an_indexed_passage_of_their_evidence(
     rows: list[dict[str, Any]], company_passages: dict[str, list[str]]
@@ -265,8 +260,8 @@ def test_company_answers_occur_in_an_indexed_passage_of_their_evidence(
 
 
 def test_a_bridged_question_is_a_two_hop_dev_question_with_its_bridge_resolved() -> None:
-    two_hop = {row["id"][3:]: row for row in COMPANY if row["hops"] == 2}
+    two_hop = {row["id"]: row for row in COMPANY if row["hops"] == 2}
     for row in COMPANY_BRIDGED:
-        original = two_hop.get(row["id"][3:])
+        original = two_hop.get(f"cd-{row['id'][3:]}")
         assert original is not None, f"{row['id']}: no two-hop company question cd-{row['id'][3:]}"
         assert row["hops"] == 1 and row["answers"] == original["answers"], row["id"]
