@@ -212,6 +212,9 @@ async def run_python(code: str, *, timeout_s: float, memory_mb: int, output_char
             _kill_group(process.pid)
             reader.cancel()
             await asyncio.wait([reader])  # a cancellation of this task still propagates
+            # A pipe a grandchild still holds open keeps the transport open; closed here, not by
+            # its finaliser after the event loop has closed (asyncio's Process has no public close).
+            process._transport.close()  # type: ignore[attr-defined]
             if not reader.cancelled():
                 reader.result()
     output.feed(b"", final=True)
