@@ -1,9 +1,9 @@
 """The report goal sets in bench/datasets load, follow their rules, and are answerable from their corpora.
 
 ``company_docs_reports.jsonl`` (dev; its ``rh-`` goals were held out until their one run) asks for
-reports over ``company_docs/``, as would a ``company_docs_reports_heldout.jsonl``: each goal names the documents its points
-come from (at least 4) and has at least 10 points, each stated (in one of its accepted strings)
-in those documents. ``python_docs_reports.jsonl`` asks for reports over the Python docs.
+reports over ``company_docs/``, as would a ``company_docs_reports_heldout.jsonl``: each goal names
+the documents its points come from (at least 4) and has at least 10 points, each stated (in one of
+its accepted strings) in those documents. ``python_docs_reports.jsonl`` asks for reports over the Python docs.
 """
 
 from __future__ import annotations
