@@ -19,11 +19,12 @@ DATASETS = ROOT / "bench" / "datasets"
 PRODUCT = [ROOT / "sentient", ROOT / "server", ROOT / "agent_configs"]
 _WORD = re.compile(r"[^\W\d_]{5,}")
 # English words a corpus capitalises in titles that the standard library happens not to use
-# ("renewal" of a lease, a "superseded" value, report "assembly": ordinary words the product uses too).
-ENGLISH_NOT_IN_STDLIB = {"postmortem", "routes", "senior", "renewal", "superseded", "assembly"}
+# ("renewal" of a lease, a "superseded" value, report "assembly", a plan "approved", "talks" with a
+# supplier: ordinary words the product uses too).
+ENGLISH_NOT_IN_STDLIB = {"postmortem", "routes", "senior", "renewal", "superseded", "assembly", "approved", "talks"}
 # Real products a corpus mentions by name, as the product's own code does (its PostgreSQL store):
 # not invented, so not a name the corpus could have been tuned by.
-REAL_PRODUCTS = {"postgresql"}
+REAL_PRODUCTS = {"postgresql", "typescript"}
 
 
 def _product_files() -> Iterator[Path]:
