@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+import yaml
 from fakes.postgres import PostgresServer, postgres_bindir
 from fakes.redis_server import RedisServer
 from loguru import logger
@@ -17,6 +19,7 @@ from sentient.api import ProfiledSentientAgent
 from sentient.events import Event, NodeCreated, NodeSnapshot, NodesRemoved, NodeStatusChanged, RunFinished, RunStarted
 from sentient.graph.status import TERMINAL, TaskStatus
 from sentient.hitl.protocol import PlanReviewer
+from sentient.resources import agent_configs_dir
 from sentient.settings import Settings
 from sentient.tools.docs_search import DocsIndex
 
@@ -34,6 +37,18 @@ def settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
     """Settings that write nothing outside a temp dir (tests also pass ``write_files=False``)."""
     base = tmp_path_factory.mktemp("sentient")
     return Settings(results_dir=base / "results", cache_dir=base / "cache")
+
+
+@pytest.fixture(scope="session")
+def sections_only(tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    """``settings`` with report sizes that quote no overview, for tests of a report's sections."""
+    base = tmp_path_factory.mktemp("sections-only")
+    config = shutil.copytree(agent_configs_dir(), base / "agent_configs")
+    agents = yaml.safe_load((config / "agents.yaml").read_text())
+    for size in agents["report_lengths"].values():
+        size["overview_quotes"] = 0
+    (config / "agents.yaml").write_text(yaml.safe_dump(agents, allow_unicode=True))
+    return Settings(results_dir=base / "results", cache_dir=base / "cache", config_dir=config)
 
 
 @pytest.fixture(scope="session")

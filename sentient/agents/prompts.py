@@ -43,6 +43,7 @@ TEMPLATE_PARAMETERS: dict[str, frozenset[str]] = {
     "outline": frozenset({"goal"}),
     "discover": frozenset({"goal", "max_items"}),
     "answer_find": frozenset({"goal", "section", "find_words"}),
+    "overview_title": frozenset(),
     "assemble": frozenset({"goal", "count"}),
     "language": frozenset({"language"}),
     "use_tools": frozenset({"tools"}),
@@ -60,6 +61,9 @@ class ReportSize(BaseModel):
     passages: int = Field(ge=1, le=10, description="Passages each of a section's searches gives its writer.")
     section_words: int = Field(ge=20, le=5000, description="Words of one section, about.")
     summary_words: int = Field(ge=10, le=2000, description="Words of the report's summary, about.")
+    overview_quotes: int = Field(
+        0, ge=0, le=30, description="Sentences the overview quotes from a search for the whole goal, at most (0: none)."
+    )
 
     @property
     def words(self) -> int:
@@ -93,6 +97,7 @@ class TaskTemplates(BaseModel):
     outline: str
     discover: str
     answer_find: str
+    overview_title: str
     assemble: str
     language: str
     use_tools: str
@@ -258,6 +263,12 @@ class TaskPrompts:
         passages of its search above, in its share of the section's words."""
         words = max(10, round(self.size.section_words / self.size.searches))
         return self._render("answer_find", goal=find, section=section, find_words=words)
+
+    @property
+    def overview_title(self) -> str:
+        """The heading of a report's overview, the sentences it quotes (one line of ``agents.yaml``;
+        not translated into the run's language)."""
+        return " ".join(self.templates.overview_title.split())
 
     def assemble_task(self, goal: str, count: int) -> str:
         """The report aggregator's task: the title and summary of ``count`` sections."""

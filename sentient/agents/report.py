@@ -4,6 +4,8 @@ A goal that asks for a report (the atomizer says so, or the run's ``report_lengt
 not answered but written. Its tree::
 
     root                      PLAN   the goal; its plan is the outline, drafted from a quick search
+      part                    WRITE, PLAN   the overview: one thing to find, the whole goal
+        search, write                       the sentences of its search closest to the goal, quoted
       part                    WRITE, PLAN   a section: its goal is its title and what it must find
         search                SEARCH, EXECUTE   one per thing to find: its passages, the
                                                 question answered from them alone (one call),
@@ -53,14 +55,15 @@ from sentient.agents.schemas import (
 from sentient.context.builder import AgentContext, Section
 from sentient.context.citations import SourceList
 from sentient.context.grounding import agrees, cite, confirmed, stating, strip_markers, verified_numbers
-from sentient.context.wording import holds, normalize
+from sentient.context.wording import holds, normalize, sentences
 from sentient.events import PlanProposed
-from sentient.exceptions import AgentError
+from sentient.exceptions import AgentError, EmbeddingModelError
 from sentient.graph.node import NodeType, Source, TaskNode, TaskType
 from sentient.graph.plan import PlanOutput, SubTask
 from sentient.graph.status import TaskStatus
 from sentient.report.build import goal_title
 from sentient.tools.docs_search import title_headings
+from sentient.tools.embeddings import closest
 
 if TYPE_CHECKING:
     from sentient.agents.processor import AgentProcessor
@@ -240,14 +243,16 @@ class ReportPhases:
         except AgentError as exc:
             root.warnings.append(f"the outline could not be written, the report has one section: {exc}")
             return [_whole_goal(root)]
+        # First, unless the size asks for none: the overview, quoted from a search for the whole goal.
+        overview = [Part(self._p._tasks.overview_title, [_one_line(root.goal)])] if size.overview_quotes else []
         if fan_out := _fan_out(root.goal, outline):  # the report is its items
             items, each = fan_out
-            return [Part(items, _grouped(each, size.searches), items)]
+            return [*overview, Part(items, _grouped(each, size.searches), items)]
         parts = []
         for section in outline.sections[: size.sections]:
             find = [f.strip() for f in section.find[: size.searches] if f.strip()] or [section.title]
             parts.append(Part(" ".join(section.title.split()), find))
-        return parts or [_whole_goal(root)]
+        return [*overview, *parts] if parts else [_whole_goal(root)]
 
     async def _discover(self, node: TaskNode, part: Part) -> list[str]:
         """The items of a fan-out: a search for them, and the outliner's list of those the passages
@@ -301,7 +306,10 @@ class ReportPhases:
     async def _answer(self, node: TaskNode) -> None:
         """Search for what the section must find, and answer it from those passages only (one
         short call: the small model states more of a few passages' facts, asked one question,
-        than of many, asked to write a whole section)."""
+        than of many, asked to write a whole section). The overview's search quotes instead."""
+        if self._overview(node):
+            await self._quote(node)
+            return
         parent = self._graph.parent(node.task_id)
         title = Part.parse(parent.goal).title if parent is not None else ""
         passages = self._p._tasks.size.passages
@@ -358,6 +366,31 @@ class ReportPhases:
             facts = [fact if PARTS not in fact else "" for fact in facts]  # the whole question: no one fact
             written = [f"- {_labelled(text, fact)}" for text, fact in zip(written, facts, strict=True)]
         self._p._finish(node, ("\n" if item else " ").join(written), found)
+
+    def _overview(self, node: TaskNode) -> bool:
+        """Whether the search ``node`` is the overview's: it looks for the report's whole goal (as
+        does the one part of a report whose outline could not be used), and the size quotes."""
+        return bool(self._p._tasks.size.overview_quotes) and node.goal == _one_line(self._graph.root.goal)
+
+    async def _quote(self, node: TaskNode) -> None:
+        """The overview: the sentences of a search for the whole goal closest in meaning to it,
+        quoted word for word under their passage's headings, each citing its passage (verified: a
+        quote is what its passage states). No model call: asked to pick the sentences, the small
+        model took the first ones; asked to state the facts itself, it stated few of them."""
+        found = await self._search(node, node.goal, RETRIEVED_SOURCES)
+        said = [(n, sentence) for n, source in enumerate(found, 1) for sentence in sentences(source.snippet)]
+        most = self._p._tasks.size.overview_quotes
+        try:
+            picked = [said[i] for i in await asyncio.to_thread(closest, node.goal, [s for _, s in said], most)]
+        except EmbeddingModelError as exc:
+            node.warnings.append(f"no sentence could be chosen to quote: {exc}")
+            picked = []
+        if not picked:
+            node.warnings.append("the search found no passage to quote")
+        quoted = {n: [sentence for m, sentence in picked if m == n] for n in dict.fromkeys(n for n, _ in picked)}
+        lines = [f"- **{_heading(found[n - 1])}:** {' '.join(quotes)} [{n}]" for n, quotes in quoted.items()]
+        found = [s.model_copy(update={"verified": True}) if n in quoted else s for n, s in enumerate(found, 1)]
+        self._p._finish(node, "\n".join(lines), found)
 
     async def _read(self, node: TaskNode, said: Sequence[Said], found: Sequence[Source]) -> tuple[list[str], set[int]]:
         """The answers ``said``, each citing only the passages of ``found`` it names that the
@@ -569,7 +602,17 @@ def _section_plan(part: Part) -> list[SubTask]:
 
 def _whole_goal(root: TaskNode) -> Part:
     """A report of one part that must find the whole goal (when no outline could be used)."""
-    return Part(root.goal.strip().splitlines()[0], [root.goal.strip()])
+    return Part(root.goal.strip().splitlines()[0], [_one_line(root.goal)])
+
+
+def _one_line(text: str) -> str:
+    """``text`` on one line (a part's goal has one line per thing it must find)."""
+    return " ".join(text.split())
+
+
+def _heading(source: Source) -> str:
+    """What a quote of ``source`` stands under: its passage's headings, else its document."""
+    return title_headings(source.ref, source.title) or source.ref
 
 
 def _grouped(facts: Sequence[str], groups: int) -> list[str]:

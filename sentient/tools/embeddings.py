@@ -74,3 +74,18 @@ def default_embedder() -> UniversalSentenceEncoder:
     embedder = UniversalSentenceEncoder()
     logger.debug("loaded the docs embedding model {}", embedder.model_id)
     return embedder
+
+
+def closest(query: str, texts: Sequence[str], count: int) -> list[int]:
+    """The indices of the ``count`` of ``texts`` closest in meaning to ``query``, in the order of ``texts``.
+
+    Raises:
+        EmbeddingModelError: the package is missing.
+    """
+    import numpy as np
+
+    if not texts or count < 1:
+        return []
+    vectors = default_embedder().embed([query, *texts])
+    nearest = np.argsort(-(vectors[1:] @ vectors[0]), kind="stable")[:count]
+    return sorted(int(i) for i in nearest)

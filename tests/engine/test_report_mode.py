@@ -2,7 +2,8 @@
 subtree per section (its searches, each answering one question from its own passages, then a
 writing step that joins the answers and has their citations verified), fan-out over the
 items a "for each" part discovers, and a root that writes only the title and summary around the
-sections, assembled in order."""
+sections, assembled in order. The overview, sentences of a search for the whole goal quoted
+first, is tested at the end; the other tests write reports without one."""
 
 from __future__ import annotations
 
@@ -55,6 +56,18 @@ FRAME = ReportFrame(
     title="Ferry booking outages",
     summary="The service failed twice; the duty engineer answers pages within ten minutes.",
 )
+
+
+@pytest.fixture(scope="module")
+def shipped(tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    """Settings with the shipped agent configuration: reports open with their overview."""
+    base = tmp_path_factory.mktemp("shipped")
+    return Settings(results_dir=base / "results", cache_dir=base / "cache")
+
+
+@pytest.fixture(scope="module")
+def settings(sections_only: Settings) -> Settings:
+    return sections_only
 
 
 @pytest.fixture(scope="module")
@@ -703,3 +716,42 @@ async def test_a_report_stopped_midway_resumes_as_a_report(settings, docs, tmp_p
     assert not second.calls_for(role="atomizer") and not second.calls_for(role="planner")  # the outline is kept
     text = resumed.graph.root.result or ""
     assert text.startswith("# Ferry booking outages") and text.index("## Outages") < text.index("## Handling")
+
+
+# -- the overview ---------------------------------------------------------------------------
+
+
+async def test_a_report_opens_with_the_sentences_of_a_search_for_its_goal_closest_to_it(shipped, docs) -> None:
+    model = model_for()
+    result = await agent(shipped, docs, model, report_length="short").arun(GOAL, write_files=False)
+
+    assert result.status == "completed"
+    overview, *parts = result.graph.children("root")
+    assert [p.goal.splitlines()[0] for p in parts] == ["Outages", "Handling"]
+    assert overview.goal == f"Key passages\n- {GOAL}"  # reviewed and edited like any part
+    search, write = result.graph.children(overview.task_id)
+    assert write.task_type is TaskType.WRITE
+    assert search.task_type is TaskType.SEARCH and search.goal == GOAL
+    # No model call: the sentences closest in meaning to the goal, quoted as their passage writes
+    # them, under its headings, citing it verified.
+    assert not model.calls_for(task_id=search.task_id)
+    text = result.graph.root.result or ""
+    assert text.index("## Key passages") < text.index("## Outages") < text.index("## Handling")
+    quoted = text.split("## Key passages")[1].split("## Outages")[0].strip().splitlines()
+    short = agent(shipped, docs, model).profile.prompts.report_size(ReportLength.SHORT)
+    assert 1 <= len(quoted) <= short.overview_quotes
+    passages = {s.snippet for s in search.sources}
+    for line in quoted:
+        heading, _, rest = line.removeprefix("- **").partition(":** ")
+        quote, _, marker = rest.rpartition(" ")
+        assert any(quote in passage for passage in passages)
+        assert heading.startswith("Outage report") or heading == "Paging policy"
+        source = search.sources[cited_numbers(marker)[0] - 1]
+        assert source.verified and source.title.endswith(heading) and quote in source.snippet
+
+
+async def test_a_size_that_quotes_nothing_has_no_overview(settings, docs) -> None:
+    result = await agent(settings, docs, model_for(), report_length="short").arun(GOAL, write_files=False)
+
+    assert [p.goal.splitlines()[0] for p in result.graph.children("root")] == ["Outages", "Handling"]
+    assert "## Key passages" not in (result.graph.root.result or "")

@@ -140,7 +140,7 @@ def test_a_point_stated_away_from_its_item_is_counted_as_under_another_item(repo
 
 
 async def test_report_mode_with_the_judge_reads_each_cited_passage(
-    dataset: Path, settings: Settings, tmp_path: Path
+    dataset: Path, sections_only: Settings, tmp_path: Path
 ) -> None:
     def section_writer(request: FakeRequest) -> Any:
         facts = {"07:15": "Ferry Alpha sails at 07:15", "09:40": "Ferry Beta sails at 09:40", "Moreau": "Ines Moreau"}
@@ -168,7 +168,7 @@ async def test_report_mode_with_the_judge_reads_each_cited_passage(
         dataset, systems=("profile:general_agent",), out=tmp_path / "eval", judge="scripted", report_length="short"
     )
     result = await run_report_eval(
-        options, settings, model=model, judge_model=ScriptedModel(script={"citation-judge": judge})
+        options, sections_only, model=model, judge_model=ScriptedModel(script={"citation-judge": judge})
     )
 
     record = records(result.run_dir, "profile-general_agent")["ferries"]
@@ -180,7 +180,9 @@ async def test_report_mode_with_the_judge_reads_each_cited_passage(
     assert row.citation_precision == 0.5 and row.recall == 75.0
 
 
-async def test_a_report_with_a_failed_section_is_judged_too(dataset: Path, settings: Settings, tmp_path: Path) -> None:
+async def test_a_report_with_a_failed_section_is_judged_too(
+    dataset: Path, sections_only: Settings, tmp_path: Path
+) -> None:
     def section_writer(request: FakeRequest) -> Any:
         if "Section of the report: Part 2" in request.prompt:
             return RuntimeError("the model crashed")
@@ -191,7 +193,7 @@ async def test_a_report_with_a_failed_section_is_judged_too(dataset: Path, setti
         dataset, systems=("profile:general_agent",), out=tmp_path / "eval", judge="scripted", report_length="short"
     )
     result = await run_report_eval(
-        options, settings, model=model, judge_model=ScriptedModel(script={"citation-judge": "A"})
+        options, sections_only, model=model, judge_model=ScriptedModel(script={"citation-judge": "A"})
     )
 
     record = records(result.run_dir, "profile-general_agent")["ferries"]

@@ -184,7 +184,8 @@ def test_a_project_with_a_report_length_is_written_as_a_report(client: FlaskClie
     assert project["settings"]["report_length"] == "short"
     assert run_to_end(client, project["project_id"])["status"] == "completed"
     report = client.get(f"/api/projects/{project['project_id']}/report?format=json").get_json()
-    assert report["answer"].startswith("# ") and report["answer"].count("\n## ") == 2  # the outline's sections
+    # The overview, then the outline's two sections.
+    assert report["answer"].startswith("# ") and report["answer"].count("\n## ") == 3
     assert report["title"] == report["answer"].splitlines()[0].removeprefix("# ")
 
 
