@@ -33,6 +33,8 @@ COMPANY_DOCS = DATASETS / "company_docs"
 COMPANY_QA = DATASETS / "company_docs_qa.jsonl"
 COMPANY_BRIDGED_QA = DATASETS / "company_docs_bridged_qa.jsonl"
 COMPANY_CROSSLANG_QA = DATASETS / "company_docs_crosslang_qa.jsonl"
+WIND_DOCS = DATASETS / "wind_docs"
+WIND_HELDOUT_QA = DATASETS / "wind_docs_heldout_qa.jsonl"
 FIELDS = {"id", "question", "answers", "split", "hops", "evidence"}
 
 
@@ -49,6 +51,7 @@ MULTIPART = _load(MULTIPART_QA)
 COMPANY = _load(COMPANY_QA)
 COMPANY_BRIDGED = _load(COMPANY_BRIDGED_QA)
 COMPANY_CROSSLANG = _load(COMPANY_CROSSLANG_QA)
+WIND_HELDOUT = _load(WIND_HELDOUT_QA)
 
 
 def _passages(db_file: Path) -> list[tuple[str, str, str]]:
@@ -102,6 +105,12 @@ def company_passages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list
     return _folder_passages(COMPANY_DOCS, tmp_path_factory.mktemp("company") / "index.sqlite")
 
 
+@pytest.fixture(scope="module")
+def wind_passages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
+    """Passage bodies of the wind-docs folder as DocsIndex.from_folder indexes it, by file name."""
+    return _folder_passages(WIND_DOCS, tmp_path_factory.mktemp("wind") / "index.sqlite")
+
+
 @pytest.mark.parametrize(
     ("rows", "prefix", "minimum"),
     [
@@ -112,6 +121,7 @@ def company_passages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list
         (COMPANY, ("cd-", "ch-"), 45),  # ch-001..053: held out until their one run (3 and 4 Dec 2026)
         (COMPANY_BRIDGED, "cb-", 19),
         (COMPANY_CROSSLANG, "cx-", 12),
+        (WIND_HELDOUT, "wh-", 40),
     ],
     ids=[
         "private",
@@ -121,6 +131,7 @@ def company_passages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list
         "company",
         "bridged",
         "crosslang",
+        "wind-heldout",
     ],
 )
 def test_dataset_is_well_formed(rows: list[dict[str, Any]], prefix: str | tuple[str, ...], minimum: int) -> None:
@@ -157,7 +168,9 @@ def test_held_out_files_are_all_held_out_and_the_others_all_dev(path: Path) -> N
     assert not wrong, f"{path.name}: rows not {expected}: {wrong}"
 
 
-@pytest.mark.parametrize("rows", [NATURAL + NATURAL_HELDOUT, COMPANY], ids=["natural", "company"])
+@pytest.mark.parametrize(
+    "rows", [NATURAL + NATURAL_HELDOUT, COMPANY, WIND_HELDOUT], ids=["natural", "company", "wind-heldout"]
+)
 def test_dev_and_held_out_questions_are_distinct(rows: list[dict[str, Any]]) -> None:
     questions = [" ".join(row["question"].casefold().split()) for row in rows]  # "<" and "==" differ
     assert len(set(questions)) == len(questions)
@@ -249,14 +262,22 @@ def test_company_two_hop_share_is_about_forty_percent() -> None:
 def test_company_answers_occur_in_an_indexed_passage_of_their_evidence(
     rows: list[dict[str, Any]], company_passages: dict[str, list[str]]
 ) -> None:
+    _answers_occur_in_their_evidence(rows, company_passages)
+
+
+def test_wind_answers_occur_in_an_indexed_passage_of_their_evidence(wind_passages: dict[str, list[str]]) -> None:
+    _answers_occur_in_their_evidence(WIND_HELDOUT, wind_passages)
+
+
+def _answers_occur_in_their_evidence(rows: list[dict[str, Any]], passages: dict[str, list[str]]) -> None:
     for row in rows:
         canonical = row["answers"][:1]
-        missing = [name for name in row["evidence"] if name not in company_passages]
+        missing = [name for name in row["evidence"] if name not in passages]
         assert not missing, f"{row['id']}: evidence files not indexed: {missing}"
         # A two-hop answer lives in a document after the one naming the question's subject.
         sources = row["evidence"][1:] if row["hops"] == 2 else row["evidence"]
-        passages = [body for name in sources for body in company_passages[name]]
-        assert any(contains_answer(body, canonical) for body in passages), row["id"]
+        bodies = [body for name in sources for body in passages[name]]
+        assert any(contains_answer(body, canonical) for body in bodies), row["id"]
 
 
 def test_a_bridged_question_is_a_two_hop_dev_question_with_its_bridge_resolved() -> None:

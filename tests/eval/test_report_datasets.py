@@ -1,14 +1,17 @@
 """The report goal sets in bench/datasets load, follow their rules, and are answerable from their corpora.
 
 ``company_docs_reports.jsonl`` (dev; its ``rh-`` goals were held out until their one run) asks for
-reports over ``company_docs/``, as would a ``company_docs_reports_heldout.jsonl``: each goal names
-the documents its points come from (at least 4) and has at least 10 points, each stated (in one of
-its accepted strings) in those documents. ``python_docs_reports.jsonl`` asks for reports over the Python docs.
+reports over ``company_docs/``, and ``wind_docs_reports_heldout.jsonl`` (held out) over
+``wind_docs/``: each goal names the documents its points come from (at least 4) and has at least 10
+points, each stated (in one of its accepted strings) in those documents.
+``python_docs_reports.jsonl`` asks for reports over the Python docs.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import pytest
 
 from sentient.eval.grading import contains_answer
 from sentient.eval.reports import default_report_docs, load_report_goals
@@ -16,30 +19,34 @@ from sentient.eval.reports import default_report_docs, load_report_goals
 DATASETS = Path(__file__).resolve().parents[2] / "bench" / "datasets"
 COMPANY_DOCS = DATASETS / "company_docs"
 COMPANY_DEV = DATASETS / "company_docs_reports.jsonl"
+WIND_DOCS = DATASETS / "wind_docs"
+WIND_HELDOUT = DATASETS / "wind_docs_reports_heldout.jsonl"
 PYTHON = DATASETS / "python_docs_reports.jsonl"
-CORPUS = "\n".join(p.read_text(encoding="utf-8") for p in sorted(COMPANY_DOCS.iterdir()))
 
 
 def test_the_report_sets_have_their_size_and_split() -> None:
-    dev, python = (load_report_goals(p) for p in (COMPANY_DEV, PYTHON))
+    dev, held_out, python = (load_report_goals(p) for p in (COMPANY_DEV, WIND_HELDOUT, PYTHON))
     assert len(dev) >= 10 and {g.split for g in dev} == {"dev"}
+    assert len(held_out) >= 6 and {g.split for g in held_out} == {"heldout"}
     assert len(python) >= 5 and {g.split for g in python} == {"dev"}
-    assert len({g.id for g in dev}) == len(dev)
-    # Some goals fan out over items ("for each ...").
-    assert sum("each" in g.goal.split() for g in dev) >= 3
-    assert (
-        default_report_docs(COMPANY_DEV)
-        == default_report_docs(DATASETS / "company_docs_reports_heldout.jsonl")
-        == COMPANY_DOCS
-    )
+    for goals in (dev, held_out):
+        assert len({g.id for g in goals}) == len(goals)
+        # Some goals fan out over items ("for each ...").
+        assert sum("each" in g.goal.split() for g in goals) >= 3
+    assert default_report_docs(COMPANY_DEV) == COMPANY_DOCS
+    assert default_report_docs(WIND_HELDOUT) == WIND_DOCS
     assert default_report_docs(PYTHON) is None  # the default corpus: Python's documentation
 
 
-def test_every_company_point_is_stated_in_the_goals_documents() -> None:
-    for goal in load_report_goals(COMPANY_DEV):
+@pytest.mark.parametrize(
+    ("path", "docs"), [(COMPANY_DEV, COMPANY_DOCS), (WIND_HELDOUT, WIND_DOCS)], ids=["company", "wind"]
+)
+def test_every_point_is_stated_in_the_goals_documents(path: Path, docs: Path) -> None:
+    corpus = "\n".join(p.read_text(encoding="utf-8") for p in sorted(docs.iterdir()))
+    for goal in load_report_goals(path):
         assert len(goal.docs) >= 4 and len(goal.points) >= 10, goal.id
-        text = "\n".join((COMPANY_DOCS / doc).read_text(encoding="utf-8") for doc in goal.docs)
+        text = "\n".join((docs / doc).read_text(encoding="utf-8") for doc in goal.docs)
         missing = [p.id for p in goal.points if not contains_answer(text, p.any)]
         assert not missing, f"{goal.id}: points in none of its documents: {missing}"
         # A distractor is a value the corpus does state (an old or look-alike one).
-        assert all(contains_answer(CORPUS, [d]) for d in goal.distractors), goal.id
+        assert all(contains_answer(corpus, [d]) for d in goal.distractors), goal.id
