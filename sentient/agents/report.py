@@ -374,21 +374,25 @@ class ReportPhases:
 
     async def _quote(self, node: TaskNode) -> None:
         """The overview: the sentences of a search for the whole goal closest in meaning to it,
-        quoted word for word under their passage's headings, each citing its passage (verified: a
-        quote is what its passage states). No model call: asked to pick the sentences, the small
+        quoted word for word under their passage's headings ("…" between two that are not next to
+        each other), each citing its passage (verified: a quote is what its passage states). No model call: asked to pick the sentences, the small
         model took the first ones; asked to state the facts itself, it stated few of them."""
         found = await self._search(node, node.goal, RETRIEVED_SOURCES)
         said = [(n, sentence) for n, source in enumerate(found, 1) for sentence in sentences(source.snippet)]
         most = self._p._tasks.size.overview_quotes
         try:
-            picked = [said[i] for i in await asyncio.to_thread(closest, node.goal, [s for _, s in said], most)]
+            picked = await asyncio.to_thread(closest, node.goal, [s for _, s in said], most)
         except EmbeddingModelError as exc:
             node.warnings.append(f"no sentence could be chosen to quote: {exc}")
             picked = []
         if not picked:
             node.warnings.append("the search found no passage to quote")
-        quoted = {n: [sentence for m, sentence in picked if m == n] for n in dict.fromkeys(n for n, _ in picked)}
-        lines = [f"- **{_heading(found[n - 1])}:** {' '.join(quotes)} [{n}]" for n, quotes in quoted.items()]
+        quoted: dict[int, str] = {}  # per passage: its sentences picked, "…" where some are left out
+        for before, i in zip([None, *picked], picked, strict=False):
+            n, sentence = said[i]
+            gap = "" if n not in quoted else " " if before == i - 1 else " … "
+            quoted[n] = f"{quoted.get(n, '')}{gap}{sentence}"
+        lines = [f"- **{_heading(found[n - 1])}:** {quotes} [{n}]" for n, quotes in quoted.items()]
         found = [s.model_copy(update={"verified": True}) if n in quoted else s for n, s in enumerate(found, 1)]
         self._p._finish(node, "\n".join(lines), found)
 

@@ -45,7 +45,8 @@ from sentient.graph.node import Source
 # Said under every report's references, in the HTML and by the dashboard.
 VERIFIED_MEANS = (
     "Verified: a model read the passage and judged that it supports the answer it is cited for; "
-    "a direct answer's passage also contains the answer's words and, read again without the answer, gives the same one."
+    "a direct answer's passage also contains the answer's words and, read again without the answer, gives the same one; "
+    "a quote is its passage's own words."
 )
 MAX_JUDGED = 3  # cited passages shown to one verifier call
 

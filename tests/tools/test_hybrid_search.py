@@ -11,7 +11,7 @@ from loguru import logger
 
 from sentient.exceptions import EmbeddingModelError
 from sentient.tools import DocsIndex, Retrieval
-from sentient.tools.embeddings import Embedder, UniversalSentenceEncoder, default_embedder
+from sentient.tools.embeddings import Embedder, UniversalSentenceEncoder, closest, default_embedder
 
 VILLAGE = {
     "/kb/boats.md": (
@@ -190,3 +190,15 @@ def test_the_retrieval_setting_chooses_hybrid_search(tmp_path: Path) -> None:
     hybrid = open_docs_index(folder, Settings(cache_dir=tmp_path / "c"))  # the default
     assert plain.embedded_passages == 0
     assert hybrid.embedded_passages == len(hybrid) > 0
+
+
+def test_closest_gives_the_texts_nearest_in_meaning_in_their_own_order() -> None:
+    texts = [
+        "The ferry to the island leaves the harbour at nine.",
+        "Bananas ripen faster next to apples.",
+        "Die Fähre zur Insel fährt stündlich ab.",  # German: the ferry to the island leaves hourly
+        "The tax office closes at noon on Fridays.",
+    ]
+    assert closest("When does the island ferry depart?", texts, 2) == [0, 2]
+    assert closest("When does the island ferry depart?", texts, 0) == []
+    assert closest("anything", [], 3) == []

@@ -16,7 +16,7 @@ import { FollowUps } from "./FollowUps";
 import { Markdown } from "./Markdown";
 
 // As the Markdown and HTML reports say it (sentient/context/grounding.py VERIFIED_MEANS).
-const VERIFIED_MEANS = "Verified: a model read the passage and judged that it supports the answer it is cited for; a direct answer's passage also contains the answer's words and, read again without the answer, gives the same one.";
+const VERIFIED_MEANS = "Verified: a model read the passage and judged that it supports the answer it is cited for; a direct answer's passage also contains the answer's words and, read again without the answer, gives the same one; a quote is its passage's own words.";
 
 const FORMATS = [
   { format: "md", label: "Markdown", ext: "md" },
