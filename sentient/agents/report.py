@@ -378,7 +378,7 @@ class ReportPhases:
         each other), each citing its passage (verified: a quote is what its passage states). No model call: asked to pick the sentences, the small
         model took the first ones; asked to state the facts itself, it stated few of them."""
         found = await self._search(node, node.goal, RETRIEVED_SOURCES)
-        said = [(n, sentence) for n, source in enumerate(found, 1) for sentence in sentences(source.snippet)]
+        said = [(n, sentence) for n, source in enumerate(found, 1) for sentence in sentences(_body(source))]
         most = self._p._tasks.size.overview_quotes
         try:
             picked = await asyncio.to_thread(closest, node.goal, [s for _, s in said], most)
@@ -617,6 +617,17 @@ def _one_line(text: str) -> str:
 def _heading(source: Source) -> str:
     """What a quote of ``source`` stands under: its passage's headings, else its document."""
     return title_headings(source.ref, source.title) or source.ref
+
+
+def _body(source: Source) -> str:
+    """``source``'s passage without the headings it begins with (a passage's text begins with those
+    of its headings it holds, and a quote stands under them already)."""
+    text = " ".join(source.snippet.split())
+    for heading in title_headings(source.ref, source.title).split(" / "):
+        heading = " ".join(heading.split())
+        if heading and text.startswith(f"{heading} "):
+            text = text.removeprefix(heading).lstrip()
+    return text
 
 
 def _grouped(facts: Sequence[str], groups: int) -> list[str]:

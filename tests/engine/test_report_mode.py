@@ -748,6 +748,7 @@ async def test_a_report_opens_with_the_sentences_of_a_search_for_its_goal_closes
         source = search.sources[cited_numbers(marker)[0] - 1]
         assert source.verified and source.title.endswith(heading) and source.snippet in passages
         assert all(piece in source.snippet for piece in quote.split(" … "))  # "…" where sentences are left out
+        assert not quote.startswith(heading)  # the passage's text without the headings it stands under
 
 
 async def test_a_size_that_quotes_nothing_has_no_overview(settings, docs) -> None:
