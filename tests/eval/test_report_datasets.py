@@ -1,8 +1,8 @@
 """The report goal sets in bench/datasets load, follow their rules, and are answerable from their corpora.
 
 ``company_docs_reports.jsonl`` (dev; its ``rh-`` goals were held out until their one run) asks for
-reports over ``company_docs/``, and ``wind_docs_reports_heldout.jsonl`` (held out) over
-``wind_docs/``: each goal names the documents its points come from (at least 4) and has at least 10
+reports over ``company_docs/``, and ``wind_docs_reports.jsonl`` (dev; held out until its one run,
+4 Dec 2026) over ``wind_docs/``: each goal names the documents its points come from (at least 4) and has at least 10
 points, each stated (in one of its accepted strings) in those documents.
 ``python_docs_reports.jsonl`` asks for reports over the Python docs.
 """
@@ -20,27 +20,26 @@ DATASETS = Path(__file__).resolve().parents[2] / "bench" / "datasets"
 COMPANY_DOCS = DATASETS / "company_docs"
 COMPANY_DEV = DATASETS / "company_docs_reports.jsonl"
 WIND_DOCS = DATASETS / "wind_docs"
-WIND_HELDOUT = DATASETS / "wind_docs_reports_heldout.jsonl"
+WIND = DATASETS / "wind_docs_reports.jsonl"
 PYTHON = DATASETS / "python_docs_reports.jsonl"
 
 
 def test_the_report_sets_have_their_size_and_split() -> None:
-    dev, held_out, python = (load_report_goals(p) for p in (COMPANY_DEV, WIND_HELDOUT, PYTHON))
+    dev, wind, python = (load_report_goals(p) for p in (COMPANY_DEV, WIND, PYTHON))
     assert len(dev) >= 10 and {g.split for g in dev} == {"dev"}
-    assert len(held_out) >= 6 and {g.split for g in held_out} == {"heldout"}
+    assert len(wind) >= 6 and {g.split for g in wind} == {"dev"}
     assert len(python) >= 5 and {g.split for g in python} == {"dev"}
-    for goals in (dev, held_out):
+    for goals in (dev, wind):
         assert len({g.id for g in goals}) == len(goals)
         # Some goals fan out over items ("for each ...").
         assert sum("each" in g.goal.split() for g in goals) >= 3
     assert default_report_docs(COMPANY_DEV) == COMPANY_DOCS
-    assert default_report_docs(WIND_HELDOUT) == WIND_DOCS
+    assert default_report_docs(WIND) == WIND_DOCS
+    assert default_report_docs(DATASETS / "wind_docs_reports_heldout.jsonl") == WIND_DOCS
     assert default_report_docs(PYTHON) is None  # the default corpus: Python's documentation
 
 
-@pytest.mark.parametrize(
-    ("path", "docs"), [(COMPANY_DEV, COMPANY_DOCS), (WIND_HELDOUT, WIND_DOCS)], ids=["company", "wind"]
-)
+@pytest.mark.parametrize(("path", "docs"), [(COMPANY_DEV, COMPANY_DOCS), (WIND, WIND_DOCS)], ids=["company", "wind"])
 def test_every_point_is_stated_in_the_goals_documents(path: Path, docs: Path) -> None:
     corpus = "\n".join(p.read_text(encoding="utf-8") for p in sorted(docs.iterdir()))
     for goal in load_report_goals(path):
