@@ -374,24 +374,28 @@ class ReportPhases:
 
     async def _quote(self, node: TaskNode) -> None:
         """The overview: the sentences of a search for the whole goal closest in meaning to it,
-        quoted word for word under their passage's headings ("…" between two that are not next to
-        each other), each citing its passage (verified: a quote is what its passage states). No model call: asked to pick the sentences, the small
-        model took the first ones; asked to state the facts itself, it stated few of them."""
+        quoted word for word under their passage's headings ("…" between two that are not next
+        to each other), each citing its passage (verified: a quote is its passage's own words).
+        No model call: asked to pick the sentences, the small model took the first ones; asked
+        to state the facts itself, it stated few of them."""
         found = await self._search(node, node.goal, RETRIEVED_SOURCES)
         said = [(n, sentence) for n, source in enumerate(found, 1) for sentence in sentences(_body(source))]
-        most = self._p._tasks.size.overview_quotes
+        if not said:
+            node.warnings.append("the search found no passage to quote")
         try:
-            picked = await asyncio.to_thread(closest, node.goal, [s for _, s in said], most)
+            picked = await asyncio.to_thread(
+                closest, node.goal, [s for _, s in said], self._p._tasks.size.overview_quotes
+            )
         except EmbeddingModelError as exc:
             node.warnings.append(f"no sentence could be chosen to quote: {exc}")
             picked = []
-        if not picked:
-            node.warnings.append("the search found no passage to quote")
         quoted: dict[int, str] = {}  # per passage: its sentences picked, "…" where some are left out
-        for before, i in zip([None, *picked], picked, strict=False):
+        previous = None
+        for i in picked:
             n, sentence = said[i]
-            gap = "" if n not in quoted else " " if before == i - 1 else " … "
+            gap = "" if n not in quoted else " " if previous == i - 1 else " … "
             quoted[n] = f"{quoted.get(n, '')}{gap}{sentence}"
+            previous = i
         lines = [f"- **{_heading(found[n - 1])}:** {quotes} [{n}]" for n, quotes in quoted.items()]
         found = [s.model_copy(update={"verified": True}) if n in quoted else s for n, s in enumerate(found, 1)]
         self._p._finish(node, "\n".join(lines), found)
@@ -622,9 +626,8 @@ def _heading(source: Source) -> str:
 def _body(source: Source) -> str:
     """``source``'s passage without the headings it begins with (a passage's text begins with those
     of its headings it holds, and a quote stands under them already)."""
-    text = " ".join(source.snippet.split())
-    for heading in title_headings(source.ref, source.title).split(" / "):
-        heading = " ".join(heading.split())
+    text = _one_line(source.snippet)
+    for heading in map(_one_line, title_headings(source.ref, source.title).split(" / ")):
         if heading and text.startswith(f"{heading} "):
             text = text.removeprefix(heading).lstrip()
     return text
