@@ -109,6 +109,14 @@ def test_a_report_length_without_a_size_fails_at_load(config_dir: Path) -> None:
     assert "report_lengths" in str(info.value.field)
 
 
+def test_a_negative_overview_size_fails_at_load_naming_its_field(config_dir: Path) -> None:
+    edit(config_dir / "agents.yaml", "overview_quotes: 8}", "overview_quotes: -1}")
+    with pytest.raises(ConfigError) as info:
+        AgentRegistry.load(config_dir)
+    assert info.value.field == "report_lengths.short.overview_quotes"
+    assert info.value.file == str(config_dir / "agents.yaml")
+
+
 def test_no_task_prose_or_length_is_written_in_the_agents_python_code() -> None:
     # Prompts live in agents.yaml: no string literal of the agents package asks for JSON or caps a length.
     for path in AGENTS_PACKAGE.rglob("*.py"):
