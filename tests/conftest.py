@@ -41,12 +41,13 @@ def settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
 
 @pytest.fixture(scope="session")
 def sections_only(tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    """``settings`` with report sizes that quote no overview, for tests of a report's sections."""
+    """``settings`` with report sizes that quote nothing (no overview, no quotes after a section's
+    answers), for tests of how a report's sections are researched and written."""
     base = tmp_path_factory.mktemp("sections-only")
     config = shutil.copytree(agent_configs_dir(), base / "agent_configs")
     agents = yaml.safe_load((config / "agents.yaml").read_text())
     for size in agents["report_lengths"].values():
-        size["overview_quotes"] = 0
+        size["overview_quotes"] = size["search_quotes"] = 0
     (config / "agents.yaml").write_text(yaml.safe_dump(agents, allow_unicode=True))
     return Settings(results_dir=base / "results", cache_dir=base / "cache", config_dir=config)
 

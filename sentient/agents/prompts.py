@@ -64,6 +64,9 @@ class ReportSize(BaseModel):
     overview_quotes: int = Field(
         0, ge=0, le=30, description="Sentences the overview quotes from a search for the whole goal, at most (0: none)."
     )
+    search_quotes: int = Field(
+        0, ge=0, le=10, description="Sentences each search of a section quotes from its passages, at most (0: none)."
+    )
 
     @property
     def words(self) -> int:

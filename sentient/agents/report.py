@@ -9,9 +9,10 @@ not answered but written. Its tree::
       part                    WRITE, PLAN   a section: its goal is its title and what it must find
         search                SEARCH, EXECUTE   one per thing to find: its passages, the
                                                 question answered from them alone (one call),
-                                                and each passage an answer names read again
-                                                for its part of the question alone (one call
-                                                each)
+                                                each passage an answer names read again for
+                                                its part of the question alone (one call
+                                                each), and the passages' sentences closest to
+                                                the question, quoted
         write                 WRITE, EXECUTE    the section: those answers in order (no call)
       part ({item} = ...)     WRITE, PLAN   a fan-out: its items are found when it is planned
         part                  WRITE, PLAN   one section per item, asked what the fan-out asks
@@ -20,7 +21,9 @@ not answered but written. Its tree::
 A goal that asks the same facts of every item of a kind is one fan-out; any other goal is
 sections. The small model answers one question from a few passages far better than it writes a
 section from many, and it names the passages that state each answer in its output, so every
-sentence of a section is cited.
+sentence of a section is cited. It still leaves out most of the facts it is shown, so each answer
+is followed by the sentences of its passages closest to its question, quoted (by sentence
+embeddings, no model call).
 
 Every node's role follows from its place (a planned WRITE task under a report is a part), so a
 resumed run reads the tree back as it was. A part's goal is its own small format, which the
@@ -338,11 +341,14 @@ class ReportPhases:
         parts = len(node.goal.split(PARTS))
         grammar = self._p._runner.decodes_under_grammar(agent)
         schema = cited_schema(len(found), parts) if grammar else CitedAnswers
+        # Its passages' sentences nearest the question, quoted after the answers: the small model
+        # leaves out most of the facts of the passages it is shown, and a quote states them as written.
+        quotes, quoted = await self._quotes(node, found, self._p._tasks.size.search_quotes)
         try:
             output = await self._p._ask(node, Role.EXECUTOR, agent, task, context, schema)
         except AgentError as exc:
             node.warnings.append(f"the question could not be answered from its passages: {exc}")
-            self._p._finish(node, "", found)
+            self._finish_quoted(node, "", quotes, found, quoted)
             return
         # Each answer is checked against the part of the question it answers (the grammar gives
         # one answer per part, in order).
@@ -360,12 +366,19 @@ class ReportPhases:
         if not said:
             node.warnings.append("no passage found answers the question")
         written, read_same = await self._read(node, said, found)
-        found = [s.model_copy(update={"verified": True}) if n in read_same else s for n, s in enumerate(found, 1)]
         if item:  # one line per fact, named by the fact asked unless the answer says it
             facts = [s.question.removeprefix(f"{item}: ") for s in said]
             facts = [fact if PARTS not in fact else "" for fact in facts]  # the whole question: no one fact
             written = [f"- {_labelled(text, fact)}" for text, fact in zip(written, facts, strict=True)]
-        self._p._finish(node, ("\n" if item else " ").join(written), found)
+        self._finish_quoted(node, ("\n" if item else " ").join(written), quotes, found, read_same | quoted)
+
+    def _finish_quoted(
+        self, node: TaskNode, text: str, quotes: Sequence[str], found: Sequence[Source], verified: set[int]
+    ) -> None:
+        """Finish ``node`` with ``text`` and its ``quotes`` below, citing ``found``: those numbered
+        in ``verified`` are (read to state an answer, or quoted)."""
+        found = [s.model_copy(update={"verified": True}) if n in verified else s for n, s in enumerate(found, 1)]
+        self._p._finish(node, "\n\n".join(t for t in [text, "\n".join(quotes)] if t), found)
 
     def _overview(self, node: TaskNode) -> bool:
         """Whether the search ``node`` is the overview's: it looks for the report's whole goal (as
@@ -374,18 +387,22 @@ class ReportPhases:
 
     async def _quote(self, node: TaskNode) -> None:
         """The overview: the sentences of a search for the whole goal closest in meaning to it,
-        quoted word for word under their passage's headings ("…" between two that are not next
-        to each other), each citing its passage (verified: a quote is its passage's own words).
-        No model call: asked to pick the sentences, the small model took the first ones; asked
-        to state the facts itself, it stated few of them."""
+        quoted (:meth:`_quotes`). No model call: asked to pick the sentences, the small model took
+        the first ones; asked to state the facts itself, it stated few of them."""
         found = await self._search(node, node.goal, RETRIEVED_SOURCES)
-        said = [(n, sentence) for n, source in enumerate(found, 1) for sentence in sentences(_body(source))]
-        if not said:
+        if not found:
             node.warnings.append("the search found no passage to quote")
+        lines, quoted = await self._quotes(node, found, self._p._tasks.size.overview_quotes)
+        self._finish_quoted(node, "", lines, found, quoted)
+
+    async def _quotes(self, node: TaskNode, found: Sequence[Source], count: int) -> tuple[list[str], set[int]]:
+        """The ``count`` sentences of ``found`` closest in meaning to ``node``'s goal, quoted word for
+        word under their passage's headings ("…" between two that are not next to each other),
+        one line per passage citing it (verified: a quote is its passage's own words); and the
+        numbers of the passages quoted."""
+        said = [(n, sentence) for n, source in enumerate(found, 1) for sentence in sentences(_body(source))]
         try:
-            picked = await asyncio.to_thread(
-                closest, node.goal, [s for _, s in said], self._p._tasks.size.overview_quotes
-            )
+            picked = await asyncio.to_thread(closest, node.goal, [s for _, s in said], count)
         except EmbeddingModelError as exc:
             node.warnings.append(f"no sentence could be chosen to quote: {exc}")
             picked = []
@@ -396,9 +413,7 @@ class ReportPhases:
             gap = "" if n not in quoted else " " if previous == i - 1 else " … "
             quoted[n] = f"{quoted.get(n, '')}{gap}{sentence}"
             previous = i
-        lines = [f"- **{_heading(found[n - 1])}:** {quotes} [{n}]" for n, quotes in quoted.items()]
-        found = [s.model_copy(update={"verified": True}) if n in quoted else s for n, s in enumerate(found, 1)]
-        self._p._finish(node, "\n".join(lines), found)
+        return [f"- **{_heading(found[n - 1])}:** {quotes} [{n}]" for n, quotes in quoted.items()], set(quoted)
 
     async def _read(self, node: TaskNode, said: Sequence[Said], found: Sequence[Source]) -> tuple[list[str], set[int]]:
         """The answers ``said``, each citing only the passages of ``found`` it names that the

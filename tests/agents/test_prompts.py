@@ -110,7 +110,7 @@ def test_a_report_length_without_a_size_fails_at_load(config_dir: Path) -> None:
 
 
 def test_a_negative_overview_size_fails_at_load_naming_its_field(config_dir: Path) -> None:
-    edit(config_dir / "agents.yaml", "overview_quotes: 8}", "overview_quotes: -1}")
+    edit(config_dir / "agents.yaml", "overview_quotes: 8,", "overview_quotes: -1,")
     with pytest.raises(ConfigError) as info:
         AgentRegistry.load(config_dir)
     assert info.value.field == "report_lengths.short.overview_quotes"

@@ -2,8 +2,9 @@
 subtree per section (its searches, each answering one question from its own passages, then a
 writing step that joins the answers and has their citations verified), fan-out over the
 items a "for each" part discovers, and a root that writes only the title and summary around the
-sections, assembled in order. The overview, sentences of a search for the whole goal quoted
-first, is tested at the end; the other tests write reports without one."""
+sections, assembled in order. The quotes, the overview's (sentences of a search for the whole
+goal, first) and those after each search's answers, are tested at the end; the other tests write
+reports without them."""
 
 from __future__ import annotations
 
@@ -718,7 +719,7 @@ async def test_a_report_stopped_midway_resumes_as_a_report(settings, docs, tmp_p
     assert text.startswith("# Ferry booking outages") and text.index("## Outages") < text.index("## Handling")
 
 
-# -- the overview ---------------------------------------------------------------------------
+# -- the quotes -----------------------------------------------------------------------------
 
 
 async def test_a_report_opens_with_the_sentences_of_a_search_for_its_goal_closest_to_it(shipped, docs) -> None:
@@ -756,3 +757,35 @@ async def test_a_size_that_quotes_nothing_has_no_overview(settings, docs) -> Non
 
     assert [p.goal.splitlines()[0] for p in result.graph.children("root")] == ["Outages", "Handling"]
     assert "## Key passages" not in (result.graph.root.result or "")
+
+
+async def test_each_search_quotes_its_passages_sentences_closest_to_its_question_after_its_answers(
+    shipped, docs
+) -> None:
+    def writer(request: FakeRequest) -> Any:
+        if "How fast must a page be answered?" in request.prompt:
+            return RuntimeError("the model crashed")
+        return section_writer(request)
+
+    model = model_for(executor=writer)
+    result = await agent(shipped, docs, model, report_length="short").arun(GOAL, write_files=False)
+
+    assert result.status == "completed"
+    _, outages, handling = result.graph.children("root")
+    size = agent(shipped, docs, model).profile.prompts.report_size(ReportLength.SHORT)
+    (found, write) = result.graph.children(outages.task_id)
+    answer, quotes = (found.result or "").split("\n\n")
+    assert answer.startswith("Answer to: Which outages did the booking service have? (outage) [")
+    quoted = []
+    for line in quotes.splitlines():
+        quote, _, marker = line.partition(":** ")[2].rpartition(" ")
+        source = found.sources[cited_numbers(marker)[0] - 1]
+        assert source.verified and all(piece in source.snippet for piece in quote.split(" … "))
+        quoted += quote.split(" … ")
+    assert 1 <= len(quoted) <= size.search_quotes
+    # A search whose question the model could not answer still quotes its passages.
+    paged = result.graph.children(handling.task_id)[1]
+    assert paged.goal == "How fast must a page be answered?"
+    assert (paged.result or "").startswith("- **") and "Answer to" not in (paged.result or "")
+    assert "within ten minutes" in (result.graph.root.result or "")
+
