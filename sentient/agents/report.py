@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING
 from sentient.agents.config import Role
 from sentient.agents.json_repair import parsed_so_far
 from sentient.agents.passages import RETRIEVED_SOURCES
+from sentient.agents.quotes import quoted_lines, to_quote, unrepeated
 from sentient.agents.schemas import (
     CitedAnswers,
     Items,
@@ -58,7 +59,7 @@ from sentient.agents.schemas import (
 from sentient.context.builder import AgentContext, Section
 from sentient.context.citations import SourceList
 from sentient.context.grounding import agrees, cite, confirmed, stating, strip_markers, verified_numbers
-from sentient.context.wording import holds, normalize, sentences
+from sentient.context.wording import holds, normalize
 from sentient.events import PlanProposed
 from sentient.exceptions import AgentError, EmbeddingModelError
 from sentient.graph.node import NodeType, Source, TaskNode, TaskType
@@ -400,20 +401,13 @@ class ReportPhases:
         word under their passage's headings ("…" between two that are not next to each other),
         one line per passage citing it (verified: a quote is its passage's own words); and the
         numbers of the passages quoted."""
-        said = [(n, sentence) for n, source in enumerate(found, 1) for sentence in sentences(_body(source))]
+        said = to_quote(found)
         try:
             picked = await asyncio.to_thread(closest, node.goal, [s for _, s in said], count)
         except EmbeddingModelError as exc:
             node.warnings.append(f"no sentence could be chosen to quote: {exc}")
             picked = []
-        quoted: dict[int, str] = {}  # per passage: its sentences picked, "…" where some are left out
-        previous = None
-        for i in picked:
-            n, sentence = said[i]
-            gap = "" if n not in quoted else " " if previous == i - 1 else " … "
-            quoted[n] = f"{quoted.get(n, '')}{gap}{sentence}"
-            previous = i
-        return [f"- **{_heading(found[n - 1])}:** {quotes} [{n}]" for n, quotes in quoted.items()], set(quoted)
+        return quoted_lines(found, said, picked), {said[i][0] for i in picked}
 
     async def _read(self, node: TaskNode, said: Sequence[Said], found: Sequence[Source]) -> tuple[list[str], set[int]]:
         """The answers ``said``, each citing only the passages of ``found`` it names that the
@@ -476,6 +470,9 @@ class ReportPhases:
             text = "\n\n".join(_block(child, text) for child, text in blocks)
             self._p._finish(node, text, sources.sources)
             return
+        # A sentence the overview or an earlier section quoted is not quoted again.
+        texts = unrepeated([text for _, text in blocks])
+        blocks = [(child, text) for (child, _), text in zip(blocks, texts, strict=True) if text.strip()]
         frame = await self._frame(node, blocks, verified_numbers(sources.sources))
         parts = (
             [f"# {frame.title}", strip_markers(frame.summary)] if frame is not None else [f"# {goal_title(node.goal)}"]
@@ -631,21 +628,6 @@ def _whole_goal(root: TaskNode) -> Part:
 def _one_line(text: str) -> str:
     """``text`` on one line (a part's goal has one line per thing it must find)."""
     return " ".join(text.split())
-
-
-def _heading(source: Source) -> str:
-    """What a quote of ``source`` stands under: its passage's headings, else its document."""
-    return title_headings(source.ref, source.title) or source.ref
-
-
-def _body(source: Source) -> str:
-    """``source``'s passage without the headings it begins with (a passage's text begins with those
-    of its headings it holds, and a quote stands under them already)."""
-    text = _one_line(source.snippet)
-    for heading in map(_one_line, title_headings(source.ref, source.title).split(" / ")):
-        if heading and text.startswith(f"{heading} "):
-            text = text.removeprefix(heading).lstrip()
-    return text
 
 
 def _grouped(facts: Sequence[str], groups: int) -> list[str]:

@@ -773,7 +773,7 @@ async def test_each_search_quotes_its_passages_sentences_closest_to_its_question
     assert result.status == "completed"
     _, outages, handling = result.graph.children("root")
     size = agent(shipped, docs, model).profile.prompts.report_size(ReportLength.SHORT)
-    (found, write) = result.graph.children(outages.task_id)
+    found, _ = result.graph.children(outages.task_id)
     answer, quotes = (found.result or "").split("\n\n")
     assert answer.startswith("Answer to: Which outages did the booking service have? (outage) [")
     quoted = []
@@ -788,4 +788,3 @@ async def test_each_search_quotes_its_passages_sentences_closest_to_its_question
     assert paged.goal == "How fast must a page be answered?"
     assert (paged.result or "").startswith("- **") and "Answer to" not in (paged.result or "")
     assert "within ten minutes" in (result.graph.root.result or "")
-
