@@ -1,7 +1,7 @@
 """Quotes: the sentences of a report's passages, word for word, one line per passage under its
-headings, citing it::
+headings, citing it, as a Markdown block quote (so they read apart from the answers)::
 
-    - **Paging policy:** The duty engineer is paged for an outage. … A page is answered within ten minutes. [2]
+    > - **Paging policy:** The duty engineer is paged for an outage. … A page is answered in ten minutes. [2]
 
 The overview quotes a search for the whole goal, and each search of a section quotes its own
 passages below its answers, so one sentence can be chosen twice; a report keeps it where it is
@@ -18,7 +18,8 @@ from sentient.graph.node import Source
 from sentient.tools.docs_search import title_headings
 
 GAP = " … "  # between two sentences of one passage that are not next to each other in it
-_LINE = re.compile(r"^(- \*\*.+?:\*\* )(.+)( \[\d+\])$")
+QUOTE = "> - "  # how a line of quotes begins
+_LINE = re.compile(rf"^({re.escape(QUOTE)}\*\*.+?:\*\* )(.+)( \[\d+\])$")
 
 
 def to_quote(found: Sequence[Source]) -> list[tuple[int, str]]:
@@ -36,7 +37,15 @@ def quoted_lines(found: Sequence[Source], said: Sequence[tuple[int, str]], picke
         gap = "" if n not in quoted else " " if previous == i - 1 else GAP
         quoted[n] = f"{quoted.get(n, '')}{gap}{sentence}"
         previous = i
-    return [f"- **{_heading(found[n - 1])}:** {text} [{n}]" for n, text in quoted.items()]
+    return [f"{QUOTE}**{_heading(found[n - 1])}:** {text} [{n}]" for n, text in quoted.items()]
+
+
+def apart(text: str) -> tuple[str, list[str]]:
+    """``text`` without its lines of quotes, and those lines."""
+    lines = text.split("\n")
+    return "\n".join(line for line in lines if not line.startswith(QUOTE)).strip(), [
+        line for line in lines if line.startswith(QUOTE)
+    ]
 
 
 def unrepeated(texts: Sequence[str]) -> list[str]:

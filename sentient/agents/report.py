@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING
 from sentient.agents.config import Role
 from sentient.agents.json_repair import parsed_so_far
 from sentient.agents.passages import RETRIEVED_SOURCES
-from sentient.agents.quotes import quoted_lines, to_quote, unrepeated
+from sentient.agents.quotes import apart, quoted_lines, to_quote, unrepeated
 from sentient.agents.schemas import (
     CitedAnswers,
     Items,
@@ -432,16 +432,21 @@ class ReportPhases:
 
     async def _write(self, node: TaskNode) -> None:
         """The section: its searches' answers in order, citing the passages the verifier read the
-        same answers in (:meth:`_read`); no model call."""
+        same answers in (:meth:`_read`), then their quotes; no model call."""
         sources = SourceList()
-        answers = [
-            sources.adopt(dep.result, dep.sources) for dep in self._graph.dependencies(node.task_id) if dep.result
-        ]
-        if not answers:
+        answers: list[str] = []
+        quoted: list[str] = []
+        for dep in self._graph.dependencies(node.task_id):
+            if dep.result:
+                text, lines = apart(sources.adopt(dep.result, dep.sources))
+                answers += [text] if text else []
+                quoted += lines
+        if not answers and not quoted:
             self._p.fail(node, "none of its questions was answered from the passages found")
             return
         item, _ = self._item(node)
-        self._p._finish(node, ("\n" if item else "\n\n").join(answers), sources.sources)  # an item's: one list
+        text = ("\n" if item else "\n\n").join(answers)  # an item's: one list
+        self._p._finish(node, "\n\n".join(t for t in [text, "\n".join(quoted)] if t), sources.sources)
 
     def _item(self, step: TaskNode) -> tuple[str, list[Source]]:
         """The item of the section ``step`` (a search or the writing step) is in, if that section

@@ -3,7 +3,7 @@ report that quotes one sentence twice keeping it where it is first quoted."""
 
 from __future__ import annotations
 
-from sentient.agents.quotes import GAP, quoted_lines, to_quote, unrepeated
+from sentient.agents.quotes import GAP, QUOTE, apart, quoted_lines, to_quote, unrepeated
 from sentient.graph.node import Source
 
 
@@ -26,25 +26,33 @@ def test_a_passage_is_quoted_under_its_headings_without_them_and_with_a_gap_wher
     lines = quoted_lines([PAGING, ROTA], said, [0, 1, 3, 5])
 
     assert lines == [
-        f"- **Paging policy:** The duty engineer is paged. A page is answered in ten minutes.{GAP}Nobody is paged twice. [1]",
-        "- **Rota:** 五月はアナが当番です。 [2]",
+        f"{QUOTE}**Paging policy:** The duty engineer is paged. A page is answered in ten minutes.{GAP}Nobody is paged twice. [1]",
+        f"{QUOTE}**Rota:** 五月はアナが当番です。 [2]",
     ]
 
 
 def test_a_sentence_quoted_again_later_in_a_report_is_left_out_there() -> None:
-    overview = "- **Paging policy:** The duty engineer is paged. A page is answered in ten minutes. [1]"
+    overview = f"{QUOTE}**Paging policy:** The duty engineer is paged. A page is answered in ten minutes. [1]"
     section = "\n".join(
         [
             "The duty engineer answers within ten minutes [1].",
-            f"- **Paging policy:** The duty engineer is paged.{GAP}Pages go by SMS. A page is answered in ten minutes. [1]",
-            "- **Rota:** 五月はアナが当番です。 [2]",
+            f"{QUOTE}**Paging policy:** The duty engineer is paged.{GAP}Pages go by SMS. A page is answered in ten minutes. [1]",
+            f"{QUOTE}**Rota:** 五月はアナが当番です。 [2]",
         ]
     )
-    again = "- **Rota:** 五月はアナが当番です。 [3]"
+    again = f"{QUOTE}**Rota:** 五月はアナが当番です。 [3]"
 
     assert unrepeated([overview, section, again]) == [
         overview,
-        "The duty engineer answers within ten minutes [1].\n- **Paging policy:** Pages go by SMS. [1]\n"
-        "- **Rota:** 五月はアナが当番です。 [2]",
+        f"The duty engineer answers within ten minutes [1].\n{QUOTE}**Paging policy:** Pages go by SMS. [1]\n"
+        f"{QUOTE}**Rota:** 五月はアナが当番です。 [2]",
         "",  # a line left with no sentence is dropped
     ]
+
+
+def test_answers_are_not_quotes_even_when_they_repeat_a_sentence() -> None:
+    first = f"- **Severity:** SEV-2. [1]\n{QUOTE}**Incidents:** SEV-2. [1]"
+    second = "- **Severity:** SEV-2. [2]"  # another item's answer: kept
+
+    assert unrepeated([first, second]) == [first, second]
+    assert apart(first) == ("- **Severity:** SEV-2. [1]", [f"{QUOTE}**Incidents:** SEV-2. [1]"])

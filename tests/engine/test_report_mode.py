@@ -743,7 +743,7 @@ async def test_a_report_opens_with_the_sentences_of_a_search_for_its_goal_closes
     assert 1 <= len(quoted) <= short.overview_quotes
     passages = {s.snippet for s in search.sources}
     for line in quoted:
-        heading, _, rest = line.removeprefix("- **").partition(":** ")
+        heading, _, rest = line.removeprefix("> - **").partition(":** ")
         quote, _, marker = rest.rpartition(" ")
         assert heading.startswith("Outage report") or heading == "Paging policy"
         source = search.sources[cited_numbers(marker)[0] - 1]
@@ -786,5 +786,9 @@ async def test_each_search_quotes_its_passages_sentences_closest_to_its_question
     # A search whose question the model could not answer still quotes its passages.
     paged = result.graph.children(handling.task_id)[1]
     assert paged.goal == "How fast must a page be answered?"
-    assert (paged.result or "").startswith("- **") and "Answer to" not in (paged.result or "")
+    assert (paged.result or "").startswith("> - **") and "Answer to" not in (paged.result or "")
     assert "within ten minutes" in (result.graph.root.result or "")
+    # The section is its searches' answers, then their quotes.
+    written = result.graph.children(handling.task_id)[-1].result or ""
+    assert written.startswith("Answer to: Who is paged") and "\n> - **" in written
+    assert written.rindex("Answer to") < written.index("> - **")
