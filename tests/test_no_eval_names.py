@@ -20,11 +20,24 @@ PRODUCT = [ROOT / "sentient", ROOT / "server", ROOT / "agent_configs"]
 _WORD = re.compile(r"[^\W\d_]{5,}")
 # English words a corpus capitalises in titles that the standard library happens not to use
 # ("renewal" of a lease, a "superseded" value, report "assembly", a plan "approved", "talks" with a
-# supplier: ordinary words the product uses too).
-ENGLISH_NOT_IN_STDLIB = {"postmortem", "routes", "senior", "renewal", "superseded", "assembly", "approved", "talks"}
+# supplier, a "broker", a contract that "renews", a "depot", "pricing": ordinary words the product uses too).
+ENGLISH_NOT_IN_STDLIB = {
+    "postmortem",
+    "routes",
+    "senior",
+    "renewal",
+    "superseded",
+    "assembly",
+    "approved",
+    "talks",
+    "broker",
+    "renews",
+    "depot",
+    "pricing",
+}
 # Real products a corpus mentions by name, as the product's own code does (its PostgreSQL store):
 # not invented, so not a name the corpus could have been tuned by.
-REAL_PRODUCTS = {"postgresql", "typescript"}
+REAL_PRODUCTS = {"postgresql", "typescript", "redis"}
 
 
 def _product_files() -> Iterator[Path]:
