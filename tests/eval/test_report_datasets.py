@@ -4,7 +4,9 @@
 reports over ``company_docs/``, and ``wind_docs_reports.jsonl`` (dev; held out until its one run,
 4 Dec 2026) over ``wind_docs/``: each goal names the documents its points come from (at least 4) and has at least 10
 points, each stated (in one of its accepted strings) in those documents.
-``python_docs_reports.jsonl`` asks for reports over the Python docs.
+``ferry_docs_reports_heldout.jsonl`` (held out: written blind from the brief of ``ferry_docs/``,
+then looked up, before any run) follows the same rules. ``python_docs_reports.jsonl`` asks for
+reports over the Python docs.
 """
 
 from __future__ import annotations
@@ -21,25 +23,33 @@ COMPANY_DOCS = DATASETS / "company_docs"
 COMPANY_DEV = DATASETS / "company_docs_reports.jsonl"
 WIND_DOCS = DATASETS / "wind_docs"
 WIND = DATASETS / "wind_docs_reports.jsonl"
+FERRY_DOCS = DATASETS / "ferry_docs"
+FERRY = DATASETS / "ferry_docs_reports_heldout.jsonl"
 PYTHON = DATASETS / "python_docs_reports.jsonl"
 
 
 def test_the_report_sets_have_their_size_and_split() -> None:
-    dev, wind, python = (load_report_goals(p) for p in (COMPANY_DEV, WIND, PYTHON))
+    dev, wind, ferry, python = (load_report_goals(p) for p in (COMPANY_DEV, WIND, FERRY, PYTHON))
     assert len(dev) >= 10 and {g.split for g in dev} == {"dev"}
     assert len(wind) >= 6 and {g.split for g in wind} == {"dev"}
+    assert len(ferry) >= 6 and {g.split for g in ferry} == {"heldout"}
     assert len(python) >= 5 and {g.split for g in python} == {"dev"}
-    for goals in (dev, wind):
+    for goals in (dev, wind, ferry):
         assert len({g.id for g in goals}) == len(goals)
         # Some goals fan out over items ("for each ...").
         assert sum("each" in g.goal.split() for g in goals) >= 3
     assert default_report_docs(COMPANY_DEV) == COMPANY_DOCS
     assert default_report_docs(WIND) == WIND_DOCS
     assert default_report_docs(DATASETS / "wind_docs_reports_heldout.jsonl") == WIND_DOCS
+    assert default_report_docs(FERRY) == FERRY_DOCS
     assert default_report_docs(PYTHON) is None  # the default corpus: Python's documentation
 
 
-@pytest.mark.parametrize(("path", "docs"), [(COMPANY_DEV, COMPANY_DOCS), (WIND, WIND_DOCS)], ids=["company", "wind"])
+@pytest.mark.parametrize(
+    ("path", "docs"),
+    [(COMPANY_DEV, COMPANY_DOCS), (WIND, WIND_DOCS), (FERRY, FERRY_DOCS)],
+    ids=["company", "wind", "ferry"],
+)
 def test_every_point_is_stated_in_the_goals_documents(path: Path, docs: Path) -> None:
     corpus = "\n".join(p.read_text(encoding="utf-8") for p in sorted(docs.iterdir()))
     for goal in load_report_goals(path):
