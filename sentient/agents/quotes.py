@@ -40,8 +40,13 @@ def quoted_lines(found: Sequence[Source], said: Sequence[tuple[int, str]], picke
     return [f"{QUOTE}**{_heading(found[n - 1])}:** {text} [{n}]" for n, text in quoted.items()]
 
 
+def below(text: str, lines: Sequence[str]) -> str:
+    """``text`` with the quote ``lines`` below it, a blank line between (either may be empty)."""
+    return "\n\n".join(t for t in [text, "\n".join(lines)] if t)
+
+
 def apart(text: str) -> tuple[str, list[str]]:
-    """``text`` without its lines of quotes, and those lines."""
+    """``text`` without its lines of quotes, and those lines (the inverse of :func:`below`)."""
     lines = text.split("\n")
     return "\n".join(line for line in lines if not line.startswith(QUOTE)).strip(), [
         line for line in lines if line.startswith(QUOTE)

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING
 from sentient.agents.config import Role
 from sentient.agents.json_repair import parsed_so_far
 from sentient.agents.passages import RETRIEVED_SOURCES
-from sentient.agents.quotes import apart, quoted_lines, to_quote, unrepeated
+from sentient.agents.quotes import apart, below, quoted_lines, to_quote, unrepeated
 from sentient.agents.schemas import (
     CitedAnswers,
     Items,
@@ -379,7 +379,7 @@ class ReportPhases:
         """Finish ``node`` with ``text`` and its ``quotes`` below, citing ``found``: those numbered
         in ``verified`` are (read to state an answer, or quoted)."""
         found = [s.model_copy(update={"verified": True}) if n in verified else s for n, s in enumerate(found, 1)]
-        self._p._finish(node, "\n\n".join(t for t in [text, "\n".join(quotes)] if t), found)
+        self._p._finish(node, below(text, quotes), found)
 
     def _overview(self, node: TaskNode) -> bool:
         """Whether the search ``node`` is the overview's: it looks for the report's whole goal (as
@@ -446,7 +446,7 @@ class ReportPhases:
             return
         item, _ = self._item(node)
         text = ("\n" if item else "\n\n").join(answers)  # an item's: one list
-        self._p._finish(node, "\n\n".join(t for t in [text, "\n".join(quoted)] if t), sources.sources)
+        self._p._finish(node, below(text, quoted), sources.sources)
 
     def _item(self, step: TaskNode) -> tuple[str, list[Source]]:
         """The item of the section ``step`` (a search or the writing step) is in, if that section

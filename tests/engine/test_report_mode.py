@@ -26,7 +26,6 @@ from sentient.agents.report import UNCONFIRMED
 from sentient.agents.schemas import (
     AggregationOutput,
     AtomizerOutput,
-    ExecutionOutput,
     Items,
     Outline,
     OutlineSection,
@@ -113,6 +112,15 @@ def section_writer(request: FakeRequest, key: str = "outage") -> Any:
     of ``docs`` mentions an outage), naming every passage it was shown as stating it."""
     answer = {"answer": f"Answer to: {request.goal} ({key})", "keys": [key], "sources": listed_sources(request.prompt)}
     return {"answers": [answer]}
+
+
+def crashing_on(text: str):
+    """The section writer, except that the model crashes on a prompt that holds ``text``."""
+
+    def write(request: FakeRequest) -> Any:
+        return RuntimeError("the model crashed") if text in request.prompt else section_writer(request)
+
+    return write
 
 
 def reader(*words: str, only: str = ""):
@@ -681,12 +689,7 @@ async def test_an_answer_that_restates_its_question_is_left_out(settings, docs) 
 
 
 async def test_a_section_that_fails_is_left_out_and_listed_as_not_covered(settings, docs) -> None:
-    def writer(request: FakeRequest) -> ExecutionOutput | Exception:
-        if "Section of the report: Handling" in request.prompt:
-            return RuntimeError("the model crashed")
-        return section_writer(request)
-
-    model = model_for(executor=writer)
+    model = model_for(executor=crashing_on("Section of the report: Handling"))
     result = await agent(settings, docs, model, failure_policy="continue").arun(GOAL, write_files=False)
 
     assert result.status == "completed_with_failures"
@@ -762,12 +765,7 @@ async def test_a_size_that_quotes_nothing_has_no_overview(settings, docs) -> Non
 async def test_each_search_quotes_its_passages_sentences_closest_to_its_question_after_its_answers(
     shipped, docs
 ) -> None:
-    def writer(request: FakeRequest) -> Any:
-        if "How fast must a page be answered?" in request.prompt:
-            return RuntimeError("the model crashed")
-        return section_writer(request)
-
-    model = model_for(executor=writer)
+    model = model_for(executor=crashing_on("How fast must a page be answered?"))
     result = await agent(shipped, docs, model, report_length="short").arun(GOAL, write_files=False)
 
     assert result.status == "completed"
