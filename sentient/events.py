@@ -47,6 +47,7 @@ class NodeSnapshot(NamedTuple):
     sources: tuple[Source, ...]
     warnings: tuple[str, ...]
     replans: int
+    answered_from_memory: bool
     agent_calls: int
     input_tokens: int
     output_tokens: int
@@ -72,6 +73,7 @@ class NodeSnapshot(NamedTuple):
             sources=list(self.sources),
             warnings=list(self.warnings),
             replans=self.replans,
+            answered_from_memory=self.answered_from_memory,
             agent_calls=self.agent_calls,
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
@@ -99,6 +101,7 @@ def snapshot(node: TaskNode) -> NodeSnapshot:
         tuple(node.sources),
         tuple(node.warnings),
         node.replans,
+        node.answered_from_memory,
         node.agent_calls,
         node.input_tokens,
         node.output_tokens,

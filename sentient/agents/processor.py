@@ -298,22 +298,25 @@ class AgentProcessor:
             # answer, read for the question alone, gives another answer, that reading; else the
             # model's own, asked without the passages that do not state it.
             if grounded.reading:
-                direct = replace(grounded, text=grounded.reading)
+                direct, memory = replace(grounded, text=grounded.reading), False
             else:
-                direct = await self._memory(node, grounded)
-            await self._plan_instead(node, "no source supports the direct answer", direct)
+                direct, memory = await self._memory(node, grounded)
+            await self._plan_instead(node, "no source supports the direct answer", direct, memory=memory)
             return
         self._answering_first.discard(node.task_id)
         self._finish(node, grounded.text, grounded.sources)
 
-    async def _plan_instead(self, node: TaskNode, why: str, direct: Grounded | None = None) -> None:
+    async def _plan_instead(
+        self, node: TaskNode, why: str, direct: Grounded | None = None, *, memory: bool = False
+    ) -> None:
         """Plan a question that was answered first (:meth:`decide_root_type`) after all, because
-        its ``direct`` answer is unconfirmed (it stands if the plan comes to nothing) or failed."""
+        its ``direct`` answer is unconfirmed (it stands if the plan comes to nothing) or failed;
+        ``memory``: that answer is the model's own, asked without passages."""
         self._answering_first.discard(node.task_id)
         node.warnings.append(f"{why}: the question is planned")
         if direct is not None:
             # On the node, so in the store with its next status: a resumed run keeps it too.
-            node.result, node.sources = direct.text, list(direct.sources)
+            node.result, node.sources, node.answered_from_memory = direct.text, list(direct.sources), memory
         node.node_type = NodeType.PLAN
         await self.plan(node)
 
@@ -374,21 +377,27 @@ class AgentProcessor:
         question's bridge), it is confirmed only if both cite a verified source: its passage
         states the answer about the bridge, not about what the question names. It stands if
         either does (it answers the question as asked, which the direct answer's passage did
-        not), shown without citations when not confirmed. Else the unconfirmed direct answer
-        stands."""
+        not), shown without citations when not confirmed. Unconfirmed, and with neither, it
+        still stands over a direct answer that a passage was read to give for the question alone
+        (a reading of a passage that did not state the direct answer; the research asked the
+        question as asked), but not over the model's own answer: the research must not lose
+        what the model knows. Else the unconfirmed direct answer stands."""
         sources = SourceList()
         chain = [*self.graph.dependencies(asked.task_id), asked]
         answered = _confirmed(asked)
         # Asked with its slot filled, it rests on the lookup that filled it: None when it asks the question itself.
         bridge = _confirmed(chain[-2]) if asked.restates is not None and len(chain) > 1 else None
-        if not answered and not bridge:
+        if not answered and not bridge and (node.answered_from_memory or not strip_markers(asked.result or "")):
             self._stand(node, "no source supports the research's answer")
             return
         steps = [f"- {step.goal} {sources.adopt(step.result or '', step.sources)}" for step in chain[:-1]]
         answer = sources.adopt(asked.result or "", asked.sources)
         text = "\n\n".join([answer, "\n".join(steps)])
-        if not answered:
+        if not answered and bridge:
             node.warnings.append("no source supports the research's answer, asked about what a confirmed lookup found")
+            text = strip_markers(text)
+        elif not answered:
+            node.warnings.append("no source supports the research's answer; it stands over the direct answer's reading")
             text = strip_markers(text)
         elif bridge is False:
             node.warnings.append("the research's answer is about what a lookup no source supports found")
@@ -556,10 +565,10 @@ class AgentProcessor:
         node.restates, node.goal = parent.goal, question
         node.warnings.append(f"asked as {question!r}, with what {lookup.task_id} found")
 
-    async def _memory(self, node: TaskNode, sourced: Grounded) -> Grounded:
+    async def _memory(self, node: TaskNode, sourced: Grounded) -> tuple[Grounded, bool]:
         """The model's own answer to ``node``'s goal, asked without sources: what stands when no
         source supports an answer (the sourced one, if this call fails: it was read with passages
-        that do not state it, and may have been misled by them)."""
+        that do not state it, and may have been misled by them); and whether it is the model's own."""
         agent = self._profile.executor_for(node.task_type)
         try:
             output = await self._ask(
@@ -567,8 +576,8 @@ class AgentProcessor:
             )
         except AgentError as exc:
             node.warnings.append(f"the answer from the model's own knowledge failed: {exc}")
-            return Grounded(renumber(sourced.text, {}).strip(), sourced.sources)
-        return Grounded(renumber(output.answer, {}).strip(), sourced.sources)
+            return Grounded(renumber(sourced.text, {}).strip(), sourced.sources), False
+        return Grounded(renumber(output.answer, {}).strip(), sourced.sources), True
 
     async def _review(self, node: TaskNode, plan: PlanOutput) -> PlanOutput | None:
         """Ask the reviewer until the plan is approved; None if it was rejected: the node failed

@@ -65,6 +65,9 @@ class TaskNode(BaseModel):
     sources: list[Source] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     replans: int = 0
+    # Whether the unconfirmed direct answer (:attr:`unconfirmed_answer`) is the model's own,
+    # asked without passages, rather than a passage's reading of the question.
+    answered_from_memory: bool = False
     agent_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0

@@ -177,6 +177,10 @@ ALTER TABLE reviews ADD COLUMN tool_call TEXT;
     6: """
 ALTER TABLE nodes ADD COLUMN restates TEXT;
 """,
+    # v7: whether a question's unconfirmed direct answer is the model's own, as in SQLite.
+    7: """
+ALTER TABLE nodes ADD COLUMN answered_from_memory BOOLEAN NOT NULL DEFAULT FALSE;
+""",
 }
 
 

@@ -68,7 +68,7 @@ FROM projects p
 """
 _NODE_COLUMNS = (
     "task_id, parent_id, goal, restates, task_type, node_type, layer, depends_on, status, result, error, sources,"
-    " warnings, replans, agent_calls, input_tokens, output_tokens, cost_usd, created_at"
+    " warnings, replans, answered_from_memory, agent_calls, input_tokens, output_tokens, cost_usd, created_at"
 )
 _CALL_COLUMNS = (
     "task_id, role, agent, model, prompt, context, response, error, attempts, input_tokens, output_tokens,"

@@ -200,6 +200,7 @@ def node_from_row(row: Row, history: list[StatusChange]) -> TaskNode:
         sources=[Source(**s) for s in json.loads(row["sources"])],
         warnings=json.loads(row["warnings"]),
         replans=row["replans"],
+        answered_from_memory=bool(row["answered_from_memory"]),
         agent_calls=row["agent_calls"],
         input_tokens=row["input_tokens"],
         output_tokens=row["output_tokens"],

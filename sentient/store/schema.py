@@ -14,7 +14,7 @@ import sqlite3
 import uuid
 from pathlib import Path
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 BUSY_TIMEOUT_MS = 5000  # another process (a CLI next to the server) holding the write lock
 
 _SCHEMA_V1 = """
@@ -157,6 +157,12 @@ _SCHEMA_V6 = """
 ALTER TABLE nodes ADD COLUMN restates TEXT;
 """
 
+# v7: whether a question's unconfirmed direct answer is the model's own, asked without passages
+# (research that ends unconfirmed does not replace it; sentient.agents.processor).
+_SCHEMA_V7 = """
+ALTER TABLE nodes ADD COLUMN answered_from_memory INTEGER NOT NULL DEFAULT 0;
+"""
+
 MIGRATIONS: dict[int, str] = {
     1: _SCHEMA_V1,
     2: _SCHEMA_V2,
@@ -164,6 +170,7 @@ MIGRATIONS: dict[int, str] = {
     4: _SCHEMA_V4,
     5: _SCHEMA_V5,
     6: _SCHEMA_V6,
+    7: _SCHEMA_V7,
 }
 
 

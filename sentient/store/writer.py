@@ -66,9 +66,9 @@ _NODE_UPDATE = (
     "UPDATE nodes SET status = v.column2, node_type = v.column3, error = v.column4, result = v.column5,"
     " sources = v.column6, warnings = v.column7, replans = v.column8, agent_calls = v.column9,"
     " input_tokens = v.column10, output_tokens = v.column11, cost_usd = v.column12, goal = v.column13,"
-    " restates = v.column14"
+    " restates = v.column14, answered_from_memory = v.column15"
     " FROM (VALUES {rows}) AS v WHERE nodes.project_id = ? AND nodes.task_id = v.column1",
-    14,
+    15,
 )
 
 
@@ -391,6 +391,7 @@ def _node_update(node: NodeSnapshot) -> tuple[Any, ...]:
         node.cost_usd,
         node.goal,
         node.restates,
+        node.answered_from_memory,
     )
 
 

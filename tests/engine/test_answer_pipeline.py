@@ -219,6 +219,35 @@ async def test_the_models_own_answer_stands_when_the_research_is_not_supported(m
     assert "Not confirmed by the sources" in result.report_markdown
 
 
+@pytest.mark.parametrize("direct", ["reading", "memory"])
+async def test_an_unconfirmed_research_answer_replaces_a_passages_reading_but_not_the_models_own(
+    make_agent, direct: str
+) -> None:
+    # Neither lookup is confirmed: each passage, read for its question alone, gives another
+    # answer. The research's answer still asks the question as asked, so it stands (without
+    # citations) over a direct answer that was a passage's reading of the question; but not over
+    # the model's own answer, asked without passages: research must not lose what the model knows.
+    root_executor = from_first_source if direct == "reading" else from_memory
+    model = ScriptedModel(
+        script={
+            "executor": lambda request: (root_executor if request.task_id == "root" else from_first_source)(request),
+            # The direct answer's passage read alone gives another answer (or no passage states it); then each lookup's.
+            "verifier": verdicts("A scheduler" if direct == "reading" else 0, "Memory", "Memory"),
+            "planner": BRIDGE,
+        }
+    )
+    result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
+    root = result.graph.root
+    assert root.answered_from_memory is (direct == "memory")
+    assert not any(s.verified for s in root.sources) and "Not confirmed by the sources" in result.report_markdown
+    if direct == "reading":
+        assert root.result == "It runs them as tasks.\n\n- Which component runs coroutines? It runs them as tasks."
+        assert "no source supports the research's answer; it stands over the direct answer's reading" in root.warnings
+    else:
+        assert root.result == "The event loop runs them."
+        assert "no source supports the research's answer; the unconfirmed direct answer stands" in root.warnings
+
+
 def bridge_executor(request: FakeRequest) -> Output:
     """The first lookup's executor answers from memory ("The event loop", no passage states it);
     the second's from the first passage it was shown."""

@@ -468,7 +468,7 @@ def test_a_v5_files_nodes_restate_nothing(tmp_path: Path) -> None:
     )
     with ProjectStore.open(tmp_path) as store:
         root = store.node("old", "root")
-    assert (root.goal, root.restates) == ("goal?", None)
+    assert (root.goal, root.restates, root.answered_from_memory) == ("goal?", None, False)
 
 
 def test_review_errors(store: ProjectStore) -> None:

@@ -203,6 +203,20 @@ def test_a_question_restated_on_execution_is_stored_as_restated_with_the_questio
     assert store.node(PROJECT, "root.0").restates is None
 
 
+def test_a_questions_direct_answer_is_stored_with_whether_it_is_the_models_own(store: ProjectStore) -> None:
+    # Planned after its direct answer: the answer stands if the research finds nothing better, and
+    # a resumed run must know whether it is the model's own (research does not replace that one).
+    run = FakeRun(store)
+    root = run.root("Which clause of a for loop runs when it ends without a break?")
+    run.move(root, S.EXECUTING)
+    root.node_type, root.result, root.answered_from_memory = NodeType.PLAN, "The else clause.", True
+    run.move(root, S.PLANNING)
+    run.writer.close()
+
+    stored = store.node(PROJECT, "root")
+    assert (stored.unconfirmed_answer, stored.answered_from_memory) == ("The else clause.", True)
+
+
 def test_removed_nodes_lose_their_rows_but_keep_their_calls(store: ProjectStore) -> None:
     run = _replanned_run(store)
     run.writer.close()
