@@ -35,6 +35,8 @@ COMPANY_BRIDGED_QA = DATASETS / "company_docs_bridged_qa.jsonl"
 COMPANY_CROSSLANG_QA = DATASETS / "company_docs_crosslang_qa.jsonl"
 WIND_DOCS = DATASETS / "wind_docs"
 WIND_HELDOUT_QA = DATASETS / "wind_docs_heldout_qa.jsonl"
+FERRY_DOCS = DATASETS / "ferry_docs"
+FERRY_HELDOUT_QA = DATASETS / "ferry_docs_heldout_qa.jsonl"
 FIELDS = {"id", "question", "answers", "split", "hops", "evidence"}
 
 
@@ -52,6 +54,7 @@ COMPANY = _load(COMPANY_QA)
 COMPANY_BRIDGED = _load(COMPANY_BRIDGED_QA)
 COMPANY_CROSSLANG = _load(COMPANY_CROSSLANG_QA)
 WIND_HELDOUT = _load(WIND_HELDOUT_QA)
+FERRY_HELDOUT = _load(FERRY_HELDOUT_QA)
 
 
 def _passages(db_file: Path) -> list[tuple[str, str, str]]:
@@ -111,6 +114,12 @@ def wind_passages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[st
     return _folder_passages(WIND_DOCS, tmp_path_factory.mktemp("wind") / "index.sqlite")
 
 
+@pytest.fixture(scope="module")
+def ferry_passages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
+    """Passage bodies of the ferry-docs folder as DocsIndex.from_folder indexes it, by file name."""
+    return _folder_passages(FERRY_DOCS, tmp_path_factory.mktemp("ferry") / "index.sqlite")
+
+
 @pytest.mark.parametrize(
     ("rows", "prefix", "minimum"),
     [
@@ -122,6 +131,7 @@ def wind_passages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[st
         (COMPANY_BRIDGED, "cb-", 19),
         (COMPANY_CROSSLANG, "cx-", 12),
         (WIND_HELDOUT, "wh-", 40),
+        (FERRY_HELDOUT, "fh-", 40),
     ],
     ids=[
         "private",
@@ -132,6 +142,7 @@ def wind_passages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[st
         "bridged",
         "crosslang",
         "wind-heldout",
+        "ferry-heldout",
     ],
 )
 def test_dataset_is_well_formed(rows: list[dict[str, Any]], prefix: str | tuple[str, ...], minimum: int) -> None:
@@ -169,7 +180,9 @@ def test_held_out_files_are_all_held_out_and_the_others_all_dev(path: Path) -> N
 
 
 @pytest.mark.parametrize(
-    "rows", [NATURAL + NATURAL_HELDOUT, COMPANY, WIND_HELDOUT], ids=["natural", "company", "wind-heldout"]
+    "rows",
+    [NATURAL + NATURAL_HELDOUT, COMPANY, WIND_HELDOUT, FERRY_HELDOUT],
+    ids=["natural", "company", "wind-heldout", "ferry-heldout"],
 )
 def test_dev_and_held_out_questions_are_distinct(rows: list[dict[str, Any]]) -> None:
     questions = [" ".join(row["question"].casefold().split()) for row in rows]  # "<" and "==" differ
@@ -267,6 +280,10 @@ def test_company_answers_occur_in_an_indexed_passage_of_their_evidence(
 
 def test_wind_answers_occur_in_an_indexed_passage_of_their_evidence(wind_passages: dict[str, list[str]]) -> None:
     _answers_occur_in_their_evidence(WIND_HELDOUT, wind_passages)
+
+
+def test_ferry_answers_occur_in_an_indexed_passage_of_their_evidence(ferry_passages: dict[str, list[str]]) -> None:
+    _answers_occur_in_their_evidence(FERRY_HELDOUT, ferry_passages)
 
 
 def _answers_occur_in_their_evidence(rows: list[dict[str, Any]], passages: dict[str, list[str]]) -> None:
