@@ -125,7 +125,7 @@ def ferry_passages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[s
     [
         (PRIVATE, "pd-", 40),
         (PYTHON, "py-", 60),
-        (NATURAL, ("pn-", "ph-"), 65),  # ph-001..074: held out until their one run (3 and 4 Dec 2026)
+        (NATURAL, ("pn-", "ph-"), 65),  # ph-001..114: held out until their one run (3 and 4 Dec 2026)
         (NATURAL_HELDOUT, "ph-", 30),
         (COMPANY, ("cd-", "ch-"), 45),  # ch-001..053: held out until their one run (3 and 4 Dec 2026)
         (COMPANY_BRIDGED, "cb-", 19),
