@@ -34,7 +34,7 @@ COMPANY_QA = DATASETS / "company_docs_qa.jsonl"
 COMPANY_BRIDGED_QA = DATASETS / "company_docs_bridged_qa.jsonl"
 COMPANY_CROSSLANG_QA = DATASETS / "company_docs_crosslang_qa.jsonl"
 WIND_DOCS = DATASETS / "wind_docs"
-WIND_HELDOUT_QA = DATASETS / "wind_docs_heldout_qa.jsonl"
+WIND_QA = DATASETS / "wind_docs_qa.jsonl"
 FERRY_DOCS = DATASETS / "ferry_docs"
 FERRY_HELDOUT_QA = DATASETS / "ferry_docs_heldout_qa.jsonl"
 FIELDS = {"id", "question", "answers", "split", "hops", "evidence"}
@@ -53,7 +53,7 @@ MULTIPART = _load(MULTIPART_QA)
 COMPANY = _load(COMPANY_QA)
 COMPANY_BRIDGED = _load(COMPANY_BRIDGED_QA)
 COMPANY_CROSSLANG = _load(COMPANY_CROSSLANG_QA)
-WIND_HELDOUT = _load(WIND_HELDOUT_QA)
+WIND = _load(WIND_QA)
 FERRY_HELDOUT = _load(FERRY_HELDOUT_QA)
 
 
@@ -130,7 +130,7 @@ def ferry_passages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[s
         (COMPANY, ("cd-", "ch-"), 45),  # ch-001..053: held out until their one run (3 and 4 Dec 2026)
         (COMPANY_BRIDGED, "cb-", 19),
         (COMPANY_CROSSLANG, "cx-", 12),
-        (WIND_HELDOUT, "wh-", 40),
+        (WIND, "wh-", 40),  # held out until their one run (4 Dec 2026)
         (FERRY_HELDOUT, "fh-", 40),
     ],
     ids=[
@@ -141,7 +141,7 @@ def ferry_passages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[s
         "company",
         "bridged",
         "crosslang",
-        "wind-heldout",
+        "wind",
         "ferry-heldout",
     ],
 )
@@ -181,8 +181,8 @@ def test_held_out_files_are_all_held_out_and_the_others_all_dev(path: Path) -> N
 
 @pytest.mark.parametrize(
     "rows",
-    [NATURAL + NATURAL_HELDOUT, COMPANY, WIND_HELDOUT, FERRY_HELDOUT],
-    ids=["natural", "company", "wind-heldout", "ferry-heldout"],
+    [NATURAL + NATURAL_HELDOUT, COMPANY, WIND, FERRY_HELDOUT],
+    ids=["natural", "company", "wind", "ferry-heldout"],
 )
 def test_dev_and_held_out_questions_are_distinct(rows: list[dict[str, Any]]) -> None:
     questions = [" ".join(row["question"].casefold().split()) for row in rows]  # "<" and "==" differ
@@ -279,7 +279,7 @@ def test_company_answers_occur_in_an_indexed_passage_of_their_evidence(
 
 
 def test_wind_answers_occur_in_an_indexed_passage_of_their_evidence(wind_passages: dict[str, list[str]]) -> None:
-    _answers_occur_in_their_evidence(WIND_HELDOUT, wind_passages)
+    _answers_occur_in_their_evidence(WIND, wind_passages)
 
 
 def test_ferry_answers_occur_in_an_indexed_passage_of_their_evidence(ferry_passages: dict[str, list[str]]) -> None:
