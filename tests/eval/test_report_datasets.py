@@ -5,7 +5,8 @@ reports over ``company_docs/``, and ``wind_docs_reports.jsonl`` (dev; held out u
 4 Dec 2026) over ``wind_docs/``: each goal names the documents its points come from (at least 4) and has at least 10
 points, each stated (in one of its accepted strings) in those documents.
 ``ferry_docs_reports.jsonl`` (dev; written blind from the brief of ``ferry_docs/``, then looked
-up, and held out until its one run, 4 Dec 2026) follows the same rules. ``python_docs_reports.jsonl`` asks for
+up, and held out until its one run, 4 Dec 2026) and ``private_docs_reports_heldout.jsonl`` (held out:
+written blind from the brief of ``private_docs/``, then looked up, before any run) follow the same rules. ``python_docs_reports.jsonl`` asks for
 reports over the Python docs.
 """
 
@@ -25,16 +26,19 @@ WIND_DOCS = DATASETS / "wind_docs"
 WIND = DATASETS / "wind_docs_reports.jsonl"
 FERRY_DOCS = DATASETS / "ferry_docs"
 FERRY = DATASETS / "ferry_docs_reports.jsonl"
+PRIVATE_DOCS = DATASETS / "private_docs"
+PRIVATE = DATASETS / "private_docs_reports_heldout.jsonl"
 PYTHON = DATASETS / "python_docs_reports.jsonl"
 
 
 def test_the_report_sets_have_their_size_and_split() -> None:
-    dev, wind, ferry, python = (load_report_goals(p) for p in (COMPANY_DEV, WIND, FERRY, PYTHON))
+    dev, wind, ferry, private, python = (load_report_goals(p) for p in (COMPANY_DEV, WIND, FERRY, PRIVATE, PYTHON))
     assert len(dev) >= 10 and {g.split for g in dev} == {"dev"}
     assert len(wind) >= 6 and {g.split for g in wind} == {"dev"}
     assert len(ferry) >= 6 and {g.split for g in ferry} == {"dev"}
+    assert len(private) >= 6 and {g.split for g in private} == {"heldout"}
     assert len(python) >= 5 and {g.split for g in python} == {"dev"}
-    for goals in (dev, wind, ferry):
+    for goals in (dev, wind, ferry, private):
         assert len({g.id for g in goals}) == len(goals)
         # Some goals fan out over items ("for each ...").
         assert sum("each" in g.goal.split() for g in goals) >= 3
@@ -42,13 +46,14 @@ def test_the_report_sets_have_their_size_and_split() -> None:
     assert default_report_docs(WIND) == WIND_DOCS
     assert default_report_docs(DATASETS / "wind_docs_reports_heldout.jsonl") == WIND_DOCS
     assert default_report_docs(FERRY) == FERRY_DOCS
+    assert default_report_docs(PRIVATE) == PRIVATE_DOCS
     assert default_report_docs(PYTHON) is None  # the default corpus: Python's documentation
 
 
 @pytest.mark.parametrize(
     ("path", "docs"),
-    [(COMPANY_DEV, COMPANY_DOCS), (WIND, WIND_DOCS), (FERRY, FERRY_DOCS)],
-    ids=["company", "wind", "ferry"],
+    [(COMPANY_DEV, COMPANY_DOCS), (WIND, WIND_DOCS), (FERRY, FERRY_DOCS), (PRIVATE, PRIVATE_DOCS)],
+    ids=["company", "wind", "ferry", "private"],
 )
 def test_every_point_is_stated_in_the_goals_documents(path: Path, docs: Path) -> None:
     corpus = "\n".join(p.read_text(encoding="utf-8") for p in sorted(docs.iterdir()))
