@@ -2,12 +2,12 @@
 
 ``company_docs_reports.jsonl`` (dev; its ``rh-`` goals were held out until their one run) asks for
 reports over ``company_docs/``, and ``wind_docs_reports.jsonl`` (dev; held out until its one run,
-4 Dec 2026) over ``wind_docs/``: each goal names the documents its points come from (at least 4) and has at least 10
-points, each stated (in one of its accepted strings) in those documents.
+4 Dec 2026) over ``wind_docs/``: each goal names the documents its points come from (at least 4)
+and has at least 10 points, each stated (in one of its accepted strings) in those documents.
 ``ferry_docs_reports.jsonl`` (dev; written blind from the brief of ``ferry_docs/``, then looked
-up, and held out until its one run, 4 Dec 2026) and ``private_docs_reports_heldout.jsonl`` (held out:
-written blind from the brief of ``private_docs/``, then looked up, before any run) follow the same rules. ``python_docs_reports.jsonl`` asks for
-reports over the Python docs.
+up, and held out until its one run, 4 Dec 2026) and ``private_docs_reports_heldout.jsonl`` (held
+out: written blind from the brief of ``private_docs/``, then looked up, before any run) follow the
+same rules. ``python_docs_reports.jsonl`` asks for reports over the Python docs.
 """
 
 from __future__ import annotations
