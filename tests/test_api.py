@@ -52,8 +52,8 @@ def test_readme_python_example_runs_and_prints_completed(
     assert lines[0] == "completed"
     project_id, nodes, calls, elapsed = lines[-1].split()
     # A question: answered from one search, its passage read by the verifier (which reads the same
-    # answer in it without being shown it).
-    assert int(nodes) == 1 and int(calls) == 2 and float(elapsed) > 0
+    # answer in it without being shown it, then, shown it, judges that the passage supports it).
+    assert int(nodes) == 1 and int(calls) == 3 and float(elapsed) > 0
     report = (tmp_path / "results" / project_id / "report.md").read_text()
     assert report.strip() in "\n".join(lines)
 
@@ -78,8 +78,8 @@ async def test_arun_returns_a_result_consistent_with_the_graph_and_the_files(
     stats = result.stats
     assert stats.nodes == len(graph) == 3
     # The root's atomizer, the planner, two executors, the verifier's reading of each one's
-    # passage, the aggregator.
-    assert stats.agent_calls == sum(n.agent_calls for n in graph) == len(model.calls) == 7
+    # passage and its judgement of the answer, the aggregator.
+    assert stats.agent_calls == sum(n.agent_calls for n in graph) == len(model.calls) == 9
     assert stats.input_tokens == sum(n.input_tokens for n in graph) > 0
     assert stats.output_tokens == sum(n.output_tokens for n in graph) > 0
     assert stats.failed_nodes == 0

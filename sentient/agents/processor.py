@@ -521,12 +521,18 @@ class AgentProcessor:
 
     async def _accepted(self, node: TaskNode, output: SourcedAnswer, sources: Sequence[Source], cited: int) -> Grounded:
         """``output``, whose executor named its ``cited`` passage, cited and verified only if that
-        passage holds its words and, asked what answer the passage states without being shown
-        ``output``, the verifier reads the same one (:func:`accepted`): a verifier shown an answer
-        accepts nearly any passage on its topic, so it is not shown one."""
+        passage holds its words, the verifier, asked what answer the passage states without being
+        shown ``output``, reads the same one, and then, shown it, judges that the passage supports
+        it (:func:`accepted`). Shown an answer first, a verifier accepts nearly any passage on its
+        topic; asked second, it rejects most of the answers that both readings got wrong."""
         held = stating(output.answer, [output.short], sources, [cited])
         reading = await self._read(node, sources[cited - 1]) if held else ""
-        return accepted(node.goal, output.answer, output.short, sources, cited, reading)
+        grounded = accepted(node.goal, output.answer, output.short, sources, cited, reading)
+        if not grounded.confirmed:
+            return grounded
+        if await self._judged(node, output.answer, [sources[cited - 1]]):
+            return grounded
+        return accepted(node.goal, output.answer, output.short, sources, cited, reading, supports=False)
 
     async def _read(self, node: TaskNode, passage: Source, question: str | None = None) -> str:
         """The answer to ``question`` (default: ``node``'s goal) that the verifier reads in

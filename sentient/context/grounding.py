@@ -5,11 +5,12 @@ This module owns both notions; the processor, the report and the eval use them a
 - A direct answer's source (and a report's answer's) is **verified** when its passage holds the
   answer or its key words (:func:`stating`), a direct answer's also every code the question names
   (:func:`unnamed`: "OPS-117", "Q1"; a passage about another incident cannot state the answer
-  about this one), and the verifier, asked what the passage answers for
+  about this one), the verifier, asked what the passage answers for
   the question alone, without being shown the answer (:class:`Reading`), gives the same answer
-  (:func:`agrees`). Shared words prove nothing, and a passage that does not contain the answer
-  cannot be shown to state it; shown an answer, a 1.5B verifier accepts it from nearly any
-  passage on its topic, so it is not shown one. An aggregate's sources are verified when the
+  (:func:`agrees`), and then, shown the answer, judges that the passage supports it
+  (:class:`Verdict`). Shared words prove nothing, and a passage that does not contain the answer
+  cannot be shown to state it; shown an answer first, a 1.5B verifier accepts it from nearly any
+  passage on its topic, so it reads the passage blind first. An aggregate's sources are verified when the
   verifier, asked one short question under its output schema (:class:`Verdict`), judges that
   the passages it cites support it (the pattern of Self-RAG's support token and CRAG's retrieval
   evaluator, with the run's own model as judge).
@@ -174,15 +175,22 @@ def agrees(reading: str, question: str, answer: str, short: str = "") -> bool:
     return holds(f"{answer} {short}", reading) or (not holds(question, short) and holds(reading, short))
 
 
-def accepted(question: str, answer: str, short: str, sources: Sequence[Source], cited: int, reading: str) -> Grounded:
+def accepted(
+    question: str, answer: str, short: str, sources: Sequence[Source], cited: int, reading: str, supports: bool = True
+) -> Grounded:
     """``answer`` to ``question`` whose executor named its ``cited`` source. It cites that source,
     verified, only if the passage names the codes the question names (:func:`unnamed`), holds the
-    answer or its ``short`` words, and the verifier's own ``reading`` of the passage gives the same
-    answer (:func:`agrees`); else it is supported, citing nothing (noted), and contradicted if the
-    passage is about something else or that reading did not give the same answer. What stands if
-    research finds nothing better is kept as ``reading``: the answer that reading gave, if any;
-    else, for a passage about something else, the answer itself (it may have been read in another
-    passage shown and numbered wrongly)."""
+    answer or its ``short`` words, the verifier's own ``reading`` of the passage gives the same
+    answer (:func:`agrees`), and the verifier, then shown the answer, ``supports`` it; else it is
+    supported, citing nothing (noted), and contradicted if the passage is about something else or
+    that reading did not give the same answer. What stands if research finds nothing better is
+    kept as ``reading``: the answer that reading gave, if any; else, for a passage about something
+    else, the answer itself (it may have been read in another passage shown and numbered wrongly).
+
+    A blind reading that repeats the executor's answer is not enough on its own: the same small
+    model often misreads a passage the same way twice (another row of a table, a superseded
+    policy), and judging the answer against the passage catches most of those. The judgement
+    only withholds the badge: the reading agreed, so it is no doubt worth more research."""
     contradicted = False
     if missing := unnamed(question, sources[cited - 1]):
         note = f"source {cited} does not name {', '.join(missing)}"
@@ -192,6 +200,8 @@ def accepted(question: str, answer: str, short: str, sources: Sequence[Source], 
     elif not agrees(reading, question, answer, short):
         note = f"source {cited}, read for the question alone, gives {reading!r}"
         contradicted = True
+    elif not supports:
+        note = f"the verifier, shown the answer, found that source {cited} does not support it"
     else:
         return judged(answer, sources, [cited], True)
     text = strip_markers(answer)

@@ -113,9 +113,9 @@ def test_json_run_exits_0_and_prints_one_object_with_id_status_and_stats(json_ru
     assert re.fullmatch(r"\d{8}-\d{6}-how-do-python-lists-differ-from-tuples-[0-9a-f]{6}", payload["project_id"])
     stats = payload["stats"]
     # general_agent answers a question from one search; the verifier, reading the named passage
-    # without the answer, finds the same one.
+    # without the answer, finds the same one, and shown it, judges that the passage supports it.
     assert stats["nodes"] == 1
-    assert stats["agent_calls"] == 2
+    assert stats["agent_calls"] == 3
     assert stats["input_tokens"] > 0 and stats["output_tokens"] > 0
     assert stats["failed_nodes"] == 0
     assert stats["elapsed_s"] > 0
@@ -141,8 +141,8 @@ def test_run_writes_report_graph_and_a_trace_per_node(json_run: JsonRun) -> None
 def test_trace_holds_prompt_context_response_tokens_and_latency(json_run: JsonRun) -> None:
     out = json_run.sandbox.results / json_run.payload["project_id"]
     trace = json.loads((out / "traces" / "root.json").read_text())
-    call, reading = trace["calls"]
-    assert reading["role"] == "verifier"
+    call, reading, judging = trace["calls"]
+    assert reading["role"] == judging["role"] == "verifier"
     assert call["role"] == "executor"
     assert call["agent"] == "search_executor"
     assert GOAL in call["prompt"]
@@ -171,7 +171,7 @@ def test_plain_run_prints_the_report_on_stdout_and_the_summary_on_stderr(sandbox
     assert proc.returncode == 0, proc.stderr
     [project] = [p for p in sandbox.results.iterdir() if p.is_dir()]
     assert proc.stdout.strip() == (project / "report.md").read_text().strip()
-    assert "completed · 1 task, 2 agent calls" in proc.stderr  # as in the JSON run above
+    assert "completed · 1 task, 3 agent calls" in proc.stderr  # as in the JSON run above
     assert str(project) in proc.stderr
 
 

@@ -62,13 +62,16 @@ SAME = "the same"  # read alone, the passage gives the executor's few words (its
 
 
 def verdicts(*answers: bool | int | str):
-    """A verifier that gives ``answers`` in turn: a verdict on the passage named, (an int) the
-    passage its second reading over every passage shown names (0: none), or (a str, or ``SAME``)
-    the answer it reads in an accepted passage without being shown the executor's."""
-    given = iter(answers)
+    """A verifier that gives ``answers`` in turn: (a bool) a verdict on the passages named, shown
+    the answer, (an int) the passage its second reading over every passage shown names (0: none),
+    or (a str, or ``SAME``) the answer it reads in an accepted passage without being shown the
+    executor's. Asked for a verdict when the next answer is not one, it finds them supporting."""
+    given = list(answers)
 
     def verifier(request: FakeRequest) -> Verdict | Reading | dict:
-        answer = next(given)
+        if asks_for(request, "supports") and not (given and isinstance(given[0], bool)):
+            return Verdict(supports=True)
+        answer = given.pop(0)
         if asks_for(request, "source"):
             assert isinstance(answer, int) and not isinstance(answer, bool), "a second reading was not expected"
             return {"source": answer}
@@ -86,15 +89,17 @@ async def test_a_question_is_answered_from_one_search_and_its_passage_read_by_th
     result = await make_agent(model, profile="general_agent").arun(GOAL, write_files=False)
 
     assert result.status == "completed" and len(result.graph) == 1
-    assert [c.request.role for c in model.calls] == ["executor", "verifier"]  # no atomizer for a question
+    assert [c.request.role for c in model.calls] == ["executor", "verifier", "verifier"]  # no atomizer for a question
     root = result.graph.root
     assert root.node_type is NodeType.EXECUTE
     assert root.result == "It runs them as tasks. [1]"
     assert root.sources[0].verified is True and root.sources[0].ref.endswith("asyncio.md")
     # The verifier reads only the passage the answer names, asked what it answers for the
-    # question, without being shown the answer.
-    (reading,) = (c.request.prompt for c in model.calls_for(role="verifier"))
+    # question, without being shown the answer; then, shown it, judges whether the passage supports it.
+    reading, judging = (c.request.prompt for c in model.calls_for(role="verifier"))
     assert GOAL in reading and "It runs them as tasks." not in reading
+    assert GOAL in judging and "It runs them as tasks." in judging
+    assert "The event loop runs coroutines and tasks." in judging and "Threads share memory" not in judging
     assert "The event loop runs coroutines and tasks." in reading and "Threads share memory" not in reading
     assert "Not confirmed" not in result.report_markdown
 
@@ -162,6 +167,23 @@ async def test_an_answer_no_passage_states_is_not_verified_and_the_question_is_p
     assert [s.verified for s in root.sources] == [True]
 
 
+async def test_an_answer_read_the_same_blind_but_judged_unsupported_is_not_verified_nor_researched(make_agent) -> None:
+    # Read without the answer, the passage gives the executor's answer; shown that answer, the
+    # verifier judges that the passage does not support it (a small model can misread one passage
+    # the same way twice: another row of a table, a superseded policy). The citation is not shown;
+    # the executor is asked once which passage states it (none), and the question is not planned:
+    # the two readings agreed, so it is not a doubt that more research would settle.
+    model = ScriptedModel(script={"executor": from_first_source, "verifier": verdicts(SAME, False, 0)})
+    result = await make_agent(model, profile="general_agent").arun(GOAL, write_files=False)
+
+    root = result.graph.root
+    assert [c.request.role for c in model.calls] == ["executor", "verifier", "verifier", "verifier"]
+    assert root.node_type is NodeType.EXECUTE and len(result.graph) == 1
+    assert root.result == "It runs them as tasks." and root.sources[0].verified is not True
+    assert "the verifier, shown the answer, found that source 1 does not support it: not cited" in root.warnings
+    assert "Not confirmed by the sources" in result.report_markdown
+
+
 async def test_when_the_named_passage_does_not_state_the_answer_the_executor_names_one_that_does(
     make_agent,
 ) -> None:
@@ -171,7 +193,7 @@ async def test_when_the_named_passage_does_not_state_the_answer_the_executor_nam
     model = ScriptedModel(script={"executor": answer, "verifier": verdicts(2, "coroutines and tasks")})
     result = await make_agent(model, profile="general_agent").arun(COMPOUND, write_files=False)
     root = result.graph.root
-    assert [c.request.role for c in model.calls] == ["executor", "verifier", "verifier"]
+    assert [c.request.role for c in model.calls] == ["executor", "verifier", "verifier", "verifier"]
     assert root.result == "It runs them as tasks. [2]" and len(result.graph) == 1
     assert [s.verified for s in root.sources[:2]] == [None, True]  # only the cited passage carries a badge
     executed, second = (c.request for c in (model.calls[0], model.calls[1]))
@@ -388,7 +410,7 @@ async def test_an_answer_that_is_only_a_citation_number_is_refused_by_its_schema
 async def test_a_goal_that_is_not_a_question_goes_to_the_atomizer(make_agent) -> None:
     model = ScriptedModel(script={"atomizer": AtomizerOutput(is_atomic=True), "executor": from_first_source})
     result = await make_agent(model, profile="general_agent").arun(REPORT, write_files=False)
-    assert [c.request.role for c in model.calls] == ["atomizer", "executor", "verifier"]
+    assert [c.request.role for c in model.calls] == ["atomizer", "executor", "verifier", "verifier"]
     assert result.graph.root.node_type is NodeType.EXECUTE
 
     # Not answered first when turned off: the atomizer decides for a question too.
@@ -414,7 +436,7 @@ async def test_a_plan_that_repeats_its_goal_is_dropped_and_the_goal_executed(mak
     assert len(result.graph) == 1
     root = result.graph.root
     assert root.node_type is NodeType.EXECUTE
-    assert [c.request.role for c in model.calls] == ["atomizer", "planner", "executor", "verifier"]
+    assert [c.request.role for c in model.calls] == ["atomizer", "planner", "executor", "verifier", "verifier"]
     assert [s.status for s in root.history][-3:] == [TaskStatus.PLANNING, TaskStatus.EXECUTING, TaskStatus.DONE]
     assert root.result == result.final_answer == "It runs them as tasks. [1]"
     assert any("include the task itself" in w for w in root.warnings)
@@ -444,7 +466,7 @@ async def test_the_embedded_planner_stops_writing_once_its_plan_lists_the_goal(m
 
     assert result.status == "completed" and len(result.graph) == 1
     root = result.graph.root
-    assert [c.request.role for c in model.calls] == ["atomizer", "planner", "executor", "verifier"]
+    assert [c.request.role for c in model.calls] == ["atomizer", "planner", "executor", "verifier", "verifier"]
     (planner,) = model.calls_for(role="planner")
     assert planner.output == repeating.model_dump_json().split("},{")[0] + "}"  # the first subtask, no more
     assert any("include the task itself" in w for w in root.warnings)
@@ -502,7 +524,7 @@ async def test_a_second_hop_searches_with_the_first_hops_result_and_skips_its_pa
     assert [s.ref for s in hop2.sources].count(result.graph.get("root.0").sources[0].ref) == 1
     # The verifier judges the second hop's passage after what the first found (its passage states
     # the answer about that), and the first hop's without anything found before.
-    first_check, second_check = (c.request.prompt for c in model.calls_for(role="verifier"))
+    first_check, _, second_check, _ = (c.request.prompt for c in model.calls_for(role="verifier"))
     assert "Found before" not in first_check
     assert "Found before: Which component runs coroutines?\nIt runs them as tasks." in second_check
 
@@ -554,7 +576,7 @@ async def test_a_question_in_another_language_is_answered_and_cited_from_its_doc
     result = await agent.arun(question, write_files=False)
 
     root = result.graph.root
-    assert [c.request.role for c in model.calls] == ["executor", "verifier"]  # recognised as a question
+    assert [c.request.role for c in model.calls] == ["executor", "verifier", "verifier"]  # recognised as a question
     assert root.sources[0].verified is True and root.sources[0].ref.endswith(next(iter(files)))
     assert stated in model.calls_for(role="verifier")[0].request.prompt
     assert root.result.endswith("[1]") and "Not confirmed" not in result.report_markdown

@@ -87,9 +87,9 @@ async def test_one_concurrent_call_means_calls_never_overlap(make_agent) -> None
 
     assert result.status == "completed"
     calls = sorted(model.calls, key=lambda c: c.started_at)
-    # The root's atomizer, the planner, four executors, a verifier's reading (without the answer)
-    # for each of the three searches, the aggregator.
-    assert len(calls) == 10
+    # The root's atomizer, the planner, four executors, for each of the three searches the
+    # verifier's reading (without the answer) and its judgement (shown it), the aggregator.
+    assert len(calls) == 13
     for earlier, later in itertools.pairwise(calls):
         assert later.started_at >= earlier.finished_at
 

@@ -46,13 +46,13 @@ def team_executor(request: FakeRequest) -> Any:
 
 def no_passage_states_the_direct_answer(request: FakeRequest) -> Any:
     """A verifier that finds no passage for the root's answer; read without its answer, the first
-    lookup's passage gives the same one, and the planned question's second lookup's (the question
-    itself) gives none."""
+    lookup's passage gives the same one (and, shown it, supports it), and the planned question's
+    second lookup's (the question itself) gives none."""
     if asks_for(request, "source"):
         return {"source": 0}
     if asks_for(request, "answer"):
         return default_response(request) if request.task_id == "root.0" else Reading(answer="")
-    return Verdict(supports=False)
+    return Verdict(supports=request.task_id == "root.0")
 
 
 def losing_team() -> ScriptedModel:
@@ -96,8 +96,8 @@ async def test_each_system_records_grade_cost_and_where_the_answer_was_lost(
     assert profile["lost_in_aggregation"] is True and profile["correct"] is False
     # The root's direct answer, the executor asked again which passage states it, its answer from
     # memory, its plan, and two lookups, each with its named passage read by the verifier without
-    # the answer.
-    assert profile["agent_calls"] == profile["model_calls"] == 8
+    # the answer (the first's then judged with it).
+    assert profile["agent_calls"] == profile["model_calls"] == 9
     assert (profile["citations"], profile["verified_citations"]) == (0, 0)
     assert profile["error"] is None and profile["system"] == "profile:general_agent"
     # The profile's run files go under the eval folder, not project_results/<id>.

@@ -188,9 +188,9 @@ def two_branches() -> ScriptedModel:
 async def test_a_resumed_run_offers_what_the_interrupted_run_learned(settings: Settings, store: ProjectStore) -> None:
     """Context building reads the project's knowledge store: a task of the resumed run is offered
     the findings of work finished before the interruption, and nothing refills the store."""
-    # Two plans, two searches and the verifier's reading of each one's passage, one aggregation:
-    # then out of budget.
-    stopped = await agent(settings, two_branches(), max_depth=2, max_llm_calls=7).arun(
+    # Two plans, two searches, the verifier's reading of each one's passage and its judgement of
+    # the answer, one aggregation: then out of budget.
+    stopped = await agent(settings, two_branches(), max_depth=2, max_llm_calls=9).arun(
         GOAL, project_id="p-knowledge", store=store
     )
     assert stopped.status == "stopped"
