@@ -524,7 +524,7 @@ class AgentProcessor:
         passage holds its words, the verifier, asked what answer the passage states without being
         shown ``output``, reads the same one, and then, shown it, judges that the passage supports
         it (:func:`accepted`). Shown an answer first, a verifier accepts nearly any passage on its
-        topic; asked second, it rejects most of the answers that both readings got wrong."""
+        topic; asked second, it rejects about half of the answers that both readings got wrong."""
         held = stating(output.answer, [output.short], sources, [cited])
         reading = await self._read(node, sources[cited - 1]) if held else ""
         grounded = accepted(node.goal, output.answer, output.short, sources, cited, reading)

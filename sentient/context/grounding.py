@@ -7,13 +7,13 @@ This module owns both notions; the processor, the report and the eval use them a
   (:func:`unnamed`: "OPS-117", "Q1"; a passage about another incident cannot state the answer
   about this one), the verifier, asked what the passage answers for
   the question alone, without being shown the answer (:class:`Reading`), gives the same answer
-  (:func:`agrees`), and then, shown the answer, judges that the passage supports it
-  (:class:`Verdict`). Shared words prove nothing, and a passage that does not contain the answer
-  cannot be shown to state it; shown an answer first, a 1.5B verifier accepts it from nearly any
-  passage on its topic, so it reads the passage blind first. An aggregate's sources are verified when the
-  verifier, asked one short question under its output schema (:class:`Verdict`), judges that
-  the passages it cites support it (the pattern of Self-RAG's support token and CRAG's retrieval
-  evaluator, with the run's own model as judge).
+  (:func:`agrees`), and, for a direct answer, the verifier then shown the answer judges that the
+  passage supports it (:class:`Verdict`). Shared words prove nothing, and a passage that does not
+  contain the answer cannot be shown to state it; shown an answer first, a 1.5B verifier accepts
+  it from nearly any passage on its topic, so it reads the passage blind first. An aggregate's
+  sources are verified when the verifier, asked one short question under its output schema
+  (:class:`Verdict`), judges that the passages it cites support it (the pattern of Self-RAG's
+  support token and CRAG's retrieval evaluator, with the run's own model as judge).
 - An answer is **confirmed** when it cites at least one verified source. An unconfirmed answer
   is the model's own, and every surface says so.
 - An answer is **supported** when the executor named a passage for it (first, or when asked again
@@ -189,8 +189,8 @@ def accepted(
 
     A blind reading that repeats the executor's answer is not enough on its own: the same small
     model often misreads a passage the same way twice (another row of a table, a superseded
-    policy), and judging the answer against the passage catches most of those. The judgement
-    only withholds the badge: the reading agreed, so it is no doubt worth more research."""
+    policy), and judging the answer against the passage catches about half of those. The
+    judgement only withholds the badge: the reading agreed, so it is no doubt worth more research."""
     contradicted = False
     if missing := unnamed(question, sources[cited - 1]):
         note = f"source {cited} does not name {', '.join(missing)}"
