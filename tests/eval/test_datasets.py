@@ -27,6 +27,7 @@ PRIVATE_DOCS = DATASETS / "private_docs"
 PRIVATE_QA = DATASETS / "private_docs_qa.jsonl"
 PYTHON_QA = DATASETS / "python_docs_qa.jsonl"
 NATURAL_QA = DATASETS / "python_natural_qa.jsonl"
+NATURAL_HELDOUT_QA = DATASETS / "python_natural_heldout_qa.jsonl"
 MULTIPART_QA = DATASETS / "private_docs_multipart_qa.jsonl"
 COMPANY_DOCS = DATASETS / "company_docs"
 COMPANY_QA = DATASETS / "company_docs_qa.jsonl"
@@ -47,6 +48,7 @@ def _load(path: Path) -> list[dict[str, Any]]:
 PRIVATE = _load(PRIVATE_QA)
 PYTHON = _load(PYTHON_QA)
 NATURAL = _load(NATURAL_QA)
+NATURAL_HELDOUT = _load(NATURAL_HELDOUT_QA)
 MULTIPART = _load(MULTIPART_QA)
 COMPANY = _load(COMPANY_QA)
 COMPANY_BRIDGED = _load(COMPANY_BRIDGED_QA)
@@ -124,6 +126,7 @@ def ferry_passages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[s
         (PRIVATE, "pd-", 40),
         (PYTHON, "py-", 60),
         (NATURAL, ("pn-", "ph-"), 65),  # ph-001..155: held out until their one run (3 and 4 Dec 2026)
+        (NATURAL_HELDOUT, "ph-", 30),
         (COMPANY, ("cd-", "ch-"), 45),  # ch-001..053: held out until their one run (3 and 4 Dec 2026)
         (COMPANY_BRIDGED, "cb-", 19),
         (COMPANY_CROSSLANG, "cx-", 12),
@@ -134,6 +137,7 @@ def ferry_passages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[s
         "private",
         "python",
         "python-natural",
+        "python-natural-heldout",
         "company",
         "bridged",
         "crosslang",
@@ -177,7 +181,7 @@ def test_held_out_files_are_all_held_out_and_the_others_all_dev(path: Path) -> N
 
 @pytest.mark.parametrize(
     "rows",
-    [NATURAL, COMPANY, WIND, FERRY_HELDOUT],
+    [NATURAL + NATURAL_HELDOUT, COMPANY, WIND, FERRY_HELDOUT],
     ids=["natural", "company", "wind", "ferry-heldout"],
 )
 def test_dev_and_held_out_questions_are_distinct(rows: list[dict[str, Any]]) -> None:
@@ -185,7 +189,7 @@ def test_dev_and_held_out_questions_are_distinct(rows: list[dict[str, Any]]) -> 
     assert len(set(questions)) == len(questions)
 
 
-@pytest.mark.parametrize("rows", [NATURAL], ids=["natural"])
+@pytest.mark.parametrize("rows", [NATURAL, NATURAL_HELDOUT], ids=["natural", "natural-heldout"])
 def test_natural_questions_do_not_contain_an_accepted_answer_or_its_inflection(rows: list[dict[str, Any]]) -> None:
     # "Which method joins strings?" hints its answer, and a wrong reply that echoes the question
     # ("... enters the block" for __enter__) would be graded correct on the echoed word.
@@ -247,7 +251,7 @@ def test_private_two_hop_answers_need_the_second_document() -> None:
             assert not contains_answer(first, row["answers"][:1]), row["id"]
 
 
-@pytest.mark.parametrize("rows", [PYTHON, NATURAL], ids=["python", "natural"])
+@pytest.mark.parametrize("rows", [PYTHON, NATURAL, NATURAL_HELDOUT], ids=["python", "natural", "natural-heldout"])
 def test_python_answers_occur_in_the_default_corpus(
     rows: list[dict[str, Any]], python_passages: dict[str, list[str]]
 ) -> None:
