@@ -528,11 +528,9 @@ class AgentProcessor:
         held = stating(output.answer, [output.short], sources, [cited])
         reading = await self._read(node, sources[cited - 1]) if held else ""
         grounded = accepted(node.goal, output.answer, output.short, sources, cited, reading)
-        if not grounded.confirmed:
-            return grounded
-        if await self._judged(node, output.answer, [sources[cited - 1]]):
-            return grounded
-        return accepted(node.goal, output.answer, output.short, sources, cited, reading, supports=False)
+        if grounded.confirmed and not await self._judged(node, output.answer, [sources[cited - 1]]):
+            return accepted(node.goal, output.answer, output.short, sources, cited, reading, supports=False)
+        return grounded
 
     async def _read(self, node: TaskNode, passage: Source, question: str | None = None) -> str:
         """The answer to ``question`` (default: ``node``'s goal) that the verifier reads in
