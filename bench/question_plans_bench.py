@@ -37,8 +37,6 @@ from sentient.graph.node import NodeType, TaskType
 from sentient.graph.task_graph import TaskGraph
 from sentient.settings import Settings
 
-CONTEXT_TOKENS = 3000  # the settings' default context budget
-
 
 def two_hop_questions(paths: list[Path], split: str) -> list[dict[str, str]]:
     rows = [json.loads(line) for path in paths for line in path.read_text().splitlines() if line.strip()]
@@ -48,8 +46,16 @@ def two_hop_questions(paths: list[Path], split: str) -> list[dict[str, str]]:
 async def plans(questions: list[dict[str, str]], profile_name: str) -> list[dict[str, Any]]:
     settings = Settings(offline=True)
     profile = AgentRegistry.load(settings.config_dir).profile(profile_name)
+    engine = profile.settings  # the profile's engine defaults, as a run without overrides has them
     factory = ModelFactory(settings, profile)
-    runner = AgentRunner(factory.for_agent, EventBus(), max_concurrent=1, timeout_s=600, max_validation_retries=2)
+    runner = AgentRunner(
+        factory.for_agent,
+        EventBus(),
+        max_concurrent=1,
+        timeout_s=engine.agent_timeout_s,
+        max_validation_retries=engine.max_validation_retries,
+        local_timeout_s=engine.local_timeout_s,
+    )
     tasks = profile.prompts.for_run(None, None)
     planner = profile.planner_for(True)
     out: list[dict[str, Any]] = []
@@ -57,7 +63,9 @@ async def plans(questions: list[dict[str, str]], profile_name: str) -> list[dict
         for row in questions:
             graph = TaskGraph()
             node = graph.add_root(row["question"], TaskType.SEARCH, NodeType.PLAN)
-            context = ContextBuilder(graph, KnowledgeStore(None, "bench"), CONTEXT_TOKENS, 0).for_planning(node)
+            knowledge = KnowledgeStore(None, "bench")
+            builder = ContextBuilder(graph, knowledge, engine.context_token_budget, engine.knowledge_results)
+            context = builder.for_planning(node)
             call = AgentCall(
                 node.task_id, node.goal, Role.PLANNER, planner, tasks.plan_question_task(node.goal), context
             )
