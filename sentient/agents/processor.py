@@ -325,8 +325,9 @@ class AgentProcessor:
 
         A question planned because its direct answer was unconfirmed is answered by its subtask
         that asks the question itself (after the lookups before it), else by the aggregate, read
-        by the verifier; if no source supports that answer, the model's own answer stands. A
-        report and its parts are assembled (:mod:`sentient.agents.report`).
+        by the verifier; if no source supports that answer, it stands uncited over a passage's
+        reading, not over the model's own answer (:func:`_stands_over_direct`). A report and its
+        parts are assembled (:mod:`sentient.agents.report`).
         """
         if self._report.assembles(node):
             await self._report.aggregate(node)
@@ -365,8 +366,11 @@ class AgentProcessor:
             return
         node.warnings.extend(grounded.notes)
         if fallback is not None and not grounded.confirmed:
-            self._stand(node, "no source supports the research's answer")
-            return
+            if not _stands_over_direct(node, grounded.text):
+                self._stand(node, "no source supports the research's answer")
+                return
+            node.warnings.append(_OVER_READING)
+            grounded = replace(grounded, text=strip_markers(grounded.text))
         self._finish(node, grounded.text, grounded.sources)
 
     def _answered_by_lookups(self, node: TaskNode, asked: TaskNode) -> None:
@@ -378,16 +382,14 @@ class AgentProcessor:
         states the answer about the bridge, not about what the question names. It stands if
         either does (it answers the question as asked, which the direct answer's passage did
         not), shown without citations when not confirmed. Unconfirmed, and with neither, it
-        still stands over a direct answer that a passage was read to give for the question alone
-        (a reading of a passage that did not state the direct answer; the research asked the
-        question as asked), but not over the model's own answer: the research must not lose
-        what the model knows. Else the unconfirmed direct answer stands."""
+        stands only over a passage's reading (:func:`_stands_over_direct`); else the unconfirmed
+        direct answer stands."""
         sources = SourceList()
         chain = [*self.graph.dependencies(asked.task_id), asked]
         answered = _confirmed(asked)
         # Asked with its slot filled, it rests on the lookup that filled it: None when it asks the question itself.
         bridge = _confirmed(chain[-2]) if asked.restates is not None and len(chain) > 1 else None
-        if not answered and not bridge and (node.answered_from_memory or not strip_markers(asked.result or "")):
+        if not answered and not bridge and not _stands_over_direct(node, asked.result or ""):
             self._stand(node, "no source supports the research's answer")
             return
         steps = [f"- {step.goal} {sources.adopt(step.result or '', step.sources)}" for step in chain[:-1]]
@@ -397,7 +399,7 @@ class AgentProcessor:
             node.warnings.append("no source supports the research's answer, asked about what a confirmed lookup found")
             text = strip_markers(text)
         elif not answered:
-            node.warnings.append("no source supports the research's answer; it stands over the direct answer's reading")
+            node.warnings.append(_OVER_READING)
             text = strip_markers(text)
         elif bridge is False:
             node.warnings.append("the research's answer is about what a lookup no source supports found")
@@ -687,6 +689,17 @@ class AgentProcessor:
         node.result = renumber(answer, {n: n for n in range(1, len(sources) + 1)}).strip()
         node.sources = list(sources)
         self.move(node, _S.DONE)
+
+
+_OVER_READING = "no source supports the research's answer; it stands over the direct answer's reading"
+
+
+def _stands_over_direct(node: TaskNode, answer: str) -> bool:
+    """Whether the research's unconfirmed ``answer`` to a question planned after its direct answer
+    was unconfirmed stands over that direct answer: it does over a passage's reading of the
+    question (the research asked the question as asked), never over the model's own answer,
+    asked without passages (research must not lose what the model knows), and not when empty."""
+    return not node.answered_from_memory and bool(strip_markers(answer))
 
 
 def _confirmed(node: TaskNode) -> bool:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import pytest
+
 from sentient.agents.models.fake import FakeRequest, ScriptedModel, asks_for, default_response, executor_answer
 from sentient.agents.schemas import AggregationOutput, AtomizerOutput, QuestionPlan
-from sentient.context.grounding import Verdict
+from sentient.context.grounding import Reading, Verdict
 from sentient.events import ReviewAnswered
 from sentient.graph.node import NodeType, TaskType
 from sentient.graph.plan import PlanOutput, SubTask
@@ -259,3 +261,44 @@ async def test_an_edited_plan_for_a_question_is_aggregated_and_the_aggregate_jud
         assert any("no source supports the research's answer" in w for w in root.warnings)
         if verdict is verdicts[2]:
             assert any(w.startswith("the verifier could not be asked") for w in root.warnings)
+
+
+@pytest.mark.parametrize("direct", ["reading", "memory"])
+async def test_an_unsupported_aggregate_replaces_a_passages_reading_but_not_the_models_own(make_agent, direct) -> None:
+    # As when the question's own lookup answers it: the research's unconfirmed answer stands
+    # (uncited) over a direct answer that was a passage's reading of the question, never over the
+    # model's own answer, asked without passages.
+    question = "Why does the GIL exist, and what would replace it?"
+
+    def verifier(request: FakeRequest) -> object:
+        if request.task_id == "root" and asks_for(request, "supports"):  # the aggregate's passages
+            return Verdict(supports=False)
+        if request.task_id == "root" and asks_for(request, "answer"):  # the direct answer's passage, read alone
+            return Reading(answer="It is a lock.")
+        return default_response(request)
+
+    model = ScriptedModel(
+        script={
+            "planner": QuestionPlan(question=question, first="What is the GIL?", then="What would replace X?"),
+            "plan_modifier": PLANNED,
+            "executor": lambda request: executor_answer(
+                request,
+                "It protects reference counts." if request.task_id == "root" else f"Result of {request.task_id}.",
+                sourced=request.task_id != "root" or direct == "reading",
+            ),
+            "aggregator": AggregationOutput(answer="It keeps reference counts safe [1]."),
+            "verifier": verifier,
+        }
+    )
+    reviewer = ScriptedReviewer([Modify(instructions="look up the history instead")])
+    result = await make_agent(model, reviewer=reviewer, review="all").arun(question, write_files=False)
+
+    root = result.graph.root
+    assert root.answered_from_memory is (direct == "memory")
+    assert not any(s.verified for s in root.sources)
+    if direct == "reading":
+        assert root.result == "It keeps reference counts safe."
+        assert "no source supports the research's answer; it stands over the direct answer's reading" in root.warnings
+    else:
+        assert root.result == "It protects reference counts."
+        assert "no source supports the research's answer; the unconfirmed direct answer stands" in root.warnings
