@@ -180,6 +180,7 @@ ALTER TABLE nodes ADD COLUMN restates TEXT;
     # v7: whether a question's unconfirmed direct answer is the model's own, as in SQLite.
     7: """
 ALTER TABLE nodes ADD COLUMN answered_from_memory BOOLEAN NOT NULL DEFAULT FALSE;
+UPDATE nodes SET answered_from_memory = TRUE WHERE node_type = 'PLAN' AND status != 'DONE' AND result IS NOT NULL;
 """,
 }
 

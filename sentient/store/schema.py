@@ -158,9 +158,12 @@ ALTER TABLE nodes ADD COLUMN restates TEXT;
 """
 
 # v7: whether a question's unconfirmed direct answer is the model's own, asked without passages
-# (research that ends unconfirmed does not replace it; sentient.agents.processor).
+# (research that ends unconfirmed does not replace it; sentient.agents.processor). A question
+# still being researched in an older store keeps its direct answer over unconfirmed research,
+# as the version that started it did: which kind that answer was is not known.
 _SCHEMA_V7 = """
 ALTER TABLE nodes ADD COLUMN answered_from_memory INTEGER NOT NULL DEFAULT 0;
+UPDATE nodes SET answered_from_memory = 1 WHERE node_type = 'PLAN' AND status != 'DONE' AND result IS NOT NULL;
 """
 
 MIGRATIONS: dict[int, str] = {

@@ -471,6 +471,25 @@ def test_a_v5_files_nodes_restate_nothing(tmp_path: Path) -> None:
     assert (root.goal, root.restates, root.answered_from_memory) == ("goal?", None, False)
 
 
+def test_a_v6_files_question_under_research_keeps_its_direct_answer(tmp_path: Path) -> None:
+    # Whether its unconfirmed direct answer was the model's own is not known: it is kept over
+    # unconfirmed research, as the version that started the run did. Finished nodes are untouched.
+    sqlite_store_at(
+        tmp_path / "sentient.db",
+        6,
+        "INSERT INTO projects (project_id, goal, profile, status, created_at, updated_at)"
+        " VALUES ('old', 'goal?', 'general_agent', 'stopped', 1, 1)",
+        "INSERT INTO nodes (project_id, task_id, seq, goal, task_type, node_type, layer, status, result, created_at)"
+        " VALUES ('old', 'root', 0, 'goal?', 'SEARCH', 'PLAN', 0, 'PLAN_DONE', 'The else clause.', 1)",
+        "INSERT INTO nodes (project_id, task_id, seq, goal, task_type, node_type, layer, status, result, created_at)"
+        " VALUES ('old', 'root.0', 1, 'sub?', 'SEARCH', 'EXECUTE', 1, 'DONE', 'An answer.', 1)",
+    )
+    with ProjectStore.open(tmp_path) as store:
+        root, lookup = store.node("old", "root"), store.node("old", "root.0")
+    assert (root.unconfirmed_answer, root.answered_from_memory) == ("The else clause.", True)
+    assert lookup.answered_from_memory is False
+
+
 def test_review_errors(store: ProjectStore) -> None:
     store.create_project("p1", "goal", "general_agent", {})
     store.add_review(_review("r1"))
