@@ -32,18 +32,20 @@ from sentient.agents.runner import AgentCall, AgentRunner
 from sentient.agents.schemas import QuestionPlan
 from sentient.context.builder import ContextBuilder
 from sentient.context.knowledge import KnowledgeStore
+from sentient.eval.dataset import EvalQuestion, load_dataset, select
 from sentient.events import EventBus
+from sentient.exceptions import EvalError
 from sentient.graph.node import NodeType, TaskType
 from sentient.graph.task_graph import TaskGraph
 from sentient.settings import Settings
 
 
-def two_hop_questions(paths: list[Path], split: str) -> list[dict[str, str]]:
-    rows = [json.loads(line) for path in paths for line in path.read_text().splitlines() if line.strip()]
-    return [row for row in rows if row.get("hops") == 2 and split in ("all", row.get("split"))]
+def two_hop_questions(paths: list[Path], split: str) -> list[EvalQuestion]:
+    """The two-hop questions of ``split`` in the datasets, read as ``sentient eval`` reads them."""
+    return [q for path in paths for q in select(load_dataset(path), split) if q.hops == 2]
 
 
-async def plans(questions: list[dict[str, str]], profile_name: str) -> list[dict[str, Any]]:
+async def plans(questions: list[EvalQuestion], profile_name: str) -> list[dict[str, Any]]:
     settings = Settings(offline=True)
     profile = AgentRegistry.load(settings.config_dir).profile(profile_name)
     engine = profile.settings  # the profile's engine defaults, as a run without overrides has them
@@ -62,7 +64,7 @@ async def plans(questions: list[dict[str, str]], profile_name: str) -> list[dict
     try:
         for row in questions:
             graph = TaskGraph()
-            node = graph.add_root(row["question"], TaskType.SEARCH, NodeType.PLAN)
+            node = graph.add_root(row.question, TaskType.SEARCH, NodeType.PLAN)
             knowledge = KnowledgeStore(None, "bench")
             builder = ContextBuilder(graph, knowledge, engine.context_token_budget, engine.knowledge_results)
             context = builder.for_planning(node)
@@ -72,9 +74,9 @@ async def plans(questions: list[dict[str, str]], profile_name: str) -> list[dict
             started = time.perf_counter()
             reply = await runner.run(call, QuestionPlan)
             first, then = " ".join(reply.output.first.split()), " ".join(reply.output.then.split())
-            plan: dict[str, Any] = {"id": row["id"], "question": row["question"], "first": first, "then": then}
-            plan["slot"] = asks_with_slot(then, row["question"])
-            plan["first_is_question"] = is_goal(row["question"], first)
+            plan: dict[str, Any] = {"id": row.id, "question": row.question, "first": first, "then": then}
+            plan["slot"] = asks_with_slot(then, row.question)
+            plan["first_is_question"] = is_goal(row.question, first)
             plan["s"] = round(time.perf_counter() - started, 1)
             print(json.dumps(plan), file=sys.stderr, flush=True)
             out.append(plan)
@@ -87,10 +89,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("datasets", type=Path, nargs="+")
     parser.add_argument("--profile", default="general_agent")
-    parser.add_argument("--split", default="dev", help="dev, heldout or all (default: dev)")
+    parser.add_argument("--split", default="dev", choices=["dev", "heldout", "all"], help="default: dev")
     parser.add_argument("--out", type=Path, help="write the plans here, one JSON line each")
     args = parser.parse_args()
-    questions = two_hop_questions(args.datasets, args.split)
+    try:
+        questions = two_hop_questions(args.datasets, args.split)
+    except EvalError as exc:
+        sys.exit(str(exc))
     if not questions:
         sys.exit(f'no two-hop questions ("hops": 2) of split {args.split!r} in {", ".join(map(str, args.datasets))}')
     made = asyncio.run(plans(questions, args.profile))
