@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 
-from sentient.context.citations import renumber
+from sentient.context.citations import cited_numbers, renumber
 from sentient.graph.plan import PlanOutput, SubTask
 
 
@@ -25,9 +25,13 @@ class AtomizerOutput(BaseModel):
 
 
 def _says_something(answer: str) -> str:
-    """An answer must state something besides citation markers: "[2]" alone names no fact."""
-    if not any(ch.isalnum() for ch in renumber(answer, {})):
+    """An answer must state something besides citation markers: "[2]" alone names no fact, but an
+    operator does ("//", ":=" answer "which operator…")."""
+    rest = renumber(answer, {})
+    if cited_numbers(answer) and not any(ch.isalnum() for ch in rest):
         raise ValueError("the answer is only a citation number: write the answer itself (the name, number or value)")
+    if not rest.strip():
+        raise ValueError("the answer is empty: write the answer itself (the name, number or value)")
     return answer
 
 

@@ -35,6 +35,16 @@ def test_an_answer_that_is_only_a_citation_number_does_not_validate(schema, answ
         schema.model_validate({"answer": answer, "source": 1})
 
 
+@pytest.mark.parametrize("answer", ["//", ":=", "+"])
+def test_an_operator_is_an_answer(answer: str) -> None:
+    assert ExecutionOutput.model_validate({"answer": answer}).answer == answer
+
+
+def test_a_blank_answer_does_not_validate() -> None:
+    with pytest.raises(ValidationError, match="the answer is empty"):
+        ExecutionOutput.model_validate({"answer": "  "})
+
+
 def test_an_answer_in_any_script_validates() -> None:
     assert ExecutionOutput.model_validate({"answer": "生成器 [1]"}).answer == "生成器 [1]"
 
