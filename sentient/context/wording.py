@@ -41,10 +41,16 @@ def normalize(text: str) -> str:
 def holds(text: str, *words: str) -> bool:
     """Whether ``text`` contains any of ``words`` (an answer, its few words), whatever the case,
     accents, punctuation and spacing: at word boundaries, or anywhere in scripts written without
-    spaces ("90" is not found in "190"; "九十天" is found in "保留期限为九十天")."""
+    spaces ("90" is not found in "190"; "九十天" is found in "保留期限为九十天"). Words that are
+    only symbols (an operator: "//", ":=") have no words to compare, so their symbols are found
+    as written."""
     normalized = normalize(text)
-    for wanted in filter(None, map(normalize, words)):
-        if any(map(_wide, wanted)):
+    for word in words:
+        wanted = normalize(word)
+        if not wanted:
+            if word.strip() and word.strip() in text:
+                return True
+        elif any(map(_wide, wanted)):
             if wanted.replace(" ", "") in normalized.replace(" ", ""):
                 return True
         elif f" {wanted} " in f" {normalized} ":

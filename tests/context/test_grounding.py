@@ -45,6 +45,8 @@ def test_an_unsupported_answer_cites_nothing_and_its_passage_is_marked_unverifie
         ("Owner: María-José Núñez (on call)", "Maria Jose Nunez", True),  # punctuation is spacing
         ("保留期限为九十天。", "九十天", True),  # a script written without spaces
         ("The loop runs tasks.", "", False),  # no words: nothing to find
+        ("Floor division: x // y rounds down.", "//", True),  # only symbols: found as written
+        ("True division: x / y.", "//", False),
     ],
 )
 def test_a_passage_holds_an_answers_words_in_any_script(passage: str, words: str, held: bool) -> None:
