@@ -412,8 +412,8 @@ class ReportPhases:
     async def _read(self, node: TaskNode, said: Sequence[Said], found: Sequence[Source]) -> tuple[list[str], set[int]]:
         """The answers ``said``, each citing only the passages of ``found`` it names that the
         verifier reads the same answer in, asked its part of the question without being shown
-        the answer: the reading is part of the answer (:func:`agrees`; a reading that only shares
-        one of the answer's key words is as often another answer, see bench/README.md); and the
+        the answer: one holds the other (:func:`agrees`; a reading that only shares one of the
+        answer's key words is as often another answer, see bench/README.md); and the
         numbers of those passages. An answer no passage is read to state stays, citing nothing
         and marked :data:`UNCONFIRMED` (noted)."""
         asked = list(dict.fromkeys((s.question, n) for s in said for n in s.cited))

@@ -169,10 +169,13 @@ def agrees(reading: str, question: str, answer: str, short: str = "") -> bool:
     """Whether the verifier's ``reading`` of a passage (the answer to ``question`` it finds there,
     asked without being shown the executor's) :func:`answers` it and is the executor's
     ``answer`` or its ``short`` words (a direct answer's; a report's answer has none): one holds
-    the other (:func:`holds`)."""
+    the other (:func:`holds`): "MagicMock" and "unittest.mock.MagicMock" agree either way round.
+    Words the question itself holds agree with nothing (they restate it)."""
     if not answers(reading, question):
         return False
-    return holds(f"{answer} {short}", reading) or (not holds(question, short) and holds(reading, short))
+    if holds(f"{answer} {short}", reading):
+        return True
+    return any(holds(reading, words) and not holds(question, words) for words in (strip_markers(answer), short))
 
 
 def accepted(
