@@ -119,7 +119,7 @@ def test_codes_are_words_that_mix_letters_and_digits_in_any_script(question: str
         ("九十天", "保留期限为九十天", "九十天", True),
         ("Tallyman", "The team behind Tallyman is Finance.", "Finance", False),  # in the question
         ("unittest.mock.MagicMock", "MagicMock", "A Mock with magic methods.", True),  # the reading holds the answer
-        ("Tallyman Finance", "Tallyman", "", False),  # ... but only words the question holds
+        ("Tallyman Finance", "Tallyman", "", False),  # ... not when the question holds the answer
     ],
 )
 def test_a_reading_agrees_with_an_answer_when_one_holds_the_other(
